@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Set up a development environment and run the examples or the test suite.
+#   ./dev.sh examples [behave args]   replay the example features against the demo shop
+#   ./dev.sh test [pytest args]       lint, type-check and run the whole test suite
+set -euo pipefail
+cd "$(dirname "$0")"
+
+VENV=${VENV:-.venv}
+PY="$VENV/bin/python"
+
+setup() {
+  if [ ! -x "$PY" ]; then
+    python3 -m venv "$VENV"
+  fi
+  "$PY" -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+  ensure_browser
+}
+
+# Playwright's own browser download needs the internet; a system Chromium serves as well.
+ensure_browser() {
+  if "$PY" - <<'PY'
+import os, shutil, sys
+from playwright.sync_api import sync_playwright
+with sync_playwright() as p:
+    bundled = os.path.exists(p.chromium.executable_path)
+system = any(shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome"))
+sys.exit(0 if bundled or system else 1)
+PY
+  then
+    return
+  fi
+  echo "dev.sh: no Chromium found; installing Debian's chromium package" >&2
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+}
+
+case "${1:-}" in
+  examples)
+    shift
+    setup
+    exec "$VENV/bin/behave" "$@"
+    ;;
+  test)
+    shift
+    setup
+    "$VENV/bin/ruff" check .
+    "$VENV/bin/ruff" format --check .
+    "$VENV/bin/mypy"
+    exec "$VENV/bin/pytest" "$@"
+    ;;
+  *)
+    echo "usage: ./dev.sh examples [behave args] | ./dev.sh test [pytest args]" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,107 @@
+"""The public exceptions and the terminal render of a failed step.
+
+A terminal error reads the same everywhere (behave's output, JUnit, the steering banner)::
+
+    IncurableStepError: the generation budget is exhausted
+    ---
+    step: click Checkout
+    error: TimeoutError: Timeout 10000ms exceeded
+    ---
+    <the full underlying error: received / cause / Playwright's call log>
+    ---
+    explanation: ...
+    recommendation: ...
+"""
+
+from __future__ import annotations
+
+SECTION = "---"
+
+
+class PrettyPlayError(Exception):
+    """Base of every error prettyplay raises on purpose."""
+
+
+class ConfigError(PrettyPlayError):
+    """A setting is unknown or has a bad value; names the key, the value and its source."""
+
+    def __init__(self, key: str, value: object, source: str, problem: str) -> None:
+        self.key, self.value, self.source, self.problem = key, value, source, problem
+        super().__init__(f"setting {key!r} = {value!r} (from {source}): {problem}")
+
+
+class CacheError(PrettyPlayError):
+    """A cache file is corrupt, or one of its entries is refused; names the file and entry."""
+
+
+class CodePolicyError(PrettyPlayError):
+    """Step code uses something outside the code policy's allowlist."""
+
+    def __init__(self, problem: str, line: int | None = None) -> None:
+        self.problem, self.line = problem, line
+        where = f"line {line}: " if line else ""
+        super().__init__(f"{where}{problem}")
+
+
+class ProviderUnavailableError(PrettyPlayError):
+    """The LLM cannot be reached (or is not configured) when a step needs it."""
+
+
+class StepFailedError(PrettyPlayError):
+    """Base of the terminal step failures; renders the sections of the terminal error."""
+
+    def __init__(
+        self,
+        headline: str,
+        *,
+        sentence: str,
+        error: str = "",
+        details: str = "",
+        explanation: str = "",
+        recommendation: str = "",
+        code: str = "",
+    ) -> None:
+        self.headline = headline
+        self.sentence = sentence
+        self.error = error
+        self.details = details
+        self.explanation = explanation
+        self.recommendation = recommendation
+        self.code = code
+        super().__init__(self._body())
+
+    def _body(self) -> str:
+        sections = [
+            self.headline,
+            f"step: {self.sentence}" + (f"\nerror: {self.error}" if self.error else ""),
+        ]
+        if self.details:
+            sections.append(self.details)
+        if self.explanation or self.recommendation:
+            lines = []
+            if self.explanation:
+                lines.append(f"explanation: {self.explanation}")
+            if self.recommendation:
+                lines.append(f"recommendation: {self.recommendation}")
+            sections.append("\n".join(lines))
+        return f"\n{SECTION}\n".join(sections)
+
+    def render(self) -> str:
+        """The full terminal render, headed by the exception's name."""
+        return f"{type(self).__name__}: {self}"
+
+
+class IncurableStepError(StepFailedError):
+    """A step stays red: no budget, verdict or cache entry can make it green."""
+
+
+class ProductDefectError(StepFailedError, AssertionError):
+    """The product itself is wrong; never healed. An AssertionError, so behave reports *failed*."""
+
+
+def describe_exception(exc: BaseException) -> tuple[str, str]:
+    """Split an exception into the one-line ``error:`` text and the full underlying text."""
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else ""
+    name = type(exc).__name__
+    return (f"{name}: {first}" if first else name), (f"{name}: {text}" if text else name)

@@ -1,0 +1,1 @@
+"""The prompt templates (jinja2), installed as prettyplay_behave.templates."""
