@@ -1,0 +1,499 @@
+"""The code policy: a static allowlist that every piece of step code must pass.
+
+Step code is exactly one ``def step(page) -> None:`` written against Playwright's sync API.
+It sees ``page``, ``expect``, ``re``, ``secret``, its own locals and a few harmless
+builtins, and may only touch the attribute names listed here. The allowlists are the single
+source of truth: the runtime proxies in :mod:`.proxy` and the namespace built in
+:mod:`.sandbox` use the same frozensets.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from ..errors import CodePolicyError
+
+MAX_CODE_CHARS = 20_000
+MAX_CODE_LINES = 200
+MAX_LOOP_DEPTH = 2
+MAX_EXPR_DEPTH = 60
+# A for loop may run at most this many times; the sandbox enforces it at run time.
+MAX_LOOP_ITEMS = 1_000
+
+PROVIDED_NAMES = frozenset({"page", "expect", "re", "secret"})
+
+BUILTIN_NAMES = frozenset(
+    {
+        "abs", "all", "any", "bool", "dict", "enumerate", "float", "int", "len", "list",
+        "max", "min", "range", "round", "sorted", "str", "sum", "tuple", "zip",
+    }
+)  # fmt: skip
+
+# Refused outright, named so that the error message is explicit about them.
+REFUSED_NAMES = frozenset(
+    {
+        "__import__", "breakpoint", "compile", "delattr", "dir", "eval", "exec", "format",
+        "getattr", "globals", "hasattr", "input", "iter", "locals", "next", "object", "open",
+        "print", "setattr", "super", "type", "vars",
+    }
+)  # fmt: skip
+
+_GET_BY = frozenset(
+    {
+        "get_by_alt_text", "get_by_label", "get_by_placeholder", "get_by_role",
+        "get_by_test_id", "get_by_text", "get_by_title",
+    }
+)  # fmt: skip
+
+_LOCATING = _GET_BY | {"locator", "frame_locator"}
+
+# Actions and reads that Page offers both on itself (with a selector) and on Locator.
+_ACTIONS = frozenset(
+    {
+        "check", "click", "dblclick", "fill", "focus", "get_attribute", "hover", "inner_text",
+        "input_value", "is_checked", "is_disabled", "is_editable", "is_enabled", "is_hidden",
+        "is_visible", "press", "select_option", "set_checked", "tap", "text_content", "type",
+        "uncheck",
+    }
+)  # fmt: skip
+
+PAGE_ATTRIBUTES = (
+    _LOCATING
+    | _ACTIONS
+    | {
+        "content", "drag_and_drop", "go_back", "go_forward", "goto", "keyboard", "mouse",
+        "reload", "title", "url", "wait_for_load_state", "wait_for_url",
+    }
+)  # fmt: skip
+
+LOCATOR_ATTRIBUTES = (
+    _LOCATING
+    | _ACTIONS
+    | {
+        "all", "all_inner_texts", "all_text_contents", "and_", "blur", "clear", "content_frame",
+        "count", "drag_to", "filter", "first", "last", "nth", "or_", "press_sequentially",
+        "scroll_into_view_if_needed", "wait_for",
+    }
+)  # fmt: skip
+
+FRAME_LOCATOR_ATTRIBUTES = _LOCATING | {"first", "last", "nth", "owner"}
+
+KEYBOARD_ATTRIBUTES = frozenset({"down", "insert_text", "press", "type", "up"})
+
+MOUSE_ATTRIBUTES = frozenset({"click", "dblclick", "down", "move", "up", "wheel"})
+
+_MATCHERS = frozenset(
+    {
+        "to_be_attached", "to_be_checked", "to_be_disabled", "to_be_editable", "to_be_empty",
+        "to_be_enabled", "to_be_focused", "to_be_hidden", "to_be_in_viewport", "to_be_visible",
+        "to_contain_text", "to_have_accessible_name", "to_have_attribute", "to_have_class",
+        "to_have_count", "to_have_id", "to_have_role", "to_have_text", "to_have_title",
+        "to_have_url", "to_have_value", "to_have_values",
+    }
+)  # fmt: skip
+
+EXPECT_MATCHERS = _MATCHERS | {f"not_{name}" for name in _MATCHERS}
+
+RE_NAMES = frozenset(
+    {
+        "DOTALL", "I", "IGNORECASE", "M", "MULTILINE", "S", "compile", "escape", "findall",
+        "fullmatch", "match", "search", "split", "sub",
+    }
+)  # fmt: skip
+
+# Methods of plain values: str, list, dict, and re's Pattern and Match.
+VALUE_METHODS = frozenset(
+    {
+        "append", "casefold", "endswith", "get", "group", "groups", "isdigit", "items", "join",
+        "keys", "lower", "lstrip", "replace", "rsplit", "rstrip", "split", "splitlines",
+        "startswith", "strip", "upper", "values",
+    }
+)  # fmt: skip
+
+ALLOWED_ATTRIBUTES = (
+    PAGE_ATTRIBUTES
+    | LOCATOR_ATTRIBUTES
+    | FRAME_LOCATOR_ATTRIBUTES
+    | KEYBOARD_ATTRIBUTES
+    | MOUSE_ATTRIBUTES
+    | EXPECT_MATCHERS
+    | RE_NAMES
+    | VALUE_METHODS
+)
+
+# Never allowed; listed so that the refusal names them and a test can pin them down.
+REFUSED_ATTRIBUTES = frozenset(
+    {
+        "add_init_script", "add_script_tag", "add_style_tag", "attrgetter", "context",
+        "cookies", "dispatch_event", "element_handle", "element_handles", "evaluate",
+        "evaluate_all", "evaluate_handle", "expect_console_message", "expect_download",
+        "expect_event", "expect_file_chooser", "expect_navigation", "expect_popup",
+        "expect_request", "expect_response", "expose_binding", "expose_function", "f_back",
+        "f_globals", "f_locals", "format", "format_map", "frame", "frames", "gi_frame",
+        "main_frame", "mro", "obj", "on", "once", "opener", "page", "pdf", "request", "route",
+        "route_from_har", "screenshot", "set_content", "set_input_files", "storage_state",
+        "subclasses", "unroute", "video", "wait_for_event", "wait_for_function",
+    }
+)  # fmt: skip
+
+# Calls that build a fresh, finite list: safe to loop over.
+LIST_METHODS = frozenset(
+    {
+        "all", "all_inner_texts", "all_text_contents", "findall", "items", "keys", "rsplit",
+        "split", "splitlines", "values",
+    }
+)  # fmt: skip
+
+_LOOP_WRAPPERS = frozenset({"enumerate", "list", "sorted", "tuple", "zip"})
+
+# The only calls a secret may be handed to.
+TYPING_METHODS = frozenset({"fill", "insert_text", "press_sequentially", "type"})
+
+NAVIGATION_SCHEMES = frozenset({"http", "https"})
+
+_STATEMENTS = (
+    ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.If, ast.For, ast.Return,
+    ast.Pass, ast.Assert, ast.Break, ast.Continue,
+)  # fmt: skip
+
+_EXPRESSIONS = (
+    ast.Constant, ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Slice, ast.BinOp,
+    ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.List, ast.Tuple, ast.Dict, ast.Set,
+    ast.JoinedStr, ast.FormattedValue,
+)  # fmt: skip
+
+# Huge results from tiny code (10 ** 10 ** 10, 1 << 10 ** 12) would hang the run.
+_REFUSED_OPERATORS: dict[type[ast.AST], str] = {
+    ast.Pow: "the ** operator",
+    ast.LShift: "the << operator",
+}
+
+_CONSTRUCTS = {
+    "Expr": "expression statement",
+    "Assign": "assignment",
+    "Attribute": "attribute",
+    "Subscript": "subscript",
+    "Call": "call",
+    "Import": "import statement",
+    "ImportFrom": "from-import statement",
+    "While": "while loop",
+    "Try": "try statement",
+    "TryStar": "try/except* statement",
+    "With": "with statement",
+    "AsyncWith": "async with statement",
+    "AsyncFor": "async for loop",
+    "FunctionDef": "nested function definition",
+    "AsyncFunctionDef": "async function definition",
+    "ClassDef": "class definition",
+    "Global": "global statement",
+    "Nonlocal": "nonlocal statement",
+    "Delete": "del statement",
+    "Raise": "raise statement (use assert)",
+    "Match": "match statement",
+    "Lambda": "lambda",
+    "ListComp": "list comprehension",
+    "SetComp": "set comprehension",
+    "DictComp": "dict comprehension",
+    "GeneratorExp": "generator expression",
+    "Await": "await expression",
+    "Yield": "yield expression",
+    "YieldFrom": "yield from expression",
+    "NamedExpr": "assignment expression (:=)",
+    "Starred": "starred expression (*)",
+}
+
+_SCHEME = re.compile(r"([a-zA-Z][a-zA-Z0-9+.\-]*):")
+# Browsers drop these when they parse a URL, so " java\tscript:" is still javascript:.
+_URL_IGNORED = re.compile(r"[\t\n\r]")
+_URL_LEADING = "".join(map(chr, range(33)))  # C0 controls and space
+
+
+def url_scheme(url: str) -> str | None:
+    """The scheme a browser would read from ``url``, lower case; None for a relative URL."""
+    cleaned = _URL_IGNORED.sub("", url).lstrip(_URL_LEADING)
+    found = _SCHEME.match(cleaned)
+    return found.group(1).lower() if found else None
+
+
+def navigation_problem(url: str) -> str | None:
+    """Why navigating to ``url`` is refused, or None when it is http(s) or relative."""
+    scheme = url_scheme(url)
+    if scheme is None or scheme in NAVIGATION_SCHEMES:
+        return None
+    return f"navigating to a {scheme}: URL is not allowed (only http, https or a relative path)"
+
+
+def check_code(code: str) -> None:
+    """Refuse ``code`` with a CodePolicyError unless it is an allowed step function."""
+    if len(code) > MAX_CODE_CHARS:
+        raise CodePolicyError(f"step code is too long ({len(code)} > {MAX_CODE_CHARS} characters)")
+    lines = len(code.splitlines())
+    if lines > MAX_CODE_LINES:
+        raise CodePolicyError(f"step code is too long ({lines} > {MAX_CODE_LINES} lines)")
+    try:
+        tree = ast.parse(code, "<step>")
+    except SyntaxError as exc:
+        raise CodePolicyError(f"syntax error: {exc.msg}", exc.lineno) from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise CodePolicyError(f"step code cannot be parsed: {exc}") from None
+    _Checker().module(tree)
+
+
+def _describe(node: ast.AST) -> str:
+    name = type(node).__name__
+    return _CONSTRUCTS.get(name, name)
+
+
+def _refuse(problem: str, node: ast.AST) -> CodePolicyError:
+    return CodePolicyError(problem, getattr(node, "lineno", None))
+
+
+class _Checker:
+    """One walk over the tree; raises on the first construct outside the allowlist."""
+
+    def __init__(self) -> None:
+        self.locals: set[str] = set()
+        self.secret_calls: set[int] = set()
+
+    def module(self, tree: ast.Module) -> None:
+        for stmt in tree.body:
+            if not (isinstance(stmt, ast.FunctionDef) and stmt.name == "step"):
+                raise _refuse(
+                    f"{_describe(stmt)} is not allowed at module level; "
+                    "step code is exactly one `def step(page)`",
+                    stmt,
+                )
+        if len(tree.body) != 1 or not isinstance(tree.body[0], ast.FunctionDef):
+            raise CodePolicyError("step code must define exactly one function `def step(page)`")
+        self.function(tree.body[0])
+
+    def function(self, fn: ast.FunctionDef) -> None:
+        args = fn.args
+        if fn.decorator_list:
+            raise _refuse("decorators are not allowed on step()", fn.decorator_list[0])
+        if (
+            [a.arg for a in args.args] != ["page"]
+            or args.posonlyargs
+            or args.kwonlyargs
+            or args.vararg
+            or args.kwarg
+            or args.defaults
+        ):
+            raise _refuse("step() must take exactly one parameter, `page`, with no default", fn)
+        if args.args[0].annotation is not None:
+            raise _refuse("the `page` parameter must not be annotated", fn)
+        if fn.returns is not None and not _is_none(fn.returns):
+            raise _refuse("step() may only be annotated `-> None`", fn)
+        self.locals = self._assigned_names(fn)
+        self.secret_calls = self._typing_secret_calls(fn)
+        self.block(fn.body, loop_depth=0)
+
+    @staticmethod
+    def _assigned_names(fn: ast.FunctionDef) -> set[str]:
+        return {
+            node.id
+            for node in ast.walk(fn)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+        }
+
+    @staticmethod
+    def _typing_secret_calls(fn: ast.FunctionDef) -> set[int]:
+        # The typed text is the last positional argument, or the value=/text= keyword.
+        allowed: set[int] = set()
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call) and _attr_name(node.func) in TYPING_METHODS:
+                typed = [k.value for k in node.keywords if k.arg in ("value", "text")]
+                typed += node.args[-1:]
+                allowed.update(id(arg) for arg in typed if _is_call_to(arg, "secret"))
+        return allowed
+
+    # -- statements ------------------------------------------------------------------------
+
+    def block(self, body: list[ast.stmt], loop_depth: int) -> None:
+        for stmt in body:
+            self.statement(stmt, loop_depth)
+
+    def statement(self, stmt: ast.stmt, loop_depth: int) -> None:
+        if not isinstance(stmt, _STATEMENTS):
+            raise _refuse(f"{_describe(stmt)} is not allowed in step code", stmt)
+        if isinstance(stmt, ast.Expr):
+            self.expr(stmt.value)
+        elif isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                self.target(target)
+            self.expr(stmt.value)
+        elif isinstance(stmt, ast.AugAssign):
+            self.target(stmt.target)
+            self.operator(stmt.op, stmt)
+            self.expr(stmt.value)
+        elif isinstance(stmt, ast.AnnAssign):
+            if not isinstance(stmt.target, ast.Name):
+                raise _refuse("only a plain local name may be annotated", stmt)
+            self.expr(stmt.annotation)
+            if stmt.value is not None:
+                self.expr(stmt.value)
+        elif isinstance(stmt, ast.If):
+            self.expr(stmt.test)
+            self.block(stmt.body, loop_depth)
+            self.block(stmt.orelse, loop_depth)
+        elif isinstance(stmt, ast.For):
+            self.for_loop(stmt, loop_depth)
+        elif isinstance(stmt, ast.Return):
+            if stmt.value is not None and not _is_none(stmt.value):
+                raise _refuse("step() may only `return` (it returns None)", stmt)
+        elif isinstance(stmt, ast.Assert):
+            self.expr(stmt.test)
+            if stmt.msg is not None:
+                self.expr(stmt.msg)
+
+    def for_loop(self, stmt: ast.For, loop_depth: int) -> None:
+        if loop_depth >= MAX_LOOP_DEPTH:
+            raise _refuse(f"for loops nested deeper than {MAX_LOOP_DEPTH} are not allowed", stmt)
+        self.target(stmt.target, loop=True)
+        self.expr(stmt.iter)
+        if not self._bounded(stmt.iter):
+            raise _refuse(
+                "a for loop may only iterate over range(...), a list or tuple literal, a local, "
+                "a list-returning call such as locator.all(), or enumerate/zip/sorted of those",
+                stmt,
+            )
+        self.block(stmt.body, loop_depth + 1)
+        self.block(stmt.orelse, loop_depth)
+
+    def _bounded(self, node: ast.expr) -> bool:
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return True
+        if isinstance(node, ast.Name):
+            return node.id in self.locals
+        if not isinstance(node, ast.Call):
+            return False
+        if _attr_name(node.func) in LIST_METHODS:
+            return True
+        if isinstance(node.func, ast.Name):
+            if node.func.id == "range":
+                return True
+            if node.func.id in _LOOP_WRAPPERS:
+                return bool(node.args) and all(self._bounded(a) for a in node.args)
+        return False
+
+    def target(self, node: ast.expr, loop: bool = False) -> None:
+        if isinstance(node, ast.Name):
+            if node.id in PROVIDED_NAMES | BUILTIN_NAMES:
+                raise _refuse(f"assigning to {node.id!r} is not allowed", node)
+            self.name(node.id, node)
+        elif isinstance(node, (ast.Tuple, ast.List)):
+            for element in node.elts:
+                self.target(element, loop)
+        elif isinstance(node, ast.Subscript) and not loop:
+            self.expr(node.value)
+            self.expr(node.slice)
+        else:
+            raise _refuse(f"assignment target ({_describe(node)}) is not allowed", node)
+
+    # -- expressions -----------------------------------------------------------------------
+
+    def expr(self, node: ast.AST, depth: int = 0) -> None:
+        if depth > MAX_EXPR_DEPTH:
+            raise _refuse("expression is nested too deeply", node)
+        if not isinstance(node, _EXPRESSIONS):
+            raise _refuse(f"{_describe(node)} is not allowed in step code", node)
+        if isinstance(node, ast.Call):
+            self.call(node, depth)
+            return
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr_context):
+                continue
+            if isinstance(child, (ast.operator, ast.unaryop, ast.cmpop, ast.boolop)):
+                self.operator(child, node)
+                continue
+            self.expr(child, depth + 1)
+        if isinstance(node, ast.Name):
+            self.name(node.id, node)
+        elif isinstance(node, ast.Attribute):
+            self.attribute(node.attr, node)
+
+    def operator(self, op: ast.AST, node: ast.AST) -> None:
+        refused = _REFUSED_OPERATORS.get(type(op))
+        if refused:
+            raise _refuse(f"{refused} is not allowed in step code", node)
+
+    def name(self, name: str, node: ast.AST) -> None:
+        if name.startswith("_"):
+            raise _refuse(
+                f"name {name!r} is not allowed (names starting with '_' are refused)", node
+            )
+        if name in REFUSED_NAMES:
+            raise _refuse(f"name {name!r} is not allowed in step code", node)
+        if name == "secret":
+            raise _refuse(self._secret_usage, node)
+        if name not in PROVIDED_NAMES | BUILTIN_NAMES and name not in self.locals:
+            raise _refuse(
+                f"name {name!r} is not allowed (only locals, page, expect, re, secret "
+                "and a few builtins)",
+                node,
+            )
+
+    @staticmethod
+    def attribute(attr: str, node: ast.AST) -> None:
+        if attr.startswith("_"):
+            raise _refuse(
+                f"attribute {attr!r} is not allowed (names starting with '_' are refused)", node
+            )
+        if attr not in ALLOWED_ATTRIBUTES:
+            raise _refuse(f"attribute {attr!r} is not allowed in step code", node)
+
+    _secret_usage = (
+        'secret may only be called as secret("NAME"), as the text given to '
+        + "/".join(sorted(TYPING_METHODS))
+        + "(...)"
+    )
+
+    def call(self, node: ast.Call, depth: int) -> None:
+        func = node.func
+        if _is_call_to(node, "secret"):
+            valid = (
+                len(node.args) == 1
+                and not node.keywords
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            )
+            if id(node) not in self.secret_calls or not valid:
+                raise _refuse(self._secret_usage, node)
+            return
+        self.expr(func, depth + 1)
+        if not isinstance(func, (ast.Name, ast.Attribute)):
+            raise _refuse(f"calling the result of a {_describe(func)} is not allowed", node)
+        for arg in node.args:
+            self.expr(arg, depth + 1)
+        for keyword in node.keywords:
+            if keyword.arg is None:
+                raise _refuse("** unpacking in a call is not allowed", node)
+            self.expr(keyword.value, depth + 1)
+        if _attr_name(func) == "goto":
+            self.goto_url(node)
+
+    @staticmethod
+    def goto_url(node: ast.Call) -> None:
+        url = node.args[0] if node.args else None
+        for keyword in node.keywords:
+            if keyword.arg == "url":
+                url = keyword.value
+        if isinstance(url, ast.JoinedStr) and url.values:
+            url = url.values[0]  # a leading literal part still fixes the scheme
+        if isinstance(url, ast.Constant) and isinstance(url.value, str):
+            problem = navigation_problem(url.value)
+            if problem:
+                raise _refuse(f"page.goto: {problem}", node)
+
+
+def _attr_name(node: ast.AST) -> str | None:
+    return node.attr if isinstance(node, ast.Attribute) else None
+
+
+def _is_call_to(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
+
+
+def _is_none(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None

@@ -1,0 +1,232 @@
+"""Step code compiled by the sandbox, run against a real Chromium through the proxies."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
+from prettyplay_behave.errors import CodePolicyError
+from prettyplay_behave.safety import sandbox
+from prettyplay_behave.safety.proxy import (
+    AssertionsProxy,
+    KeyboardProxy,
+    LocatorProxy,
+    PageProxy,
+    expect_for_steps,
+)
+from prettyplay_behave.safety.sandbox import compile_step, run_step
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+FORM = b"""<!doctype html>
+<html><head><title>Form</title></head><body>
+<label>Name <input id="name"></label>
+<label>Password <input id="password" type="password"></label>
+<ul><li>Apples</li><li>Pears</li></ul>
+<button onclick="document.getElementById('out').textContent =
+  'Saved ' + document.getElementById('name').value">Save</button>
+<p data-testid="out"  id="out"></p>
+</body></html>"""
+
+
+class _Pages(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = FORM if self.path == "/form" else b"<title>Home</title><h1>Home</h1>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Pages)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_port}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Browser, server: str) -> Iterator[Page]:
+    context = browser.new_context(base_url=server)
+    page = context.new_page()
+    page.set_default_timeout(5_000)
+    page.goto("/form")
+    yield page
+    context.close()
+
+
+def test_good_step_acts_on_the_page(page: Page) -> None:
+    code = """\
+def step(page) -> None:
+    page.goto("/form")
+    page.get_by_label("Name").fill("Ada")
+    page.get_by_label("Password").fill(secret("PASSWORD"))
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_test_id("out")).to_have_text(re.compile("Saved Ada"))
+    for item in page.get_by_role("listitem").all():
+        expect(item).to_be_visible()
+    assert page.get_by_role("listitem").all_inner_texts() == ["Apples", "Pears"]
+"""
+    step = compile_step(code, secret={"PASSWORD": "hunter2"}.__getitem__)
+    run_step(step, page)
+    assert page.get_by_label("Name").input_value() == "Ada"
+    assert page.get_by_label("Password").input_value() == "hunter2"
+
+
+def test_proxy_wraps_results(page: Page) -> None:
+    proxy = PageProxy(page)
+    assert proxy.reload() is None  # the Response is not handed out
+    assert proxy.title() == "Form"
+    assert proxy.url.endswith("/form")
+    items = proxy.get_by_role("listitem").all()
+    assert [type(item) for item in items] == [LocatorProxy, LocatorProxy]
+    assert isinstance(proxy.get_by_role("listitem").first, LocatorProxy)
+    assert isinstance(proxy.keyboard, KeyboardProxy)
+    apples = proxy.get_by_role("listitem").filter(has=proxy.get_by_text("Apples"))
+    assert apples.count() == 1
+    assert isinstance(expect_for_steps(apples), AssertionsProxy)
+
+
+def test_proxy_refuses_at_run_time(page: Page) -> None:
+    proxy = PageProxy(page)
+    locator = proxy.locator("input")
+    refusals: list[tuple[Callable[[], object], str]] = [
+        (lambda: proxy.context, "page.context is not available to step code"),
+        (lambda: proxy.evaluate, "page.evaluate is not available"),
+        (lambda: proxy.request, "page.request is not available"),
+        (lambda: proxy.route, "page.route is not available"),
+        (lambda: proxy.main_frame, "page.main_frame is not available"),
+        (lambda: proxy.set_content, "page.set_content is not available"),
+        (lambda: proxy.screenshot, "page.screenshot is not available"),
+        (lambda: locator.page, "locator.page is not available"),
+        (lambda: locator.evaluate, "locator.evaluate is not available"),
+        (lambda: locator.set_input_files, "locator.set_input_files is not available"),
+        (lambda: locator.element_handle, "locator.element_handle is not available"),
+        (lambda: proxy.keyboard.on, "keyboard.on is not available"),
+        (lambda: expect_for_steps(proxy).on, r"expect\(...\).on is not available"),
+    ]
+    for reach, message in refusals:
+        with pytest.raises(CodePolicyError, match=message):
+            reach()
+
+
+def test_proxy_refuses_assignment(page: Page) -> None:
+    with pytest.raises(CodePolicyError, match="cannot be assigned"):
+        PageProxy(page).url = "file:///etc/passwd"
+
+
+def test_expect_with_proxied_locators(page: Page) -> None:
+    proxy = PageProxy(page)
+    expect_for_steps(proxy.get_by_role("listitem").first).to_have_text("Apples")
+    expect_for_steps(proxy).to_have_title("Form")
+    expect_for_steps(proxy.get_by_text("Bananas")).not_to_be_visible()
+    with pytest.raises(AssertionError):
+        expect_for_steps(proxy.get_by_role("listitem").first).to_have_text("Pears", timeout=300)
+    with pytest.raises(AssertionError):
+        expect_for_steps(proxy).to_have_url("http://127.0.0.1/elsewhere", timeout=300)
+
+
+def test_goto_refuses_other_schemes_at_run_time(page: Page) -> None:
+    for url in ["file:///etc/passwd", "chrome://settings", "data:text/html,hi", " java\tscript:1"]:
+        with pytest.raises(CodePolicyError, match="URL is not allowed"):
+            PageProxy(page).goto(url)
+    assert page.url.endswith("/form")
+
+
+def test_goto_reports_navigation_and_resolves_relative_urls(page: Page, server: str) -> None:
+    seen: list[str] = []
+    PageProxy(page, on_navigate=seen.append).goto("/home")
+    assert seen == ["/home"]
+    assert page.url == f"{server}/home"
+
+    def refuse(url: str) -> None:
+        raise CodePolicyError(f"{url} is out of bounds")
+
+    with pytest.raises(CodePolicyError, match="out of bounds"):
+        PageProxy(page, on_navigate=refuse).goto("/form")
+    assert page.url == f"{server}/home"
+
+
+def test_step_errors_propagate_unchanged(page: Page) -> None:
+    missing = compile_step(
+        'def step(page):\n    page.get_by_role("button", name="Missing").click(timeout=300)\n'
+    )
+    with pytest.raises(PlaywrightTimeoutError):
+        run_step(missing, page)
+    failing = compile_step('def step(page):\n    assert page.title() == "Other", "wrong title"\n')
+    with pytest.raises(AssertionError, match="wrong title"):
+        run_step(failing, page)
+    red = compile_step(
+        'def step(page):\n    expect(page.get_by_test_id("out")).to_have_text("x", timeout=300)\n'
+    )
+    with pytest.raises(AssertionError):
+        run_step(red, page)
+
+
+def test_secret_needs_a_resolver(page: Page) -> None:
+    step = compile_step('def step(page):\n    page.get_by_label("Name").fill(secret("NAME"))\n')
+    with pytest.raises(CodePolicyError, match="no secret resolver"):
+        run_step(step, page)
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["for i in range(5000):\n        pass", "numbers = list(range(2000))"],
+)
+def test_loops_are_bounded_at_run_time(page: Page, body: str) -> None:
+    step = compile_step(f"def step(page):\n    {body}\n")
+    with pytest.raises(CodePolicyError, match="at most 1000"):
+        run_step(step, page)
+
+
+def test_loop_walks_a_snapshot(page: Page) -> None:
+    step = compile_step(
+        "def step(page):\n"
+        "    items = [1, 2]\n"
+        "    for item in items:\n"
+        "        items += [item]\n"
+        "    assert items == [1, 2, 1, 2]\n"
+    )
+    run_step(step, page)
+
+
+def test_namespace_holds_only_the_allowlist(page: Page, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox, "check_code", lambda code: None)
+    for body, error in [
+        ('open("/etc/passwd")', NameError),
+        ('__import__("os")', NameError),
+        ("re.sys", AttributeError),
+        ("page.context", CodePolicyError),
+        ('page.get_by_role("button").page', CodePolicyError),
+    ]:
+        step = compile_step(f"def step(page):\n    {body}\n")
+        with pytest.raises(error):
+            run_step(step, page)
