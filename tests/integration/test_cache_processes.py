@@ -1,0 +1,54 @@
+"""Several processes writing into one cache file at once lose no entry."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from prettyplay_behave.cache import load_file
+
+PROCESSES = 4
+ENTRIES = 50
+
+# Each writer waits for the go file, so all of them write at the same time.
+WRITER = """
+import sys, time
+from pathlib import Path
+from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+
+cache_dir, go, worker, count = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+store = CacheStore(cache_dir, lambda code: None)
+while not go.exists():
+    time.sleep(0.005)
+for n in range(count):
+    key = CacheKey("shop.feature::Race", "step", f"step {n} of writer {worker}")
+    store.write(CacheEntry(key, f"def step(page):\\n    pass  # {worker}.{n}", "generated"))
+"""
+
+
+def test_concurrent_writers_keep_every_entry(tmp_path: Path) -> None:
+    cache_dir, go = tmp_path / "cache", tmp_path / "go"
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(cache_dir), str(go), str(worker), str(ENTRIES)]
+        )
+        for worker in range(PROCESSES)
+    ]
+    go.touch()
+    for writer in writers:
+        assert writer.wait(timeout=120) == 0
+
+    path = cache_dir / "shop.feature.json"
+    entries = load_file(path, lambda code: None)["Race"]
+    assert sorted(e.key.sentence for e in entries) == sorted(
+        f"step {n} of writer {w}" for w in range(PROCESSES) for n in range(ENTRIES)
+    )
+    # Each writer's entries stay in the order it wrote them.
+    for worker in range(PROCESSES):
+        mine = [e.key.sentence for e in entries if e.key.sentence.endswith(f"writer {worker}")]
+        assert mine == [f"step {n} of writer {worker}" for n in range(ENTRIES)]
+    assert sorted(p.name for p in path.parent.iterdir()) == [
+        "shop.feature.json",
+        "shop.feature.json.lock",
+    ]
