@@ -1,0 +1,235 @@
+"""Reading the LLM's answers: step code from a fenced block, verdicts from one JSON object.
+
+Pure functions, no I/O. Whatever does not meet the contract raises :class:`UnparseableAnswer`
+with the reason; the caller records it as an ``unparseable answer`` attempt.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+# A step is a few lines; an answer this long is a runaway generation, not code to read.
+MAX_ANSWER_CHARS = 100_000
+
+STEP_LABELS = ("product_defect", "rot", "fixable", "incurable")
+GROUP_LABELS = ("recoverable", "product_defect", "incurable")
+DIMENSIONS = ("instructions", "adequacy")
+SEVERITIES = ("high", "medium", "low")
+
+_OPENING = re.compile(r"^ {0,3}(`{3,})[ \t]*([^`\s]*)[^`]*$")
+
+
+class UnparseableAnswer(ValueError):
+    """An answer that does not meet the answer contract; ``reason`` says why."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A classify or diagnose verdict; ``root_step`` only for a diagnosis."""
+
+    label: str
+    explanation: str
+    recommendation: str
+    root_step: str | None = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One compliance-gate finding."""
+
+    dimension: str
+    severity: str
+    message: str
+
+    @property
+    def blocking(self) -> bool:
+        return self.severity == "high"
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    """The compliance gate's findings; an empty tuple is a clean candidate."""
+
+    findings: tuple[Finding, ...]
+
+    @property
+    def blocking(self) -> bool:
+        """True when any finding is high: the candidate must not be cached."""
+        return any(f.blocking for f in self.findings)
+
+
+@dataclass(frozen=True)
+class _Block:
+    info: str
+    body: str
+
+
+def _check_size(text: str) -> None:
+    if len(text) > MAX_ANSWER_CHARS:
+        raise UnparseableAnswer(
+            f"the answer is {len(text):,} characters long; the limit is {MAX_ANSWER_CHARS:,}"
+        )
+
+
+def _fenced_blocks(text: str) -> list[_Block]:
+    """The backtick-fenced blocks of a markdown text, in order."""
+    blocks = []
+    lines = text.replace("\r\n", "\n").split("\n")
+    i = 0
+    while i < len(lines):
+        opening = _OPENING.match(lines[i])
+        if not opening:
+            i += 1
+            continue
+        fence, info = opening.group(1), opening.group(2).lower()
+        closing = re.compile(rf"^ {{0,3}}`{{{len(fence)},}}[ \t]*$")
+        end = next((j for j in range(i + 1, len(lines)) if closing.match(lines[j])), None)
+        if end is None:
+            raise UnparseableAnswer("a code block is never closed (the answer looks truncated)")
+        blocks.append(_Block(info, "\n".join(lines[i + 1 : end])))
+        i = end + 1
+    return blocks
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def extract_code(text: str) -> str:
+    """The step code of a code answer: exactly one fenced python block defining ``step``."""
+    _check_size(text)
+    blocks = _fenced_blocks(text)
+    if len(blocks) != 1:
+        raise UnparseableAnswer(
+            f"the answer holds {_plural(len(blocks), 'code block')}; expected exactly one"
+        )
+    block = blocks[0]
+    if block.info not in ("", "python", "py", "python3"):
+        raise UnparseableAnswer(f"the code block is marked {block.info!r}; expected python")
+    code = textwrap.dedent(block.body).strip("\n")
+    if not code.strip():
+        raise UnparseableAnswer("the code block is empty")
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as exc:
+        raise UnparseableAnswer(f"the code does not parse: line {exc.lineno}: {exc.msg}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise UnparseableAnswer(f"the code does not parse: {exc}") from None
+    steps = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "step"]
+    if not steps:
+        raise UnparseableAnswer("the code block does not define the function step(page)")
+    args = steps[0].args
+    if len(args.posonlyargs) + len(args.args) != 1 or args.vararg or args.kwonlyargs:
+        raise UnparseableAnswer("step must take exactly one parameter: def step(page) -> None")
+    return code + "\n"
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    stripped = text.strip()
+    if not stripped:
+        raise UnparseableAnswer("the answer is empty; expected one JSON object")
+    blocks = _fenced_blocks(stripped)
+    if len(blocks) > 1:
+        raise UnparseableAnswer(
+            f"the answer holds {len(blocks)} code blocks; expected one JSON object"
+        )
+    if blocks:
+        if blocks[0].info not in ("", "json"):
+            raise UnparseableAnswer(f"the block is marked {blocks[0].info!r}; expected json")
+        stripped = blocks[0].body.strip()
+    try:
+        data = json.loads(stripped)
+    except json.JSONDecodeError as exc:
+        raise UnparseableAnswer(f"the answer is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise UnparseableAnswer("the answer is not valid JSON: nested too deeply") from None
+    if not isinstance(data, dict):
+        raise UnparseableAnswer(f"the answer is a JSON {type(data).__name__}; expected an object")
+    return data
+
+
+def _text(data: dict[str, Any], key: str, where: str = "the verdict") -> str:
+    if key not in data:
+        raise UnparseableAnswer(f"{where} lacks the field {key!r}")
+    value = data[key]
+    if not isinstance(value, str):
+        raise UnparseableAnswer(f"{where}: the field {key!r} must be a string")
+    return value
+
+
+def _choice(data: dict[str, Any], key: str, allowed: tuple[str, ...], where: str) -> str:
+    value = _text(data, key, where).strip().lower()
+    if value not in allowed:
+        raise UnparseableAnswer(f"{where}: {key} {data[key]!r} is not one of {', '.join(allowed)}")
+    return value
+
+
+def _step_verdict(data: dict[str, Any]) -> Verdict:
+    return Verdict(
+        label=_choice(data, "label", STEP_LABELS, "the verdict"),
+        explanation=_text(data, "explanation"),
+        recommendation=_text(data, "recommendation"),
+    )
+
+
+def _group_verdict(data: dict[str, Any]) -> Verdict:
+    label = _choice(data, "label", GROUP_LABELS, "the diagnosis")
+    if "root_step" not in data:
+        raise UnparseableAnswer("the diagnosis lacks the field 'root_step'")
+    root = data["root_step"]
+    if root is not None and not isinstance(root, str):
+        raise UnparseableAnswer("the diagnosis: the field 'root_step' must be a string")
+    if label == "recoverable" and not (root and root.strip()):
+        raise UnparseableAnswer("a recoverable diagnosis must name its root_step")
+    return Verdict(
+        label=label,
+        explanation=_text(data, "explanation", "the diagnosis"),
+        recommendation=_text(data, "recommendation", "the diagnosis"),
+        root_step=root.strip() if root and root.strip() else None,
+    )
+
+
+def _gate_verdict(data: dict[str, Any]) -> GateVerdict:
+    if "findings" not in data:
+        raise UnparseableAnswer("the gate verdict lacks the field 'findings'")
+    items = data["findings"]
+    if not isinstance(items, list):
+        raise UnparseableAnswer("the gate verdict: 'findings' must be a list")
+    findings = []
+    for number, item in enumerate(items):
+        where = f"gate finding {number}"
+        if not isinstance(item, dict):
+            raise UnparseableAnswer(f"{where} is not an object")
+        findings.append(
+            Finding(
+                dimension=_choice(item, "dimension", DIMENSIONS, where),
+                severity=_choice(item, "severity", SEVERITIES, where),
+                message=_text(item, "message", where),
+            )
+        )
+    return GateVerdict(tuple(findings))
+
+
+_VERDICT_PARSERS: dict[str, Callable[[dict[str, Any]], Verdict | GateVerdict]] = {
+    "classify": _step_verdict,
+    "diagnose": _group_verdict,
+    "gate": _gate_verdict,
+}
+
+
+def parse_verdict(text: str, purpose: str) -> Verdict | GateVerdict:
+    """The verdict of a ``classify``, ``diagnose`` or ``gate`` answer."""
+    if purpose not in _VERDICT_PARSERS:
+        raise ValueError(f"no verdict for purpose {purpose!r}; expected classify, diagnose or gate")
+    _check_size(text)
+    return _VERDICT_PARSERS[purpose](_json_object(text))

@@ -1,0 +1,340 @@
+"""The LLM client: one Chat Completions request per call, told apart by purpose.
+
+Endpoint and key come from ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``, the variables of the
+openai package itself. A local or compatible server (Ollama, vLLM, LM Studio, LiteLLM, ...) needs
+``OPENAI_BASE_URL`` *and* some ``OPENAI_API_KEY``: any dummy value will do, but without a key the
+LLM counts as unavailable.
+
+Outcomes a caller tells apart:
+
+- an :class:`Answer` (its text may be empty: the caller records that as unparseable);
+- :class:`ProviderUnavailableError`: no key, the server cannot be reached or keeps failing after
+  the openai client's own retries, or the run-wide ``max_llm_calls`` cap is reached. After a
+  failure of the server the client stays down for the rest of the run;
+- :class:`ConfigError`: a misconfiguration the server reports (401, 403, unknown model, exhausted
+  quota); it fails fast and names the setting to fix.
+
+The openai package is imported and its client built on the first request, so a replay-only run
+pays for neither.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, urlsplit
+
+from ..errors import ConfigError, ProviderUnavailableError
+
+if TYPE_CHECKING:
+    import openai
+
+    from ..config import PrettyConfig
+
+log = logging.getLogger("prettyplay")
+
+PURPOSES = ("generate", "heal", "classify", "diagnose", "gate", "steer")
+VERDICT_PURPOSES = ("classify", "diagnose", "gate")
+PURPOSE_HEADER = "X-Prettyplay-Purpose"
+STEP_HEADER = "X-Prettyplay-Step"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+HIDDEN = "(hidden)"
+KEY_SOURCE = "environment variable OPENAI_API_KEY"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The text of one completion and what it cost."""
+
+    text: str
+    finish_reason: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Requests and tokens, of one purpose or of the whole run."""
+
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.requests + other.requests,
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+        )
+
+
+class LLMClient:
+    """Chat Completions for the engine's purposes, with availability, a cap and usage counts."""
+
+    def __init__(self, config: PrettyConfig, environ: Mapping[str, str] | None = None) -> None:
+        env = os.environ if environ is None else environ
+        self.config = config
+        self.api_key = env.get("OPENAI_API_KEY") or None
+        self.base_url = env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+        self.calls = 0
+        self._usage: dict[str, Usage] = {}
+        self._down: str | None = None
+        self._openai: openai.OpenAI | None = None
+        self._lock = threading.Lock()
+
+    # -- availability --------------------------------------------------------------------------
+
+    @property
+    def available(self) -> bool:
+        """Whether a request may be sent: a key, not down, and under ``max_llm_calls``."""
+        return self._unavailable_reason() is None
+
+    def require(self) -> None:
+        """Raise :class:`ProviderUnavailableError` when no request may be sent."""
+        reason = self._unavailable_reason()
+        if reason is not None:
+            raise ProviderUnavailableError(reason)
+
+    def _unavailable_reason(self) -> str | None:
+        if not self.api_key:
+            return (
+                "the LLM is unavailable: no API key is configured; set OPENAI_API_KEY "
+                "(and OPENAI_BASE_URL for a local or compatible server, which accepts any "
+                "dummy key)"
+            )
+        if self._down:
+            return self._down
+        cap = self.config.max_llm_calls
+        if cap is not None and self.calls >= cap:
+            return (
+                f"the LLM is unavailable: the run-wide cap max_llm_calls={cap} is reached; "
+                "raise prettyplay.max_llm_calls or unset it"
+            )
+        return None
+
+    # -- usage ---------------------------------------------------------------------------------
+
+    @property
+    def usage(self) -> dict[str, Usage]:
+        """Requests and tokens of this run, by purpose."""
+        with self._lock:
+            return dict(self._usage)
+
+    @property
+    def total_usage(self) -> Usage:
+        return sum(self.usage.values(), Usage())
+
+    # -- requests ------------------------------------------------------------------------------
+
+    def ask(
+        self, purpose: str, *, step: str, messages: list[dict[str, str]], verdict: bool = False
+    ) -> Answer:
+        """One completion for ``purpose`` about the step whose sentence is ``step``.
+
+        Verdict requests (classify, diagnose, gate, or any with ``verdict=True``) use the
+        verdict model. Raises ProviderUnavailableError or ConfigError as the module tells.
+        """
+        if purpose not in PURPOSES:
+            raise ValueError(f"unknown purpose {purpose!r}; expected one of {', '.join(PURPOSES)}")
+        verdict = verdict or purpose in VERDICT_PURPOSES
+        model = self.config.verdict_model if verdict else self.config.model
+        with self._lock:
+            # Counted before sending, so a request past the cap is never sent.
+            self.require()
+            self.calls += 1
+            self._add(purpose, Usage(requests=1))
+            client = self._client()
+        started = time.monotonic()
+        answer: Answer | None = None
+        try:
+            completion = client.chat.completions.create(
+                model=model,
+                messages=messages,  # type: ignore[arg-type]
+                temperature=0,
+                extra_headers={PURPOSE_HEADER: purpose, STEP_HEADER: quote(step, safe="")},
+                timeout=self.config.llm_timeout,
+            )
+            answer = _answer(completion, _display(self.base_url))
+        except ProviderUnavailableError:
+            raise
+        except Exception as exc:
+            self._raise_for(exc, model, verdict)
+            raise
+        finally:
+            tokens = (answer.prompt_tokens + answer.completion_tokens) if answer else 0
+            log.debug(
+                "LLM request %s with %s: %s, %d tokens in %.1f s",
+                purpose,
+                model,
+                answer.finish_reason if answer else "failed",
+                tokens,
+                time.monotonic() - started,
+                extra={"event": "llm_request", "purpose": purpose, "tokens": tokens},
+            )
+        with self._lock:
+            self._add(purpose, Usage(0, answer.prompt_tokens, answer.completion_tokens))
+        return answer
+
+    def _add(self, purpose: str, usage: Usage) -> None:
+        self._usage[purpose] = self._usage.get(purpose, Usage()) + usage
+
+    def _client(self) -> openai.OpenAI:
+        if self._openai is None:
+            import openai
+
+            self._openai = openai.OpenAI(
+                api_key=self.api_key,
+                base_url=self.base_url,
+                timeout=self.config.llm_timeout,
+                max_retries=self.config.llm_retries,
+                http_client=openai.DefaultHttpxClient(event_hooks={"response": [_quota_is_final]}),
+            )
+        return self._openai
+
+    # -- failures ------------------------------------------------------------------------------
+
+    def _raise_for(self, exc: Exception, model: str, verdict: bool) -> None:
+        """Turn an openai error into ProviderUnavailableError or ConfigError (else return)."""
+        import openai
+
+        where = _display(self.base_url)
+        attempts = f"llm_retries={self.config.llm_retries}"
+        if isinstance(exc, openai.APITimeoutError):
+            self._mark_down(
+                f"no answer from {where} within llm_timeout={self.config.llm_timeout:g} s "
+                f"({attempts}); check that the server is up, or raise prettyplay.llm_timeout "
+                "or prettyplay.llm_retries",
+                exc,
+            )
+        if isinstance(exc, openai.APIConnectionError):
+            self._mark_down(
+                f"cannot connect to {where} ({_cause(exc)}; {attempts}); check OPENAI_BASE_URL "
+                "and that the server is running",
+                exc,
+            )
+        if not isinstance(exc, openai.APIStatusError):
+            if isinstance(exc, openai.OpenAIError):
+                raise ProviderUnavailableError(
+                    f"the LLM is unavailable: {where} answered unexpectedly "
+                    f"({type(exc).__name__}: {exc}); check the server behind OPENAI_BASE_URL"
+                ) from exc
+            return
+        status, message = exc.status_code, _server_message(exc)
+        if status == 401:
+            raise ConfigError(
+                "OPENAI_API_KEY",
+                HIDDEN,
+                KEY_SOURCE,
+                f"{where} rejected the API key (401: {message}); set a valid OPENAI_API_KEY "
+                "(and check that OPENAI_BASE_URL names the intended server)",
+            ) from None
+        if status == 403:
+            raise ConfigError(
+                "OPENAI_API_KEY",
+                HIDDEN,
+                KEY_SOURCE,
+                f"{where} refused the request (403: {message}); check the account permissions "
+                f"of OPENAI_API_KEY for the model {model!r}",
+            ) from None
+        if status == 404:
+            key = (
+                "classification_model" if verdict and self.config.classification_model else "model"
+            )
+            raise ConfigError(
+                f"prettyplay.{key}",
+                model,
+                "the run's settings",
+                f"{where} does not know the model {model!r} (404: {message}); set "
+                f"prettyplay.{key} to a model the server offers (or check that OPENAI_BASE_URL "
+                "ends with the API path, such as /v1)",
+            ) from None
+        if status == 429 and _error_code(exc) == "insufficient_quota":
+            raise ConfigError(
+                "OPENAI_API_KEY",
+                HIDDEN,
+                KEY_SOURCE,
+                f"the account quota is exhausted (429 insufficient_quota: {message}); check "
+                "the plan and billing of the account behind OPENAI_API_KEY, or use another key",
+            ) from None
+        if status == 429:
+            self._mark_down(
+                f"{where} kept rate-limiting the requests (429, {attempts}: {message}); "
+                "wait and run again, or lower the load on the server",
+                exc,
+            )
+        if status >= 500 or status in (408, 409):
+            self._mark_down(
+                f"{where} kept failing (HTTP {status}, {attempts}: {message}); check the "
+                "server behind OPENAI_BASE_URL or run again later",
+                exc,
+            )
+        raise ProviderUnavailableError(
+            f"the LLM is unavailable: {where} refused the request (HTTP {status}: {message}); "
+            f"check OPENAI_BASE_URL and the model {model!r}"
+        ) from None
+
+    def _mark_down(self, why: str, exc: Exception) -> None:
+        self._down = f"the LLM is unavailable: {why}"
+        raise ProviderUnavailableError(self._down) from exc
+
+
+def _answer(completion: Any, where: str) -> Answer:
+    try:
+        choices = getattr(completion, "choices", None)
+        choice = choices[0] if choices else None
+        usage = getattr(completion, "usage", None)
+        return Answer(
+            text=str(choice.message.content or "") if choice else "",
+            finish_reason=str(choice.finish_reason or "") if choice else "",
+            prompt_tokens=int(usage.prompt_tokens or 0) if usage else 0,
+            completion_tokens=int(usage.completion_tokens or 0) if usage else 0,
+        )
+    except (AttributeError, TypeError, ValueError, IndexError, KeyError) as exc:
+        raise ProviderUnavailableError(
+            f"the LLM is unavailable: {where} answered with something that is not a chat "
+            f"completion ({type(exc).__name__}: {exc}); check the server behind OPENAI_BASE_URL"
+        ) from exc
+
+
+def _quota_is_final(response: Any) -> None:
+    """Mark a 429 ``insufficient_quota`` as not retryable: waiting never refills a quota."""
+    if response.status_code != 429 or "x-should-retry" in response.headers:
+        return
+    response.read()
+    if b"insufficient_quota" in response.content:
+        response.headers["x-should-retry"] = "false"
+
+
+def _error_code(exc: Any) -> str | None:
+    body = exc.body if isinstance(exc.body, dict) else {}
+    error = body.get("error", body)
+    code = getattr(exc, "code", None) or (error.get("code") if isinstance(error, dict) else None)
+    return code if isinstance(code, str) else None
+
+
+def _server_message(exc: Any) -> str:
+    body = exc.body if isinstance(exc.body, dict) else {}
+    error = body.get("error", body)
+    message = error.get("message") if isinstance(error, dict) else None
+    return str(message or exc.message).strip()
+
+
+def _cause(exc: BaseException) -> str:
+    cause = exc.__cause__
+    return f"{type(cause).__name__}: {cause}" if cause else str(exc)
+
+
+def _display(url: str) -> str:
+    """The endpoint without any credentials written into the URL."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return f"{parts.scheme}://{host}{parts.path}"

@@ -1,0 +1,82 @@
+"""Rendering the request messages from the jinja2 templates in ``templates/``.
+
+Every purpose has one template, ``<purpose>.j2``, that defines two blocks: ``system`` and
+``user``. Shared pieces live in partials (``_page.j2``, ``_history.j2``, ...). A folder given as
+``templates_dir`` overrides any template by name; the shipped ones fill the rest. Undefined
+context fields are errors (StrictUndefined): callers pass ``None``, ``""`` or ``[]`` for what does
+not apply.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import os
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    import jinja2
+
+PURPOSES = ("generate", "heal", "classify", "diagnose", "gate", "steer")
+ROLES = ("system", "user")
+
+
+class Prompts:
+    """The prompt templates of a run; the jinja2 environment is built on first use."""
+
+    def __init__(self, templates_dir: str | None = None) -> None:
+        if templates_dir is not None and not os.path.isdir(templates_dir):
+            raise ConfigError(
+                "prettyplay.templates_dir", templates_dir, "settings", "the folder does not exist"
+            )
+        self.templates_dir = templates_dir
+        self._environment: jinja2.Environment | None = None
+
+    @property
+    def environment(self) -> jinja2.Environment:
+        if self._environment is None:
+            self._environment = _environment(self.templates_dir)
+        return self._environment
+
+    def render(self, purpose: str, **context: Any) -> list[dict[str, str]]:
+        """The ``system`` and ``user`` messages of one request."""
+        import jinja2
+
+        if purpose not in PURPOSES:
+            raise ValueError(f"unknown purpose {purpose!r}; expected one of {', '.join(PURPOSES)}")
+        template = self.environment.get_template(f"{purpose}.j2")
+        missing = [role for role in ROLES if role not in template.blocks]
+        if missing:
+            raise ConfigError(
+                "prettyplay.templates_dir",
+                self.templates_dir,
+                "settings",
+                f"template {template.name} must define the blocks system and user "
+                f"(missing: {', '.join(missing)})",
+            )
+        values = template.new_context(context)
+        try:
+            return [
+                {"role": role, "content": "".join(template.blocks[role](values)).strip()}
+                for role in ROLES
+            ]
+        except jinja2.UndefinedError as exc:
+            raise jinja2.UndefinedError(f"{template.name}: {exc.message}") from exc
+
+
+def _environment(templates_dir: str | None) -> jinja2.Environment:
+    import jinja2
+
+    shipped = jinja2.FileSystemLoader(str(importlib.resources.files("prettyplay_behave.templates")))
+    loaders: list[jinja2.BaseLoader] = [shipped]
+    if templates_dir:
+        loaders.insert(0, jinja2.FileSystemLoader(templates_dir))
+    return jinja2.Environment(
+        loader=jinja2.ChoiceLoader(loaders),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )

@@ -1,0 +1,222 @@
+"""Reading code answers and verdict answers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from prettyplay_behave.llm.answers import (
+    MAX_ANSWER_CHARS,
+    Finding,
+    GateVerdict,
+    UnparseableAnswer,
+    Verdict,
+    extract_code,
+    parse_verdict,
+)
+
+CODE = 'def step(page) -> None:\n    page.get_by_role("button", name="Checkout").click()\n'
+
+
+def fenced(code: str, info: str = "python") -> str:
+    return f"```{info}\n{code}```"
+
+
+def reason_of(text: str) -> str:
+    with pytest.raises(UnparseableAnswer) as caught:
+        extract_code(text)
+    return caught.value.reason
+
+
+# -- code answers ------------------------------------------------------------------------------
+
+
+def test_one_python_block_is_the_code():
+    assert extract_code(fenced(CODE)) == CODE
+
+
+def test_prose_around_the_block_is_fine():
+    text = f"The button is labelled Checkout.\n\n{fenced(CODE)}\n\nThis clicks it."
+    assert extract_code(text) == CODE
+
+
+def test_an_untagged_block_and_crlf_line_ends_are_fine():
+    assert extract_code(fenced(CODE, info="").replace("\n", "\r\n")) == CODE
+
+
+def test_a_longer_fence_may_hold_triple_backticks():
+    code = 'def step(page) -> None:\n    page.get_by_label("Note").fill("```")\n'
+    assert extract_code(f"````python\n{code}````") == code
+
+
+def test_no_block():
+    assert reason_of("def step(page):\n    pass\n") == (
+        "the answer holds 0 code blocks; expected exactly one"
+    )
+
+
+def test_two_blocks():
+    assert reason_of(fenced(CODE) + "\nor\n" + fenced(CODE)) == (
+        "the answer holds 2 code blocks; expected exactly one"
+    )
+
+
+def test_a_block_without_def_step():
+    assert "does not define the function step(page)" in reason_of(fenced("page.goto('/')\n"))
+
+
+def test_step_must_take_the_page():
+    assert "exactly one parameter" in reason_of(fenced("def step() -> None:\n    pass\n"))
+
+
+def test_truncated_code_does_not_parse():
+    truncated = 'def step(page) -> None:\n    page.get_by_role("button", name="Che\n'
+    assert reason_of(fenced(truncated)).startswith("the code does not parse: line 2")
+
+
+def test_an_unclosed_block_is_a_truncated_answer():
+    assert "never closed" in reason_of("```python\n" + CODE)
+
+
+def test_a_block_in_another_language():
+    assert "marked 'javascript'" in reason_of(fenced("await page.click('a')\n", "javascript"))
+
+
+def test_a_refusal():
+    assert "0 code blocks" in reason_of("I'm sorry, but I can't help with that.")
+
+
+def test_an_empty_answer():
+    assert "0 code blocks" in reason_of("")
+
+
+def test_a_huge_answer_is_refused():
+    huge = fenced(CODE + "    # padding\n" * 80_000)
+    assert len(huge) > 1_000_000
+    assert reason_of(huge) == (
+        f"the answer is {len(huge):,} characters long; the limit is {MAX_ANSWER_CHARS:,}"
+    )
+
+
+# -- verdicts ----------------------------------------------------------------------------------
+
+CLASSIFY = {"label": "rot", "explanation": "the button was renamed", "recommendation": "heal"}
+DIAGNOSE = {
+    "label": "recoverable",
+    "root_step": "fill the email field",
+    "explanation": "the email went to the wrong field",
+    "recommendation": "use the field labelled Email",
+}
+
+
+def verdict_reason(text: str, purpose: str) -> str:
+    with pytest.raises(UnparseableAnswer) as caught:
+        parse_verdict(text, purpose)
+    return caught.value.reason
+
+
+def test_bare_json_verdict():
+    assert parse_verdict(f"  {json.dumps(CLASSIFY)}\n", "classify") == Verdict(
+        "rot", "the button was renamed", "heal"
+    )
+
+
+def test_fenced_json_verdict_with_prose():
+    text = f"Here is my verdict:\n```json\n{json.dumps(DIAGNOSE, indent=2)}\n```\n"
+    assert parse_verdict(text, "diagnose") == Verdict(
+        "recoverable",
+        "the email went to the wrong field",
+        "use the field labelled Email",
+        root_step="fill the email field",
+    )
+
+
+def test_a_non_recoverable_diagnosis_may_leave_the_root_empty():
+    verdict = parse_verdict(
+        json.dumps({**DIAGNOSE, "label": "incurable", "root_step": None}), "diagnose"
+    )
+    assert isinstance(verdict, Verdict)
+    assert (verdict.label, verdict.root_step) == ("incurable", None)
+
+
+def test_truncated_json():
+    assert verdict_reason(json.dumps(CLASSIFY)[:30], "classify").startswith(
+        "the answer is not valid JSON"
+    )
+
+
+def test_wrong_label():
+    reason = verdict_reason(json.dumps({**CLASSIFY, "label": "flaky"}), "classify")
+    assert reason == (
+        "the verdict: label 'flaky' is not one of product_defect, rot, fixable, incurable"
+    )
+
+
+def test_missing_field():
+    answer = json.dumps({"label": "rot", "explanation": "x"})
+    assert verdict_reason(answer, "classify") == "the verdict lacks the field 'recommendation'"
+
+
+def test_wrong_field_type():
+    answer = json.dumps({**CLASSIFY, "explanation": ["x"]})
+    assert "'explanation' must be a string" in verdict_reason(answer, "classify")
+
+
+def test_labels_belong_to_their_purpose():
+    assert "not one of recoverable" in verdict_reason(
+        json.dumps({**DIAGNOSE, "label": "rot"}), "diagnose"
+    )
+    assert "not one of product_defect" in verdict_reason(
+        json.dumps({**CLASSIFY, "label": "recoverable"}), "classify"
+    )
+
+
+def test_a_recoverable_diagnosis_needs_its_root():
+    answer = json.dumps({**DIAGNOSE, "root_step": ""})
+    assert "must name its root_step" in verdict_reason(answer, "diagnose")
+
+
+def test_not_an_object():
+    assert "a JSON list" in verdict_reason("[1, 2]", "classify")
+    assert "empty" in verdict_reason("   ", "gate")
+
+
+def test_a_clean_gate():
+    verdict = parse_verdict('{"findings": []}', "gate")
+    assert verdict == GateVerdict(())
+    assert not verdict.blocking
+
+
+def test_gate_findings_block_only_when_high():
+    findings = [
+        {"dimension": "adequacy", "severity": "medium", "message": "brittle locator"},
+        {"dimension": "instructions", "severity": "low", "message": "style"},
+    ]
+    verdict = parse_verdict(json.dumps({"findings": findings}), "gate")
+    assert isinstance(verdict, GateVerdict)
+    assert verdict.findings[0] == Finding("adequacy", "medium", "brittle locator")
+    assert not verdict.blocking
+
+    findings.append({"dimension": "adequacy", "severity": "HIGH", "message": "asserts nothing"})
+    verdict = parse_verdict(json.dumps({"findings": findings}), "gate")
+    assert isinstance(verdict, GateVerdict)
+    assert verdict.blocking
+    assert [f.blocking for f in verdict.findings] == [False, False, True]
+
+
+def test_malformed_gate_findings():
+    bad_dimension = {"findings": [{"dimension": "style", "severity": "low", "message": "m"}]}
+    assert "dimension 'style'" in verdict_reason(json.dumps(bad_dimension), "gate")
+    assert "must be a list" in verdict_reason('{"findings": "none"}', "gate")
+    assert "lacks the field 'findings'" in verdict_reason("{}", "gate")
+
+
+def test_a_huge_verdict_is_refused():
+    answer = json.dumps({**CLASSIFY, "explanation": "x" * 1_000_000})
+    assert "characters long" in verdict_reason(answer, "classify")
+
+
+def test_only_verdict_purposes_have_verdicts():
+    with pytest.raises(ValueError, match="no verdict for purpose 'generate'"):
+        parse_verdict(json.dumps(CLASSIFY), "generate")
