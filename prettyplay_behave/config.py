@@ -169,11 +169,11 @@ def _check(test: Callable[[Any], bool], problem: str, optional: bool = False) ->
     return _Rule(test, problem, optional)
 
 
-def validate(key: str, value: Any, source: str) -> None:
-    """Raise a ConfigError naming key, value and source when ``value`` breaks the key's rule."""
+def validate(key: str, value: Any, source: str, written: str | None = None) -> None:
+    """Raise a ConfigError naming key, value (as written) and source when the value is bad."""
     rule = _RULES[key]
     if not (rule.optional and value is None) and not rule.test(value):
-        raise ConfigError(key, value, source, rule.problem)
+        raise ConfigError(key, value if written is None else written, source, rule.problem)
 
 
 def _is_int(value: Any) -> bool:
@@ -242,7 +242,7 @@ def _typed(key: str, text: str, source: str) -> Any:
         value = _PARSERS[key](text)
     except ValueError as exc:
         raise ConfigError(key, text, source, str(exc)) from None
-    validate(key, value, source)
+    validate(key, value, source, written=text)
     return value
 
 

@@ -1,0 +1,159 @@
+"""The behave hooks: one browser per run, one test (context and page) per scenario.
+
+``use_prettyplay(globals())`` at the end of ``features/environment.py`` installs them around
+the user's own hooks, nested like brackets: the user's ``before_all`` runs first (so it can set
+settings and start servers) and its ``after_all`` last (so the browser is closed before the
+servers stop); prettyplay's ``before_scenario`` runs before the user's (so ``context.page`` is
+ready) and its ``after_scenario`` after the user's (so the page is still open there).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, MutableMapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..authoring import Group, PrettyPlay
+from ..config import PrettyConfig, for_scenario, resolve_config
+from ..events import record
+from ..runtime import Runtime
+from .mapping import group_tags, scenario_namespace, step_spec
+
+Hook = Callable[..., None]
+
+
+@dataclass
+class ScenarioState:
+    """What the generic step needs to know while a scenario runs."""
+
+    test: PrettyPlay
+    group: Group | None
+    current_step: Any = None
+
+
+def add_hooks(context: Any, *hooks: object) -> None:
+    """Register prettyplay hook objects from environment.py, before or after the run starts."""
+    runtime: Runtime | None = getattr(context, "prettyplay", None)
+    if runtime is not None:
+        for hook in hooks:
+            runtime.events.add(hook)
+    else:
+        pending = list(getattr(context, "prettyplay_hooks", []))
+        context.prettyplay_hooks = [*pending, *hooks]
+
+
+def run_config(context: Any) -> PrettyConfig:
+    """The run's settings from behave's userdata (-D and the config file) and the environment."""
+    userdata = dict(context.config.userdata)
+    defines = dict(context.config.userdata_defines or [])
+    file_values = {key: value for key, value in userdata.items() if key not in defines}
+    config = resolve_config(file_values=file_values, environ=os.environ, defines=defines)
+    if config.interactive and os.environ.get("CI"):
+        record(logging.WARNING, "interactive_off", "CI is set: interactive steering is off")
+        config = config.replace(interactive=False)
+    return config
+
+
+def before_all(context: Any) -> None:
+    context.config.setup_logging()
+    config = run_config(context)
+    features_dir = Path(context.config.base_dir or "features")
+    runtime = Runtime(config, default_cache_dir=features_dir / ".prettyplay")
+    for hook in getattr(context, "prettyplay_hooks", []):
+        runtime.events.add(hook)
+    context.prettyplay = runtime
+
+
+def before_scenario(context: Any, scenario: Any) -> None:
+    runtime: Runtime = context.prettyplay
+    tags = list(scenario.effective_tags)
+    name = scenario_namespace(
+        scenario.filename, context.config.base_dir or "features", scenario.name
+    )
+    test = PrettyPlay(name, for_scenario(runtime.config, tags), runtime=runtime)
+    group = None
+    grouping = group_tags(tags)
+    if grouping is not None:
+        group = test.group(scenario.name, speed=grouping.speed, delay=grouping.delay).__enter__()
+    context.prettyplay_scenario = ScenarioState(test, group)
+    context.page = test.page
+
+
+def before_step(context: Any, step: Any) -> None:
+    state: ScenarioState | None = getattr(context, "prettyplay_scenario", None)
+    if state is not None:
+        state.current_step = step
+
+
+def after_scenario(context: Any, scenario: Any) -> None:
+    state: ScenarioState | None = getattr(context, "prettyplay_scenario", None)
+    if state is None:
+        return
+    try:
+        if state.group is not None:
+            failure = RuntimeError("scenario failed") if scenario.status.has_failed() else None
+            state.group.__exit__(type(failure) if failure else None, failure, None)
+    finally:
+        state.test.close()
+
+
+def after_all(context: Any) -> None:
+    runtime: Runtime | None = getattr(context, "prettyplay", None)
+    if runtime is not None:
+        runtime.close()
+
+
+def run_step(context: Any) -> None:
+    """Run the current step through prettyplay (called by the generic step definition)."""
+    state: ScenarioState | None = getattr(context, "prettyplay_scenario", None)
+    if state is None or state.current_step is None:
+        raise RuntimeError(
+            "prettyplay is not installed: end features/environment.py with "
+            "use_prettyplay(globals())"
+        )
+    step = state.current_step
+    spec = step_spec(step.step_type, step.name, step.text, step.table)
+    own_steps = context.scenario.steps
+    if state.group is not None and any(step is own for own in own_steps):
+        state.group._do(spec)
+    else:
+        state.test._do(spec, None)
+
+
+_OURS: dict[str, Hook] = {
+    "before_all": before_all,
+    "before_scenario": before_scenario,
+    "before_step": before_step,
+    "after_scenario": after_scenario,
+    "after_all": after_all,
+}
+
+
+def _combine(name: str, ours: Hook, theirs: Hook | None) -> Hook:
+    if theirs is None:
+        return ours
+
+    outer, inner = (theirs, ours) if name.endswith("_all") else (ours, theirs)
+
+    def both(context: Any, *args: Any) -> None:
+        if name.startswith("before_"):
+            outer(context, *args)
+            inner(context, *args)
+        else:
+            try:
+                inner(context, *args)
+            finally:
+                outer(context, *args)
+
+    both.__name__ = name
+    both.__wrapped__ = theirs  # type: ignore[attr-defined]
+    return both
+
+
+def use_prettyplay(namespace: MutableMapping[str, Any]) -> None:
+    """Install prettyplay's hooks into an environment.py namespace, around the user's own."""
+    for name, ours in _OURS.items():
+        namespace[name] = _combine(name, ours, namespace.get(name))

@@ -1,0 +1,86 @@
+"""From Gherkin to prettyplay: test names, step kinds, trailing parameters, data, group tags."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ..engine.step import ACTION, CHECK, StepSpec
+
+# A trailing "[tries=2, delay=0.5]" annotation.
+_ANNOTATION = re.compile(r"\s*\[\s*(\w+\s*=\s*[^\]=,]+(?:\s*,\s*\w+\s*=\s*[^\]=,]+)*)\s*\]\s*$")
+_PARAMETERS = {"tries": int, "delay": float}
+
+
+def scenario_namespace(feature_file: str, features_dir: str, scenario_name: str) -> str:
+    """``<feature path relative to the features dir>::<scenario name>``: the cache namespace."""
+    relative = os.path.relpath(os.path.abspath(feature_file), os.path.abspath(features_dir))
+    return f"{relative.replace(os.sep, '/')}::{scenario_name.strip()}"
+
+
+def split_annotation(sentence: str) -> tuple[str, dict[str, Any]]:
+    """The sentence without its trailing parameters, and the parameters."""
+    match = _ANNOTATION.search(sentence)
+    if not match:
+        return sentence, {}
+    parameters: dict[str, Any] = {}
+    for item in match.group(1).split(","):
+        name, _, text = (part.strip() for part in item.partition("="))
+        if name not in _PARAMETERS:
+            raise ValueError(
+                f"unknown step parameter {name!r} in {sentence!r}; known: {', '.join(_PARAMETERS)}"
+            )
+        try:
+            parameters[name] = _PARAMETERS[name](text)
+        except ValueError:
+            raise ValueError(
+                f"step parameter {name}={text!r} in {sentence!r} is not a number"
+            ) from None
+    return sentence[: match.start()].rstrip(), parameters
+
+
+def render_table(headings: Iterable[str], rows: Iterable[Iterable[str]]) -> str:
+    lines = [" | ".join(headings)] + [" | ".join(row) for row in rows]
+    return "\n".join(f"| {line} |" for line in lines)
+
+
+def step_data(text: str | None, table: Any) -> str:
+    """The step's docstring or table as text: part of the request and of the cache address."""
+    if table is not None:
+        return render_table(table.headings, (row.cells for row in table.rows))
+    return text or ""
+
+
+def step_spec(step_type: str, name: str, text: str | None = None, table: Any = None) -> StepSpec:
+    """Given/When (and And/But after them) are actions; Then (and after it) are checks."""
+    sentence, parameters = split_annotation(name)
+    kind = CHECK if step_type == "then" else ACTION
+    return StepSpec(kind, sentence, step_data(text, table), **parameters)
+
+
+@dataclass(frozen=True)
+class GroupTags:
+    speed: int | None = None
+    delay: float | None = None
+
+
+def group_tags(tags: Iterable[str]) -> GroupTags | None:
+    """``@group`` with its optional ``@group.speed=N`` and ``@group.delay=S``; None without it."""
+    tags = list(tags)
+    if "group" not in tags:
+        return None
+    speed: int | None = None
+    delay: float | None = None
+    for tag in tags:
+        name, _, value = tag.partition("=")
+        try:
+            if name == "group.speed":
+                speed = int(value)
+            elif name == "group.delay":
+                delay = float(value)
+        except ValueError:
+            raise ValueError(f"tag @{tag}: {value!r} is not a number") from None
+    return GroupTags(speed, delay)

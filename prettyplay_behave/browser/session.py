@@ -1,0 +1,117 @@
+"""One browser per run; a fresh context and page per test.
+
+The browser is launched (a system Chromium is found when Playwright's own build is absent) or
+connected through ``browser_endpoint``: a Playwright server (``ws://``) or a CDP endpoint
+(``http://``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, BrowserContext, Page, Playwright
+
+    from ..config import PrettyConfig
+
+log = logging.getLogger("prettyplay")
+
+# Without the networking flags Chromium keeps dialling hosts a closed network cannot reach.
+CHROMIUM_ARGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+)
+SYSTEM_CHROMIUMS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+
+def find_system_chromium() -> str | None:
+    for name in SYSTEM_CHROMIUMS:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+class BrowserSession:
+    """Owns Playwright and the browser of a run; hands out a context and page per test."""
+
+    def __init__(self, config: PrettyConfig) -> None:
+        self.config = config
+        self._playwright: Playwright | None = None
+        self._browser: Browser | None = None
+
+    @property
+    def browser(self) -> Browser:
+        if self._browser is None or not self._browser.is_connected():
+            self._browser = self._start()
+        return self._browser
+
+    def _start(self) -> Browser:
+        from playwright.sync_api import sync_playwright
+
+        if self._playwright is None:
+            self._playwright = sync_playwright().start()
+        browser_type = getattr(self._playwright, self.config.browser)
+        endpoint = self.config.browser_endpoint
+        if endpoint:
+            log.info("connecting to the browser at %s", endpoint, extra={"event": "browser"})
+            if endpoint.startswith(("ws://", "wss://")):
+                return browser_type.connect(endpoint, slow_mo=self.config.slow_mo_ms)
+            return browser_type.connect_over_cdp(endpoint, slow_mo=self.config.slow_mo_ms)
+        executable = self._executable(browser_type.executable_path)
+        return browser_type.launch(
+            headless=self.config.headless,
+            slow_mo=self.config.slow_mo_ms,
+            executable_path=executable,
+            args=list(CHROMIUM_ARGS) if self.config.browser == "chromium" else [],
+        )
+
+    def _executable(self, bundled: str) -> str | None:
+        configured = self.config.browser_executable
+        if configured:
+            if not os.access(configured, os.X_OK):
+                raise ConfigError(
+                    "browser_executable", configured, "settings", "no executable file there"
+                )
+            return configured
+        if self.config.browser != "chromium" or Path(bundled).exists():
+            return None
+        system = find_system_chromium()
+        if system is None:
+            raise ConfigError(
+                "browser_executable",
+                "auto",
+                "default",
+                "no Playwright Chromium and no system Chromium found; install one "
+                "(apt-get install chromium, or playwright install chromium) or set "
+                "prettyplay.browser_executable",
+            )
+        return system
+
+    def new_page(self, config: PrettyConfig) -> tuple[BrowserContext, Page]:
+        """A fresh context (with ``base_url``) and page for one test."""
+        context = self.browser.new_context(base_url=config.base_url)
+        context.set_default_timeout(config.action_timeout_ms)
+        page = context.new_page()
+        return context, page
+
+    def close(self) -> None:
+        try:
+            if self._browser is not None:
+                self._browser.close()
+        finally:
+            self._browser = None
+            if self._playwright is not None:
+                self._playwright.stop()
+                self._playwright = None

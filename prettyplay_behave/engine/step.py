@@ -1,0 +1,49 @@
+"""What the engine knows of one step and of the scenario around it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .history import Attempt
+
+ACTION = "step"
+CHECK = "expect"
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    """One step as written: an action (``step``) or a check (``expect``)."""
+
+    kind: str
+    sentence: str
+    data: str = ""
+    tries: int = 1
+    delay: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in (ACTION, CHECK):
+            raise ValueError(f"step kind must be {ACTION!r} or {CHECK!r}, not {self.kind!r}")
+        if not self.sentence.strip():
+            raise ValueError("a step needs a sentence")
+        if self.tries < 1:
+            raise ValueError(f"tries must be 1 or more, not {self.tries}")
+        if self.delay is not None and self.delay < 0:
+            raise ValueError(f"delay must be 0 or more seconds, not {self.delay}")
+
+    @property
+    def text(self) -> str:
+        """The sentence with its data, as it reaches requests and messages."""
+        return f"{self.sentence}\n{self.data}" if self.data else self.sentence
+
+
+@dataclass
+class ScenarioEntry:
+    """An executed step of the test, as later requests see it."""
+
+    kind: str
+    sentence: str
+    outcome: str
+    group: str | None = None
+    origin: str = ""
+    code: str = ""
+    history: list[Attempt] = field(default_factory=list)

@@ -1,0 +1,123 @@
+"""Shared fixtures: the demo shop, a real Chromium, and behave projects run in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from prettyplay_behave.browser.session import CHROMIUM_ARGS, find_system_chromium
+from prettyplay_behave.demo.server import DemoShop
+from tests.support.llm_server import ScriptedLLMServer
+
+ROOT = Path(__file__).resolve().parent.parent
+
+ENVIRONMENT = """\
+from prettyplay_behave.behave import use_prettyplay
+
+use_prettyplay(globals())
+"""
+STEPS = "import prettyplay_behave.behave.steps  # noqa: F401\n"
+
+
+@pytest.fixture(scope="session")
+def shop() -> Iterator[DemoShop]:
+    with DemoShop() as running:
+        yield running
+
+
+@pytest.fixture
+def fresh_shop() -> Iterator[DemoShop]:
+    """A shop of its own, for tests that switch its variant."""
+    with DemoShop() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=find_system_chromium(), args=list(CHROMIUM_ARGS)
+        )
+        yield launched
+        launched.close()
+
+
+@dataclass
+class BehaveResult:
+    returncode: int
+    output: str
+
+    def __str__(self) -> str:
+        return f"exit {self.returncode}\n{self.output}"
+
+
+@dataclass
+class BehaveProject:
+    """A throwaway behave project: features, environment.py, steps and cache in a tmp folder."""
+
+    root: Path
+
+    @property
+    def features(self) -> Path:
+        return self.root / "features"
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.features / ".prettyplay"
+
+    def write(self, relative: str, text: str) -> Path:
+        path = self.root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+        return path
+
+    def run(
+        self, *args: str, env: dict[str, str] | None = None, timeout: float = 180
+    ) -> BehaveResult:
+        environ = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith(("PRETTYPLAY_", "OPENAI_")) and key != "CI"
+        }
+        environ.update(env or {})
+        completed = subprocess.run(
+            [sys.executable, "-m", "behave", "--no-color", "-f", "plain", *args],
+            cwd=self.root,
+            env=environ,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        return BehaveResult(completed.returncode, completed.stdout + completed.stderr)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> BehaveProject:
+    made = BehaveProject(tmp_path / "project")
+    made.write("features/environment.py", ENVIRONMENT)
+    made.write("features/steps/prettyplay_steps.py", STEPS)
+    return made
+
+
+def copy_examples(destination: Path) -> Path:
+    """A copy of the repository's example features and their cache."""
+    shutil.copytree(ROOT / "features", destination / "features")
+    shutil.copy(ROOT / "setup.cfg", destination / "setup.cfg")
+    return destination
+
+
+@pytest.fixture
+def llm() -> Iterator[ScriptedLLMServer]:
+    """The scripted OpenAI-compatible server; every request it receives is recorded."""
+    with ScriptedLLMServer() as server:
+        yield server

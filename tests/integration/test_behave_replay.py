@@ -1,0 +1,200 @@
+"""behave runs that replay the committed cache: green with zero LLM requests, strict misses,
+refused cache entries, and user step definitions and hooks that keep working."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.safety.policy import check_code
+from tests.conftest import BehaveProject, copy_examples
+from tests.escapes import ESCAPES
+from tests.support.llm_server import ScriptedLLMServer
+
+FEATURE = """\
+Feature: Shop
+  Scenario: Visit
+    Given I open the shop
+    Then the heading says Demo Shop
+"""
+OPEN_SHOP = 'def step(page) -> None:\n    page.goto("/")\n'
+HEADING = (
+    "def step(page) -> None:\n"
+    '    expect(page.get_by_role("heading", level=1)).to_have_text("Demo Shop")\n'
+)
+
+
+def plant(project: BehaveProject, test: str, kind: str, sentence: str, code: str) -> None:
+    store = CacheStore(project.cache_dir, validate=check_code)
+    store.write(CacheEntry(CacheKey(test, kind, sentence), code, "generated"))
+
+
+def cache_files(folder: Path) -> dict[str, bytes]:
+    """Every cache file below ``folder`` with its bytes (lock files left out)."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*.json")}
+
+
+def test_the_examples_replay_green_with_zero_llm_requests(
+    tmp_path: Path, llm: ScriptedLLMServer
+) -> None:
+    root = copy_examples(tmp_path)
+    before = cache_files(root / "features" / ".prettyplay")
+    project = BehaveProject(root)
+    result = project.run(env=llm.env)
+    assert result.returncode == 0, result
+    assert "6 scenarios passed, 0 failed" in result.output
+    assert llm.requests == []
+    assert cache_files(root / "features" / ".prettyplay") == before
+
+
+def test_strict_miss_names_step_and_cache_file_with_zero_requests(
+    project: BehaveProject, shop, llm: ScriptedLLMServer
+) -> None:
+    project.write("features/shop.feature", FEATURE)
+    plant(project, "shop.feature::Visit", "step", "I open the shop", OPEN_SHOP)
+    before = cache_files(project.cache_dir)
+    result = project.run(
+        "-D", f"prettyplay.base_url={shop.url}", "-D", "prettyplay.strict=true", env=llm.env
+    )
+    assert result.returncode == 1, result
+    assert "IncurableStepError: no cached code for this step (strict: replay only)" in result.output
+    assert "step: the heading says Demo Shop" in result.output
+    assert str(Path("features/.prettyplay/shop.feature.json")) in result.output
+    assert llm.requests == []
+    assert cache_files(project.cache_dir) == before
+
+
+def test_strict_tag_applies_to_one_scenario(project: BehaveProject, shop) -> None:
+    project.write("features/shop.feature", "@strict\n" + FEATURE)
+    result = project.run("-D", f"prettyplay.base_url={shop.url}")
+    assert result.returncode == 1, result
+    assert "strict: replay only" in result.output
+
+
+def test_a_miss_without_llm_names_the_settings(project: BehaveProject, shop) -> None:
+    project.write("features/shop.feature", FEATURE)
+    result = project.run("-D", f"prettyplay.base_url={shop.url}")
+    assert result.returncode == 1, result
+    assert "ProviderUnavailableError" in result.output
+    assert "OPENAI_API_KEY" in result.output
+    assert not project.cache_dir.exists()
+
+
+@pytest.mark.parametrize("escape", ["import_os", "evaluate", "goto_file"])
+def test_a_planted_escape_is_refused_by_behave_and_never_runs(
+    project: BehaveProject, shop, escape: str
+) -> None:
+    project.write("features/shop.feature", FEATURE)
+    cache_file = project.cache_dir / "shop.feature.json"
+    cache_file.parent.mkdir(parents=True)
+    document = {
+        "format": 1,
+        "tests": {
+            "Visit": [
+                {
+                    "code": ESCAPES[escape].splitlines(),
+                    "kind": "step",
+                    "occurrence": 1,
+                    "origin": "generated",
+                    "sentence": "I open the shop",
+                }
+            ]
+        },
+    }
+    cache_file.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+    original = cache_file.read_bytes()
+    result = project.run("-D", f"prettyplay.base_url={shop.url}")
+    assert result.returncode == 1, result
+    assert "CacheError" in result.output
+    assert "shop.feature.json" in result.output and "I open the shop" in result.output
+    assert cache_file.read_bytes() == original
+
+
+@pytest.mark.parametrize("marker", ["truncated", "conflict"])
+def test_a_corrupt_cache_file_is_reported_and_left_untouched(
+    project: BehaveProject, shop, marker: str
+) -> None:
+    project.write("features/shop.feature", FEATURE)
+    plant(project, "shop.feature::Visit", "step", "I open the shop", OPEN_SHOP)
+    cache_file = project.cache_dir / "shop.feature.json"
+    text = cache_file.read_text()
+    if marker == "truncated":
+        text = text[: len(text) // 2]
+    else:
+        text = "<<<<<<< HEAD\n" + text + "=======\n" + text + ">>>>>>> branch\n"
+    cache_file.write_text(text)
+    result = project.run("-D", f"prettyplay.base_url={shop.url}")
+    assert result.returncode == 1, result
+    assert "CacheError" in result.output and "shop.feature.json" in result.output
+    assert cache_file.read_text() == text
+
+
+def test_user_step_definitions_and_hooks_keep_working(project: BehaveProject, shop) -> None:
+    project.write(
+        "features/shop.feature",
+        """\
+        Feature: Shop
+          Scenario: Visit
+            Given I open the shop
+            When I note the title
+            And I do something generic
+            Then the heading says Demo Shop
+        """,
+    )
+    project.write(
+        "features/environment.py",
+        """\
+        from prettyplay_behave.behave import use_prettyplay
+
+        def before_all(context):
+            context.log = ["before_all"]
+
+        def before_scenario(context, scenario):
+            context.log.append("before_scenario page=" + str(context.page.url))
+
+        def after_scenario(context, scenario):
+            context.log.append("after_scenario page=" + str(not context.page.is_closed()))
+            with open("hooks.log", "w") as log:
+                log.write(repr(context.log))
+
+        use_prettyplay(globals())
+        """,
+    )
+    project.write(
+        "features/steps/user_steps.py",
+        """\
+        from behave import step, when
+
+        @when("I note the title")
+        def note_title(context):
+            context.log.append("user step saw " + context.page.title())
+
+        @step("I do something generic")
+        def generic(context):
+            context.log.append("user generic step")
+        """,
+    )
+    plant(project, "shop.feature::Visit", "step", "I open the shop", OPEN_SHOP)
+    plant(project, "shop.feature::Visit", "expect", "the heading says Demo Shop", HEADING)
+    result = project.run("-D", f"prettyplay.base_url={shop.url}")
+    assert result.returncode == 0, result
+    assert (project.root / "hooks.log").read_text() == repr(
+        [
+            "before_all",
+            "before_scenario page=about:blank",
+            "user step saw Home · Demo Shop",
+            "user generic step",
+            "after_scenario page=True",
+        ]
+    )
+
+
+def test_bad_settings_fail_at_start_naming_key_value_and_source(project: BehaveProject) -> None:
+    project.write("features/shop.feature", FEATURE)
+    result = project.run("-D", "prettyplay.speed=140")
+    assert result.returncode == 1, result
+    assert "ConfigError" in result.output
+    assert "'speed' = '140' (from command line -D): expected 0 to 100" in result.output

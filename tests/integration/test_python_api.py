@@ -1,0 +1,217 @@
+"""The Python authoring surface on a real browser: replay, strict, groups and their pace."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from prettyplay_behave import (
+    IncurableStepError,
+    PrettyConfig,
+    PrettyPlay,
+    ProviderUnavailableError,
+)
+from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.safety.policy import check_code
+
+STEPS = {
+    ("step", "open the shop"): 'def step(page) -> None:\n    page.goto("/")\n',
+    ("step", "accept the cookie banner"): (
+        "def step(page) -> None:\n"
+        '    page.get_by_role("button", name="Accept cookies").click()\n'
+    ),
+    ("expect", "the banner is gone"): (
+        "def step(page) -> None:\n"
+        '    expect(page.get_by_role("button", name="Accept cookies")).to_be_hidden()\n'
+    ),
+    ("expect", "the heading says Demo Shop"): (
+        "def step(page) -> None:\n"
+        '    expect(page.get_by_role("heading", level=1)).to_have_text("Demo Shop")\n'
+    ),
+}
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, ...]] = []
+
+    def __getattr__(self, name: str):
+        if not name.startswith("on_"):
+            raise AttributeError(name)
+        return lambda *args: self.events.append((name, *map(str, args)))
+
+
+def config_for(shop, tmp_path: Path, **changes) -> PrettyConfig:
+    return PrettyConfig(base_url=shop.url, cache_dir=str(tmp_path / "cache"), **changes)
+
+
+def plant(tmp_path: Path, test: str, *steps: tuple[str, str]) -> None:
+    store = CacheStore(tmp_path / "cache", validate=check_code)
+    for kind, sentence in steps:
+        key = CacheKey(test, kind, sentence)
+        store.write(CacheEntry(key, STEPS[(kind, sentence)], "generated"))
+
+
+def test_cached_steps_replay_on_a_browser_the_test_owns(shop, tmp_path: Path) -> None:
+    plant(tmp_path, "visit", ("step", "open the shop"), ("expect", "the heading says Demo Shop"))
+    with PrettyPlay("visit", config=config_for(shop, tmp_path)) as t:
+        assert t.step("open the shop").origin == "replayed"
+        t.expect("the heading says Demo Shop")
+        assert t.page.url == shop.url + "/"
+        assert [e.outcome for e in t.run.scenario] == ["passed", "passed"]
+
+
+def test_a_red_replay_is_terminal_with_the_full_render(shop, tmp_path: Path) -> None:
+    plant(tmp_path, "visit", ("expect", "the heading says Demo Shop"))
+    config = config_for(shop, tmp_path, action_timeout_ms=1000, strict=True)
+    with PrettyPlay("visit", config=config) as t, pytest.raises(IncurableStepError) as caught:
+        t.expect("the heading says Demo Shop")
+    render = caught.value.render()
+    assert render.startswith("IncurableStepError: the cached step failed (strict: replay only)\n---\n")
+    assert "step: the heading says Demo Shop\nerror: AssertionError:" in render
+    assert "Call log:" in render
+
+
+def test_a_miss_without_llm_is_provider_unavailable(shop, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with PrettyPlay("visit", config=config_for(shop, tmp_path)) as t:
+        with pytest.raises(ProviderUnavailableError, match="OPENAI_API_KEY"):
+            t.step("open the shop")
+    assert not (tmp_path / "cache").exists()
+
+
+ORDER = {
+    ("step", "order a tea"): (
+        "def step(page) -> None:\n"
+        '    page.goto("/")\n'
+        '    page.get_by_role("button", name="Accept cookies").click()\n'
+        '    page.get_by_role("button", name="Add to cart").first.click()\n'
+        '    page.goto("/cart")\n'
+        '    page.get_by_role("button", name="Checkout").click()\n'
+        '    page.get_by_label("I accept the terms").check()\n'
+        '    page.get_by_role("button", name="Continue").click()\n'
+        '    page.get_by_label("Email").fill("ann@example.com")\n'
+        '    page.get_by_label("Name").fill("Ann")\n'
+        '    page.get_by_role("button", name="Place order").click()\n'
+    ),
+    # the status appears a moment after the order is placed; this check does not wait for it
+    ("expect", "the order is confirmed at once"): (
+        "def step(page) -> None:\n"
+        '    expect(page.get_by_role("status")).to_have_text("order confirmed", timeout=50)\n'
+    ),
+}
+
+
+@pytest.mark.parametrize(("tries", "passes"), [(1, False), (80, True)])
+def test_tries_reexecute_a_red_step(
+    fresh_shop, tmp_path: Path, tries: int, passes: bool
+) -> None:
+    shop = fresh_shop
+    shop.order_delay = 2.0  # the order stays "processing…" that long
+    store = CacheStore(tmp_path / "cache", validate=check_code)
+    for (kind, sentence), code in ORDER.items():
+        store.write(CacheEntry(CacheKey("tries", kind, sentence), code, "generated"))
+    # settle_ms=0: no settle wait, so only the re-executions of ``tries`` can see the status
+    with PrettyPlay("tries", config=config_for(shop, tmp_path, settle_ms=0)) as t:
+        t.step("order a tea")
+        if passes:
+            t.expect("the order is confirmed at once", tries=tries)
+        else:
+            with pytest.raises(IncurableStepError, match="order confirmed"):
+                t.expect("the order is confirmed at once", tries=tries)
+
+
+def test_group_pace_entry_delay_traces_and_framing(shop, tmp_path: Path) -> None:
+    plant(
+        tmp_path,
+        "group",
+        ("step", "open the shop"),
+        ("step", "accept the cookie banner"),
+        ("expect", "the banner is gone"),
+    )
+    recorder = Recorder()
+    config = config_for(shop, tmp_path, hooks=[recorder])
+    with PrettyPlay("group", config=config) as t:
+        started = time.monotonic()
+        with t.group("accept the cookies", speed=90, delay=0.4) as g:
+            g.step("open the shop")
+            after_first = time.monotonic()
+            g.step("accept the cookie banner")
+            g.expect("the banner is gone")
+        finished = time.monotonic()
+        assert g.prompt == "accept the cookies"
+        assert after_first - started >= 0.4  # the entry delay precedes the first step
+        assert finished - after_first >= 2 * 0.3  # int((100 - 90) * 30) ms before each later step
+        assert [(tr.sentence, tr.outcome) for tr in g.traces] == [
+            ("open the shop", "passed"),
+            ("accept the cookie banner", "passed"),
+            ("the banner is gone", "passed"),
+        ]
+        assert g.traces[0].url_before == "about:blank" and g.traces[0].url_after == shop.url + "/"
+        assert [e.group for e in t.run.scenario] == ["accept the cookies"] * 3
+    names = [event[0] for event in recorder.events if event[0].startswith("on_group")]
+    assert names == ["on_group_started", "on_group_passed", "on_group_finished"]
+    assert {e[1] for e in recorder.events if e[0].startswith("on_group")} == {"accept the cookies"}
+
+
+def test_an_empty_group_is_a_quiet_no_op(shop, tmp_path: Path) -> None:
+    recorder = Recorder()
+    with PrettyPlay("empty", config=config_for(shop, tmp_path, hooks=[recorder])) as t:
+        started = time.monotonic()
+        with t.group("nothing to do", delay=5) as g:
+            pass
+        assert time.monotonic() - started < 1  # the entry delay is lazy
+        assert g.traces == []
+    assert [event[0] for event in recorder.events] == [
+        "on_group_started",
+        "on_group_passed",
+        "on_group_finished",
+    ]
+
+
+def test_a_failing_group_reports_failed_and_keeps_the_trace(shop, tmp_path: Path) -> None:
+    recorder = Recorder()
+    config = config_for(shop, tmp_path, hooks=[recorder], strict=True)
+    with PrettyPlay("failing", config=config) as t:
+        with pytest.raises(IncurableStepError), t.group("the checkout") as g:
+            g.step("open the shop")
+        assert [(tr.sentence, tr.outcome) for tr in g.traces] == [("open the shop", "failed")]
+    group_events = [e[0] for e in recorder.events if e[0].startswith("on_group")]
+    assert group_events == ["on_group_started", "on_group_failed", "on_group_finished"]
+
+
+@pytest.mark.parametrize("prompt", ["", "   "])
+def test_an_empty_group_prompt_fails_at_entry(shop, tmp_path: Path, prompt: str) -> None:
+    with PrettyPlay("empty", config=config_for(shop, tmp_path)) as t:
+        with pytest.raises(ValueError, match="a group needs a prompt"):
+            t.group(prompt)
+
+
+def test_a_hook_that_raises_is_logged_and_the_run_goes_on(shop, tmp_path: Path, caplog) -> None:
+    class Broken:
+        def on_step_started(self, sentence: str) -> None:
+            raise RuntimeError("hook bug")
+
+    plant(tmp_path, "hooks", ("step", "open the shop"))
+    with PrettyPlay("hooks", config=config_for(shop, tmp_path, hooks=[Broken()])) as t:
+        t.step("open the shop")
+    assert any("hook Broken.on_step_started raised" in r.getMessage() for r in caplog.records)
+
+
+def test_a_page_handed_in_stays_open(shop, tmp_path: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    from prettyplay_behave.browser.session import CHROMIUM_ARGS, find_system_chromium
+
+    plant(tmp_path, "mine", ("step", "open the shop"))
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=find_system_chromium(), args=list(CHROMIUM_ARGS)
+        )
+        page = browser.new_page(base_url=shop.url)
+        with PrettyPlay("mine", config=config_for(shop, tmp_path), page=page) as t:
+            t.step("open the shop")
+        assert not page.is_closed()
+        browser.close()

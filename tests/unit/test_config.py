@@ -1,0 +1,89 @@
+"""Settings: every key, the precedence of the sources, and errors that name key, value, source."""
+
+from __future__ import annotations
+
+import pytest
+
+from prettyplay_behave.config import (
+    KEYS,
+    PrettyConfig,
+    for_scenario,
+    resolve_config,
+)
+from prettyplay_behave.errors import ConfigError
+
+TABLE_KEYS = {
+    "base_url", "model", "classification_model", "llm_timeout", "llm_retries", "strict",
+    "interactive", "generation_attempts", "healing_attempts", "speed", "headless", "browser",
+    "browser_executable", "browser_endpoint", "cache_dir", "instructions", "action_timeout_ms",
+    "settle_ms", "allowed_origins", "report_dir", "max_llm_calls", "templates_dir",
+}  # fmt: skip
+
+
+def test_every_key_of_the_manual_exists() -> None:
+    assert set(KEYS) == TABLE_KEYS
+    config = PrettyConfig()
+    assert all(hasattr(config, key) for key in TABLE_KEYS)
+
+
+def test_defaults() -> None:
+    config = PrettyConfig(base_url="http://localhost:8000/app")
+    assert config.verdict_model == config.model
+    assert (config.llm_timeout, config.llm_retries) == (60.0, 2)
+    assert (config.generation_attempts, config.healing_attempts) == (3, 2)
+    assert (config.speed, config.slow_mo_ms, config.headless) == (100, 0, True)
+    assert config.origins == ("http://localhost:8000",)
+
+
+def test_speed_maps_to_slow_mo() -> None:
+    assert PrettyConfig(speed=30).slow_mo_ms == 2100
+
+
+def test_precedence_tag_over_define_over_environment_over_file() -> None:
+    file_values = {"prettyplay.speed": "10", "prettyplay.model": "file-model"}
+    environ = {"PRETTYPLAY_SPEED": "20", "PRETTYPLAY_LLM_RETRIES": "4"}
+    defines = {"prettyplay.speed": "30"}
+    config = resolve_config(file_values=file_values, environ=environ, defines=defines)
+    assert (config.speed, config.model, config.llm_retries) == (30, "file-model", 4)
+    tagged = for_scenario(config, ["strict", "prettyplay.speed=40"])
+    assert (tagged.speed, tagged.strict) == (40, True)
+    assert not config.strict
+
+
+@pytest.mark.parametrize(
+    ("sources", "key", "value", "source"),
+    [
+        ({"file_values": {"prettyplay.speed": "140"}}, "speed", "140", "behave config file"),
+        ({"defines": {"prettyplay.healing_attempts": "-1"}}, "healing_attempts", "-1", "-D"),
+        ({"environ": {"PRETTYPLAY_LLM_TIMEOUT": "soon"}}, "llm_timeout", "soon", "PRETTYPLAY_"),
+        ({"defines": {"prettyplay.colour": "red"}}, "prettyplay.colour", "red", "-D"),
+        ({"environ": {"PRETTYPLAY_COLOUR": "red"}}, "PRETTYPLAY_COLOUR", "red", "environment"),
+        ({"defines": {"prettyplay.browser": "lynx"}}, "browser", "lynx", "-D"),
+        ({"defines": {"prettyplay.base_url": "localhost"}}, "base_url", "localhost", "-D"),
+        ({"defines": {"prettyplay.strict": "maybe"}}, "strict", "maybe", "-D"),
+        ({"defines": {"prettyplay.allowed_origins": "ftp://x"}}, "allowed_origins", "ftp", "-D"),
+    ],
+)
+def test_bad_settings_name_key_value_and_source(
+    sources: dict[str, dict[str, str]], key: str, value: str, source: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        resolve_config(
+            file_values=sources.get("file_values"),
+            environ=sources.get("environ"),
+            defines=sources.get("defines"),
+        )
+    message = str(caught.value)
+    assert key in message and value in message and source in message
+
+
+def test_a_bad_tag_value_names_the_tag() -> None:
+    with pytest.raises(ConfigError, match=r"tag @prettyplay\.speed=fast"):
+        for_scenario(PrettyConfig(), ["prettyplay.speed=fast"])
+
+
+def test_python_api_values_are_validated() -> None:
+    with pytest.raises(ConfigError, match=r"'speed' = 140 \(from PrettyConfig\)"):
+        PrettyConfig(speed=140)
+    with pytest.raises(ConfigError, match="generation_attempts"):
+        PrettyConfig(generation_attempts=0)

@@ -1,0 +1,62 @@
+"""Gherkin to prettyplay: names, kinds, trailing parameters, data and group tags."""
+
+from __future__ import annotations
+
+import pytest
+from behave.model import Table
+
+from prettyplay_behave.behave.mapping import (
+    group_tags,
+    scenario_namespace,
+    split_annotation,
+    step_spec,
+)
+
+
+def test_test_name_is_the_feature_path_and_scenario_name() -> None:
+    name = scenario_namespace(
+        "/p/features/shop/checkout.feature", "/p/features", "Buy a mug -- @1.1 "
+    )
+    assert name == "shop/checkout.feature::Buy a mug -- @1.1"
+
+
+@pytest.mark.parametrize(
+    ("step_type", "kind"), [("given", "step"), ("when", "step"), ("then", "expect")]
+)
+def test_keywords_map_to_actions_and_checks(step_type: str, kind: str) -> None:
+    assert step_spec(step_type, "the page greets Ann").kind == kind
+
+
+def test_trailing_parameters_are_stripped_from_the_sentence() -> None:
+    spec = step_spec("then", 'the status shows "order confirmed" [tries=2, delay=0.5]')
+    assert (spec.sentence, spec.tries, spec.delay) == ('the status shows "order confirmed"', 2, 0.5)
+
+
+def test_brackets_that_are_not_parameters_stay_in_the_sentence() -> None:
+    assert split_annotation("I pick the [blue] mug") == ("I pick the [blue] mug", {})
+
+
+def test_an_unknown_parameter_is_named() -> None:
+    with pytest.raises(ValueError, match="unknown step parameter 'retries'"):
+        split_annotation("I click Buy [retries=2]")
+
+
+def test_a_bad_parameter_value_is_named() -> None:
+    with pytest.raises(ValueError, match="tries='x'"):
+        split_annotation("I click Buy [tries=x]")
+
+
+def test_docstring_and_table_become_data() -> None:
+    table = Table(["field", "value"], rows=[["Email", "ann@example.com"]])
+    assert step_spec("when", "I fill:", table=table).data == (
+        "| field | value |\n| Email | ann@example.com |"
+    )
+    assert step_spec("when", "I type:", text="hello\nworld").data == "hello\nworld"
+
+
+def test_group_tags() -> None:
+    assert group_tags(["smoke"]) is None
+    tags = group_tags(["group", "group.speed=30", "group.delay=2"])
+    assert tags is not None and (tags.speed, tags.delay) == (30, 2.0)
+    with pytest.raises(ValueError, match=r"group\.speed=fast"):
+        group_tags(["group", "group.speed=fast"])
