@@ -1,0 +1,361 @@
+"""Page-state capture: the URL, the title and a compacted, marker-proof accessibility snapshot.
+
+The prompt places the title and the snapshot inside an ``<untrusted-page-data id="{fence}">``
+block. The page controls every character of them, so they are neutralised (no look-alike of the
+block's markers, no invisible characters), redacted by the caller's function, and compacted to a
+token budget that keeps what a step most likely needs: structure and interactive elements.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from playwright.sync_api import Error as PlaywrightError
+
+from prettyplay_behave.errors import PrettyPlayError
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
+
+__all__ = [
+    "SNAPSHOT_TIMEOUT_MS",
+    "PageCaptureError",
+    "PageState",
+    "capture",
+    "compact",
+    "estimate_tokens",
+    "neutralise",
+]
+
+# Chromium needs 4 s (idle) to 10 s (busy) for the snapshot of a 20,000-item list of links on a
+# two-core machine; the timeout only has to stop a hung page from stalling the step for long.
+SNAPSHOT_TIMEOUT_MS = 15_000
+TITLE_MAX_CHARS = 300
+
+QUOTED_MARKER = "untrusted page data (quoted)"
+TRUNCATED_MARKER = "- … snapshot truncated: {count:,} more lines …"
+
+
+class PageCaptureError(PrettyPlayError, PlaywrightError):
+    """The page state could not be read; the Playwright error is the ``__cause__``.
+
+    Also a Playwright ``Error``, so callers that handle Playwright failures still catch it.
+    """
+
+
+@dataclass(frozen=True)
+class PageState:
+    """What the LLM is told about the page; every text field is neutralised and redacted."""
+
+    url: str
+    title: str
+    snapshot: str
+    fence: str
+    full_chars: int
+
+
+def capture(
+    page: Page,
+    *,
+    budget_tokens: int = 6000,
+    redact: Callable[[str], str] = lambda s: s,
+    timeout_ms: float = SNAPSHOT_TIMEOUT_MS,
+) -> PageState:
+    """Read the page's URL, title and aria snapshot, made safe and fitted to ``budget_tokens``.
+
+    The budget covers the title and the snapshot. Raises ``PageCaptureError`` (caused by the
+    Playwright error) when the page is closed, crashed, navigating away or does not answer
+    within ``timeout_ms``.
+    """
+    # The page can set its own URL (history.pushState), so it is made safe like the rest.
+    url = redact(neutralise(page.url))
+    # The snapshot goes first: it has a timeout, and title() would hang on a page stuck in a loop.
+    try:
+        raw = page.locator("body").aria_snapshot(timeout=timeout_ms)
+    except PlaywrightError as exc:
+        raise PageCaptureError(f"could not read the aria snapshot of {url}: {exc}") from exc
+    try:
+        raw_title = page.title()
+    except PlaywrightError as exc:
+        raise PageCaptureError(f"could not read the title of {url}: {exc}") from exc
+
+    title = redact(neutralise(_one_line(raw_title)))
+    if len(title) > TITLE_MAX_CHARS:
+        title = title[:TITLE_MAX_CHARS] + "…"
+    snapshot = redact(neutralise(raw))
+    snapshot_budget = max(budget_tokens - estimate_tokens(f"title: {title}\n"), 1)
+    return PageState(
+        url=url,
+        title=title,
+        snapshot=compact(snapshot, snapshot_budget),
+        fence=secrets.token_hex(8),
+        full_chars=len(raw),
+    )
+
+
+def estimate_tokens(text: str) -> int:
+    """About four bytes of UTF-8 a token: ``len/4`` for ASCII, more for other scripts."""
+    return -(-len(text.encode("utf-8")) // 4)
+
+
+# --- neutralise -----------------------------------------------------------------------------
+
+# Zero-width, joiner, bidi-control, filler and tag characters: invisible, so a page can hide
+# them inside a marker word or flip how the text around them reads.
+_INVISIBLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb"
+    "\U0001d173-\U0001d17a\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
+)
+# Latin look-alikes that NFKC leaves alone (Cyrillic and Greek letters).
+_CONFUSABLES = {
+    "а": "a",
+    "ɑ": "a",
+    "α": "a",
+    "ԁ": "d",
+    "е": "e",
+    "ε": "e",
+    "ɡ": "g",
+    "ո": "n",
+    "р": "p",
+    "ρ": "p",
+    "г": "r",
+    "ѕ": "s",
+    "т": "t",
+    "τ": "t",
+    "ս": "u",
+    "υ": "u",
+}
+# Matched on the folded text, within one line: the three words with up to ten separators
+# between them, and a "<" or "</" right before and ">" right after, which are rewritten too.
+_SPACE = r"[^\S\r\n]*"
+_SEPARATOR = r"(?:[^\w\r\n]|_){0,10}"
+_MARKER = re.compile(
+    rf"(<{_SPACE}/?{_SPACE})?untrusted{_SEPARATOR}page{_SEPARATOR}data({_SPACE}>)?", re.IGNORECASE
+)
+
+
+def neutralise(text: str) -> str:
+    """Rewrite every look-alike of the ``untrusted-page-data`` markers and strip invisibles.
+
+    ``</untrusted_PAGE-data id="x">`` becomes ``‹/untrusted page data (quoted) id="x">``. The
+    check runs line by line on an NFKD, case-folded, accent-free view, so full-width, homoglyph
+    and zero-width tricks match too, while the rest of the text is left exactly as it was.
+    """
+    text = _INVISIBLE.sub("", text)
+    if text.isascii():
+        return _MARKER.sub(_quote, text) if "untrusted" in text.lower() else text
+    return "".join(_neutralise_line(line) for line in text.splitlines(keepends=True))
+
+
+def _neutralise_line(line: str) -> str:
+    if line.isascii():
+        return _MARKER.sub(_quote, line)
+    folded = [_fold_char(char) for char in line]
+    view = "".join(folded)
+    if not _MARKER.search(view):
+        return line
+    origin = [index for index, chars in enumerate(folded) for _ in chars]
+    pieces: list[str] = []
+    start = 0
+    for match in _MARKER.finditer(view):
+        begin, end = origin[match.start()], origin[match.end() - 1] + 1
+        if begin >= start:  # one character can fold into several; never rewrite it twice
+            pieces += [line[start:begin], _quote(match)]
+            start = end
+    pieces.append(line[start:])
+    return "".join(pieces)
+
+
+def _quote(match: re.Match[str]) -> str:
+    opening, closing = match.group(1), match.group(2)
+    before = ("‹/" if "/" in opening else "‹") if opening else ""
+    return before + QUOTED_MARKER + ("›" if closing else "")
+
+
+@lru_cache(maxsize=4096)
+def _fold_char(char: str) -> str:
+    """The character as the marker check sees it: lower case, no accents, Latin look-alikes."""
+    if char.isascii():
+        return char.lower()
+    decomposed = unicodedata.normalize("NFKD", char).casefold()
+    kept = (c for c in decomposed if unicodedata.category(c) not in ("Mn", "Me", "Cf"))
+    return "".join(_CONFUSABLES.get(c, c) for c in kept)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+# --- compact --------------------------------------------------------------------------------
+
+# Roles a step acts on or checks; compaction never drops them for depth.
+_KEEP_ROLES = frozenset(
+    {
+        "alert",
+        "alertdialog",
+        "button",
+        "checkbox",
+        "combobox",
+        "dialog",
+        "form",
+        "heading",
+        "link",
+        "listbox",
+        "menuitem",
+        "menuitemcheckbox",
+        "menuitemradio",
+        "option",
+        "radio",
+        "searchbox",
+        "slider",
+        "spinbutton",
+        "status",
+        "switch",
+        "tab",
+        "textbox",
+        "treeitem",
+    }
+)
+# Runs of these are distinct controls rather than repeated content: collapsed only when very long.
+_CONTROL_ROLES = _KEEP_ROLES - {"option", "menuitem", "treeitem", "tab"}
+_CONTROL_RUN = 40
+# Parsing flattens deeper nesting so the recursive passes stay far from Python's recursion limit.
+_MAX_PARSE_DEPTH = 100
+_ROLE = re.compile(r"- ['\"]?([\w/-]+)")
+_MORE = "- … {count:,} more {role} entries like the above …"
+
+
+@dataclass(frozen=True)
+class _Level:
+    """One step of compaction; each later level gives up more detail."""
+
+    max_line: int
+    min_run: int
+    keep: int
+    drop_urls: bool = False
+    max_depth: int = _MAX_PARSE_DEPTH
+
+
+_LEVELS = (
+    _Level(max_line=300, min_run=50, keep=5),
+    _Level(max_line=200, min_run=12, keep=3),
+    _Level(max_line=200, min_run=12, keep=3, drop_urls=True),
+    _Level(max_line=120, min_run=6, keep=2, drop_urls=True, max_depth=8),
+    _Level(max_line=80, min_run=4, keep=1, drop_urls=True, max_depth=4),
+    # Only the interactive elements, in page order: a step can still find its target by role.
+    _Level(max_line=80, min_run=4, keep=1, drop_urls=True, max_depth=0),
+)
+
+
+@dataclass
+class _Node:
+    text: str
+    children: list[_Node] = field(default_factory=list)
+
+    @property
+    def role(self) -> str:
+        match = _ROLE.match(self.text)
+        return match.group(1) if match else ""
+
+    @property
+    def shape(self) -> tuple[str, ...]:
+        return (self.role, *(child.role for child in self.children))
+
+
+def compact(snapshot: str, budget_tokens: int) -> str:
+    """Fit an aria snapshot into ``budget_tokens``; a snapshot already within it is unchanged.
+
+    Applies the gentlest level of ``_LEVELS`` that fits (long runs of same-shaped siblings
+    collapsed, long lines shortened, link URLs and deep non-interactive content dropped, at last
+    everything but the interactive elements), and cuts the end as a last resort. The result is
+    at least the truncation marker.
+    """
+    if estimate_tokens(snapshot) <= budget_tokens:
+        return snapshot
+    lines: list[str] = []
+    for level in _LEVELS:
+        lines = _render(_apply(level, _parse(snapshot)))
+        if estimate_tokens("\n".join(lines)) <= budget_tokens:
+            return "\n".join(lines)
+    return _cut(lines, budget_tokens)
+
+
+def _parse(snapshot: str) -> list[_Node]:
+    roots: list[_Node] = []
+    stack: list[tuple[int, _Node]] = []
+    for line in snapshot.split("\n"):
+        text = line.lstrip(" ")
+        if not text.strip():
+            continue
+        indent = len(line) - len(text)
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        node = _Node(text.rstrip())
+        (stack[-1][1].children if stack else roots).append(node)
+        if len(stack) < _MAX_PARSE_DEPTH:
+            stack.append((indent, node))
+    return roots
+
+
+def _apply(level: _Level, nodes: list[_Node], depth: int = 0) -> list[_Node]:
+    kept: list[_Node] = []
+    for node in _collapse(nodes, level):
+        if level.drop_urls and node.role == "/url":
+            continue
+        if len(node.text) > level.max_line:
+            cut = len(node.text) - level.max_line
+            node.text = f"{node.text[: level.max_line]}… (+{cut:,} chars)"
+        node.children = _apply(level, node.children, depth + 1)
+        if depth < level.max_depth or node.role in _KEEP_ROLES or node.text.startswith("- …"):
+            kept.append(node)
+        else:  # deep decoration: the node goes, whatever it holds worth keeping moves up
+            kept += node.children
+    return kept
+
+
+def _collapse(siblings: list[_Node], level: _Level) -> list[_Node]:
+    """Replace the middle of each long run of same-shaped siblings by one summary line."""
+    out: list[_Node] = []
+    start = 0
+    while start < len(siblings):
+        shape = siblings[start].shape
+        end = start + 1
+        while end < len(siblings) and siblings[end].shape == shape:
+            end += 1
+        run = siblings[start:end]
+        role = shape[0]
+        min_run = max(level.min_run, _CONTROL_RUN) if role in _CONTROL_ROLES else level.min_run
+        if role and len(run) >= min_run:
+            more = _Node(_MORE.format(count=len(run) - level.keep - 1, role=role))
+            out += [*run[: level.keep], more, run[-1]]
+        else:
+            out += run
+        start = end
+    return out
+
+
+def _render(nodes: list[_Node], depth: int = 0) -> list[str]:
+    lines: list[str] = []
+    for node in nodes:
+        lines.append("  " * depth + node.text)
+        lines += _render(node.children, depth + 1)
+    return lines
+
+
+def _cut(lines: list[str], budget_tokens: int) -> str:
+    """Keep lines from the top while they fit, then say how many were left out."""
+    room = budget_tokens - estimate_tokens(TRUNCATED_MARKER.format(count=len(lines))) - 1
+    kept = 0
+    for line in lines:
+        room -= estimate_tokens(line + "\n")
+        if room < 0:
+            break
+        kept += 1
+    return "\n".join([*lines[:kept], TRUNCATED_MARKER.format(count=len(lines) - kept)])
