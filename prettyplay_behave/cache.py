@@ -76,6 +76,10 @@ class CacheEntry:
     code: str
     origin: str
 
+    def __post_init__(self) -> None:
+        # One canonical form: the file stores lines, so code always ends in exactly one newline.
+        object.__setattr__(self, "code", self.code.rstrip("\n") + "\n")
+
 
 Tests = dict[str, list[CacheEntry]]
 
@@ -267,7 +271,8 @@ def _render(tests: Tests) -> bytes:
 
 def _entry_json(entry: CacheEntry) -> dict[str, Any]:
     raw: dict[str, Any] = {
-        "code": entry.code.split("\n"),
+        # one line per list item; the final newline of the code is implied
+        "code": entry.code.rstrip("\n").split("\n"),
         "kind": entry.key.kind,
         "occurrence": entry.key.occurrence,
         "origin": entry.origin,

@@ -11,6 +11,7 @@ from .engine.executor import StepExecutor, TestRun
 from .engine.settle import Settler
 from .events import Events
 from .llm.client import LLMClient
+from .llm.prompts import Prompts
 from .safety.policy import check_code
 
 if TYPE_CHECKING:
@@ -29,7 +30,8 @@ class Runtime:
         self.events = Events(config.hooks)
         self.cache = CacheStore(Path(config.cache_dir or default_cache_dir), validate=check_code)
         self.llm = LLMClient(config)
-        self.executor = StepExecutor(self.cache, self.llm, self.events)
+        prompts = Prompts(config.templates_dir)
+        self.executor = StepExecutor(self.cache, self.llm, prompts, self.events)
         self._session: BrowserSession | None = None
 
     @property

@@ -5,7 +5,9 @@ Routing of one step::
     cache hit  -> replay -> settle -> green -> done (no LLM call)
     cache miss -> strict? IncurableStepError naming the step and the cache file
                -> no LLM? ProviderUnavailableError naming the settings
-               -> the generation loop -> policy -> execute -> gate -> cache write
+               -> the generation loop: request -> code -> policy -> execute -> gate -> cache write
+
+Every non-green attempt joins the step's attempt history, which rides every later request.
 """
 
 from __future__ import annotations
@@ -14,11 +16,19 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..browser.snapshot import capture
 from ..cache import CacheEntry, CacheKey, CacheStore
-from ..errors import CodePolicyError, IncurableStepError, describe_exception
+from ..errors import (
+    CodePolicyError,
+    IncurableStepError,
+    ProviderUnavailableError,
+    describe_exception,
+)
 from ..events import Events, record
+from ..llm.answers import GateVerdict, UnparseableAnswer, extract_code, parse_verdict
+from ..llm.prompts import Prompts
 from ..safety.sandbox import compile_step, run_step
-from .history import GREEN, POLICY_VIOLATION, RED, Attempt
+from .history import GATE_VIOLATION, GREEN, POLICY_VIOLATION, RED, UNPARSEABLE, Attempt
 from .settle import Settler
 from .step import ScenarioEntry, StepSpec
 
@@ -29,6 +39,7 @@ if TYPE_CHECKING:
     from ..llm.client import LLMClient
 
 REPLAYED = "replayed"
+GENERATED = "generated"
 
 
 @dataclass
@@ -59,9 +70,10 @@ class TestRun:
 class StepExecutor:
     """Runs steps for every test of a run; shares the cache, the LLM client and the hooks."""
 
-    def __init__(self, cache: CacheStore, llm: LLMClient, events: Events) -> None:
+    def __init__(self, cache: CacheStore, llm: LLMClient, prompts: Prompts, events: Events) -> None:
         self.cache = cache
         self.llm = llm
+        self.prompts = prompts
         self.events = events
 
     def run(self, test: TestRun, spec: StepSpec, group: str | None = None) -> ScenarioEntry:
@@ -75,7 +87,7 @@ class StepExecutor:
             if cached is not None:
                 self._replay(test, spec, cached, entry)
             else:
-                self._miss(test, spec, key, entry)
+                self._miss(test, spec, key, entry, group)
             entry.outcome = "passed"
         except BaseException:
             entry.outcome = "failed"
@@ -98,7 +110,9 @@ class StepExecutor:
         strict = " (strict: replay only)" if test.config.strict else ""
         raise self._terminal(f"the cached step failed{strict}", spec, attempt)
 
-    def _miss(self, test: TestRun, spec: StepSpec, key: CacheKey, entry: ScenarioEntry) -> None:
+    def _miss(
+        self, test: TestRun, spec: StepSpec, key: CacheKey, entry: ScenarioEntry, group: str | None
+    ) -> None:
         if test.config.strict:
             raise IncurableStepError(
                 "no cached code for this step (strict: replay only)",
@@ -107,7 +121,123 @@ class StepExecutor:
                 f"(test {key.test!r}, occurrence {key.occurrence})",
             )
         self.llm.require()
-        raise NotImplementedError("generation")
+        self._generate(test, spec, key, entry, group)
+
+    # -- the generation loop -----------------------------------------------------------------
+
+    def _generate(
+        self, test: TestRun, spec: StepSpec, key: CacheKey, entry: ScenarioEntry, group: str | None
+    ) -> None:
+        history = entry.history
+        for number in range(1, test.config.generation_attempts + 1):
+            code = self._ask_code("generate", test, spec, history, group)
+            record(
+                logging.INFO,
+                "generation",
+                "generation attempt %d of %d for %r",
+                number,
+                test.config.generation_attempts,
+                spec.sentence,
+            )
+            if isinstance(code, Attempt):
+                history.append(code)
+                continue
+            attempt = self.execute(test, spec, code)
+            if attempt.outcome == GREEN:
+                attempt = self._gate(test, spec, attempt, history, group)
+            if attempt.outcome != GREEN:
+                history.append(attempt)
+                continue
+            self._write(key, code, GENERATED)
+            entry.code, entry.origin = code, GENERATED
+            return
+        last = history[-1]
+        raise self._terminal("the generation budget is exhausted", spec, last)
+
+    def _ask_code(
+        self, purpose: str, test: TestRun, spec: StepSpec, history: list[Attempt], group: str | None
+    ) -> str | Attempt:
+        """One code request; the code, or an ``unparseable answer`` record."""
+        page = test.page
+        messages = self.prompts.render(
+            purpose,
+            step=spec,
+            base_url=test.config.base_url,
+            page=capture(page),
+            scenario=test.scenario,
+            history=history,
+            group=group,
+            instructions=test.config.instructions,
+        )
+        answer = self.llm.ask(purpose, step=spec.sentence, messages=messages)
+        try:
+            return extract_code(answer.text)
+        except UnparseableAnswer as exc:
+            url = _url(page)
+            text = f"{exc}\nfinish_reason: {answer.finish_reason}\nanswer:\n{answer.text}"
+            return Attempt(UNPARSEABLE, url, url, "", text)
+
+    def _gate(
+        self,
+        test: TestRun,
+        spec: StepSpec,
+        green: Attempt,
+        history: list[Attempt],
+        group: str | None,
+        guidance: str = "",
+    ) -> Attempt:
+        """The compliance gate on a green candidate: green again, or a ``gate violation``."""
+        messages = self.prompts.render(
+            "gate",
+            guidance=guidance,
+            group=group,
+            step=spec,
+            base_url=test.config.base_url,
+            scenario=test.scenario,
+            history=history,
+            candidate=green.code,
+            instructions=test.config.instructions,
+        )
+        try:
+            answer = self.llm.ask("gate", step=spec.sentence, messages=messages, verdict=True)
+            verdict = parse_verdict(answer.text, "gate")
+        except (ProviderUnavailableError, UnparseableAnswer) as exc:
+            raise IncurableStepError(
+                "the compliance gate could not judge the candidate; nothing was written",
+                sentence=spec.text,
+                error=f"{type(exc).__name__}: {exc}",
+                code=green.code,
+            ) from exc
+        assert isinstance(verdict, GateVerdict)
+        for finding in verdict.findings:
+            if not finding.blocking:
+                record(
+                    logging.WARNING,
+                    "gate_finding",
+                    "compliance gate (%s, %s) on %r: %s",
+                    finding.dimension,
+                    finding.severity,
+                    spec.sentence,
+                    finding.message,
+                )
+        if not verdict.blocking:
+            return green
+        findings = "\n".join(
+            f"{f.severity} {f.dimension}: {f.message}" for f in verdict.findings if f.blocking
+        )
+        return Attempt(GATE_VIOLATION, green.url_before, green.url_after, green.code, findings)
+
+    def _write(self, key: CacheKey, code: str, origin: str) -> None:
+        changed = self.cache.write(CacheEntry(key, code, origin))
+        record(
+            logging.INFO,
+            "cache_write",
+            "%s %s entry %r in %s",
+            "wrote" if changed else "kept",
+            origin,
+            key.sentence,
+            self.cache.path_for(key.test),
+        )
 
     # -- execution ---------------------------------------------------------------------------
 

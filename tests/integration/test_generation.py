@@ -1,0 +1,284 @@
+"""The generation loop against the scripted server: real Chromium, the real openai client."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+import pytest
+
+from prettyplay_behave import (
+    ConfigError,
+    IncurableStepError,
+    PrettyConfig,
+    PrettyPlay,
+    ProviderUnavailableError,
+)
+from tests.conftest import BehaveProject
+from tests.support.llm_server import (
+    ScriptedLLMServer,
+    code_answer,
+    delay,
+    json_answer,
+    server_error,
+    unauthorized,
+)
+
+OPEN_SHOP = 'def step(page) -> None:\n    page.goto("/")\n'
+ACCEPT = (
+    "def step(page) -> None:\n"
+    '    page.get_by_role("button", name="Accept cookies").click()\n'
+)
+HEADING = (
+    "def step(page) -> None:\n"
+    '    expect(page.get_by_role("heading", level=1)).to_have_text("Demo Shop")\n'
+)
+CLEAN = json_answer({"findings": []})
+
+
+@pytest.fixture
+def llm_env(llm: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch) -> ScriptedLLMServer:
+    for name, value in llm.env.items():
+        monkeypatch.setenv(name, value)
+    return llm
+
+
+def config_for(shop, tmp_path: Path, **changes) -> PrettyConfig:
+    settings = {"llm_timeout": 5.0, "llm_retries": 0, **changes}
+    return PrettyConfig(base_url=shop.url, cache_dir=str(tmp_path / "cache"), **settings)
+
+
+def cache_text(tmp_path: Path, name: str = "visit") -> str:
+    path = tmp_path / "cache" / f"{name}.json"
+    return path.read_text() if path.exists() else ""
+
+
+def test_a_generated_step_is_executed_gated_and_cached(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+) -> None:
+    llm_env.on("generate", code_answer(OPEN_SHOP), step="open the shop")
+    llm_env.on("gate", CLEAN)
+    with PrettyPlay("visit", config=config_for(shop, tmp_path)) as t:
+        entry = t.step("open the shop")
+        assert (entry.origin, t.page.url) == ("generated", shop.url + "/")
+    document = json.loads(cache_text(tmp_path))
+    assert document["tests"]["visit"][0]["code"] == OPEN_SHOP.splitlines()
+    assert document["tests"]["visit"][0]["origin"] == "generated"
+    assert [r.purpose for r in llm_env.requests] == ["generate", "gate"]
+    for request in llm_env.requests:
+        assert request.headers["x-prettyplay-purpose"] == request.purpose
+        assert request.step == "open the shop"
+    # the second run replays with zero requests
+    llm_env.reset()
+    with PrettyPlay("visit", config=config_for(shop, tmp_path)) as t:
+        assert t.step("open the shop").origin == "replayed"
+    assert llm_env.requests == []
+
+
+def test_the_request_holds_sentence_url_snapshot_and_scenario(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+) -> None:
+    llm_env.on("generate", code_answer(OPEN_SHOP), step="open the shop")
+    llm_env.on("generate", code_answer(ACCEPT), step="accept the cookie banner")
+    llm_env.on("gate", CLEAN, repeat=True)
+    with PrettyPlay("visit", config=config_for(shop, tmp_path)) as t:
+        t.step("open the shop")
+        t.step("accept the cookie banner")
+    request = llm_env.requests_for("generate")[1]
+    user = request.content("user")
+    assert "accept the cookie banner" in user
+    assert shop.url + "/" in user
+    opening = user.index('<untrusted-page-data id="')
+    closing = user.index("</untrusted-page-data id=")
+    assert opening < user.index('button "Accept cookies"') < closing
+    assert "- open the shop" in user  # the scenario so far
+    assert "untrusted" in request.content("system").lower()
+
+
+def test_bad_answers_join_the_history_and_ride_the_next_request(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+) -> None:
+    escape = 'def step(page) -> None:\n    page.evaluate("document.title = \'pwned\'")\n'
+    failing = (
+        "def step(page) -> None:\n"
+        '    page.get_by_role("button", name="No such button").click(timeout=300)\n'
+    )
+    llm_env.on(
+        "generate",
+        "I would open the shop.",  # no code at all
+        code_answer(escape),
+        code_answer(failing),
+        code_answer(OPEN_SHOP),
+        step="open the shop",
+    )
+    llm_env.on("gate", CLEAN)
+    with PrettyPlay("visit", config=config_for(shop, tmp_path, generation_attempts=4)) as t:
+        entry = t.step("open the shop")
+        assert t.page.title() != "pwned"  # the refused code never ran
+    assert [a.outcome for a in entry.history] == [
+        "unparseable answer",
+        "policy violation",
+        "red",
+    ]
+    requests = llm_env.requests_for("generate")
+    assert len(requests) == 4
+    last = requests[-1].content("user")
+    assert "I would open the shop." in last
+    assert "page.evaluate(\"document.title = 'pwned'\")" in last
+    assert "evaluate" in last and "policy violation" in last
+    assert 'name="No such button"' in last and "Call log:" in last
+    # every later request carries every earlier record
+    assert "unparseable answer" in requests[1].content("user")
+    assert "policy violation" in requests[2].content("user")
+
+
+def test_a_long_outcome_is_never_truncated(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+) -> None:
+    message = "x" * 5000
+    failing = f'def step(page) -> None:\n    assert False, "{message}"\n'
+    llm_env.on("generate", code_answer(failing), code_answer(OPEN_SHOP), step="open the shop")
+    llm_env.on("gate", CLEAN)
+    with PrettyPlay("visit", config=config_for(shop, tmp_path)) as t:
+        t.step("open the shop")
+    assert message in llm_env.requests_for("generate")[1].content("user")
+
+
+def test_a_high_gate_finding_blocks_the_write_and_the_loop_goes_on(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake = 'def step(page) -> None:\n    page.goto("/?fake")\n'
+    llm_env.on("generate", code_answer(fake), code_answer(OPEN_SHOP), step="open the shop")
+    high = {"dimension": "adequacy", "severity": "high", "message": "fakes the page"}
+    low = {"dimension": "instructions", "severity": "low", "message": "prefer roles"}
+    llm_env.on("gate", json_answer({"findings": [high]}), json_answer({"findings": [low]}))
+    caplog.set_level(logging.WARNING, logger="prettyplay")
+    with PrettyPlay("visit", config=config_for(shop, tmp_path)) as t:
+        entry = t.step("open the shop")
+    assert [a.outcome for a in entry.history] == ["gate violation"]
+    assert "fakes the page" in entry.history[0].text
+    assert json.loads(cache_text(tmp_path))["tests"]["visit"][0]["code"] == OPEN_SHOP.splitlines()
+    warnings = [r for r in caplog.records if getattr(r, "event", "") == "gate_finding"]
+    assert len(warnings) == 1 and "prefer roles" in warnings[0].getMessage()
+    assert "gate violation" in llm_env.requests_for("generate")[1].content("user")
+
+
+def test_a_malformed_gate_verdict_writes_nothing_and_ends_terminal(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+) -> None:
+    llm_env.on("generate", code_answer(OPEN_SHOP), step="open the shop")
+    llm_env.on("gate", '{"findings": [')
+    with PrettyPlay("visit", config=config_for(shop, tmp_path)) as t:
+        with pytest.raises(IncurableStepError, match="compliance gate could not judge"):
+            t.step("open the shop")
+    assert cache_text(tmp_path) == ""
+    assert len(llm_env.requests) == 2
+
+
+def test_an_exhausted_generation_budget_is_terminal(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+) -> None:
+    llm_env.on("generate", "no code here", repeat=True)
+    with PrettyPlay("visit", config=config_for(shop, tmp_path, generation_attempts=2)) as t:
+        with pytest.raises(IncurableStepError) as caught:
+            t.step("open the shop")
+    assert caught.value.render().startswith(
+        "IncurableStepError: the generation budget is exhausted\n---\nstep: open the shop"
+    )
+    assert len(llm_env.requests) == 2
+    assert cache_text(tmp_path) == ""
+
+
+@pytest.mark.parametrize("failure", ["5xx", "refused", "timeout"])
+def test_a_provider_that_is_down_ends_the_step_in_bounded_time(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, monkeypatch, failure: str
+) -> None:
+    timeout, retries = 1.0, 1
+    if failure == "5xx":
+        llm_env.on("generate", server_error(), repeat=True)
+    elif failure == "timeout":
+        llm_env.on("generate", delay(timeout + 2, code_answer(OPEN_SHOP)), repeat=True)
+    else:
+        monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    config = config_for(shop, tmp_path, llm_timeout=timeout, llm_retries=retries)
+    with PrettyPlay("visit", config=config) as t:
+        t.page  # the browser is up before the clock starts
+        started = time.monotonic()
+        with pytest.raises(ProviderUnavailableError, match="unavailable"):
+            t.step("open the shop")
+        elapsed = time.monotonic() - started
+    assert elapsed < timeout * (retries + 1) + 5
+    assert cache_text(tmp_path) == ""
+
+
+def test_a_refused_key_names_the_setting(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+) -> None:
+    llm_env.on("generate", unauthorized(), repeat=True)
+    with PrettyPlay("visit", config=config_for(shop, tmp_path, llm_retries=2)) as t:
+        with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+            t.step("open the shop")
+    assert len(llm_env.requests) == 1
+    assert cache_text(tmp_path) == ""
+
+
+def test_max_llm_calls_stops_the_run(shop, tmp_path: Path, llm_env: ScriptedLLMServer) -> None:
+    llm_env.on("generate", code_answer(OPEN_SHOP), step="open the shop")
+    llm_env.on("generate", code_answer(ACCEPT), step="accept the cookie banner")
+    llm_env.on("gate", CLEAN, repeat=True)
+    with PrettyPlay("visit", config=config_for(shop, tmp_path, max_llm_calls=2)) as t:
+        t.step("open the shop")
+        with pytest.raises(ProviderUnavailableError, match="max_llm_calls=2"):
+            t.step("accept the cookie banner")
+    assert len(llm_env.requests) == 2
+
+
+FEATURE = """\
+Feature: Shop
+  Scenario: Visit
+    Given I open the shop
+    When I accept the cookie banner
+    Then the heading says Demo Shop
+"""
+
+
+def test_a_new_feature_is_generated_by_behave_and_replayed_with_zero_requests(
+    project: BehaveProject, shop, llm: ScriptedLLMServer
+) -> None:
+    project.write("features/shop.feature", FEATURE)
+    llm.on("generate", code_answer(OPEN_SHOP), step="I open the shop")
+    llm.on("generate", code_answer(ACCEPT), step="I accept the cookie banner")
+    llm.on("generate", code_answer(HEADING), step="the heading says Demo Shop")
+    llm.on("gate", CLEAN, repeat=True)
+    result = project.run("-D", f"prettyplay.base_url={shop.url}", env=llm.env)
+    assert result.returncode == 0, result
+    assert [r.purpose for r in llm.requests] == ["generate", "gate"] * 3
+    cache = json.loads((project.cache_dir / "shop.feature.json").read_text())
+    assert [e["sentence"] for e in cache["tests"]["Visit"]] == [
+        "I open the shop",
+        "I accept the cookie banner",
+        "the heading says Demo Shop",
+    ]
+    llm.reset()
+    again = project.run("-D", f"prettyplay.base_url={shop.url}", "-D", "prettyplay.strict=true")
+    assert again.returncode == 0, again
+    assert llm.requests == []
+
+
+def test_behave_reports_a_provider_that_is_down(
+    project: BehaveProject, shop, llm: ScriptedLLMServer
+) -> None:
+    project.write("features/shop.feature", FEATURE)
+    llm.on("generate", server_error(), repeat=True)
+    result = project.run(
+        "-D",
+        f"prettyplay.base_url={shop.url}",
+        "-D",
+        "prettyplay.llm_retries=1",
+        env=llm.env,
+    )
+    assert result.returncode == 1, result
+    assert "ProviderUnavailableError" in result.output and "unavailable" in result.output
+    assert not (project.cache_dir / "shop.feature.json").exists()
