@@ -1,0 +1,126 @@
+"""What generation costs: requests and tokens per generated step, and the size of a request.
+
+Runs the example features with an empty cache through behave against the demo shop, with the
+scripted OpenAI-compatible server answering every ``generate`` request with the code that the
+committed cache holds for that sentence and every ``gate`` request with a clean verdict. Token
+figures are the scripted server's usage (about four characters a token, as tokenisers of
+English text average), so they show the size of what is sent, not a provider's exact bill.
+
+    .venv/bin/python bench/generation_cost.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+from urllib.parse import unquote
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from prettyplay_behave.browser.session import CHROMIUM_ARGS, find_system_chromium  # noqa: E402
+from prettyplay_behave.browser.snapshot import capture, estimate_tokens  # noqa: E402
+from prettyplay_behave.engine.step import StepSpec  # noqa: E402
+from prettyplay_behave.llm.prompts import Prompts  # noqa: E402
+from tests.support.llm_server import (  # noqa: E402
+    RecordedRequest,
+    ScriptedLLMServer,
+    code_answer,
+    json_answer,
+)
+
+
+def committed_code() -> dict[str, str]:
+    """Sentence -> code, from the committed example cache."""
+    code: dict[str, str] = {}
+    for path in (ROOT / "features" / ".prettyplay").rglob("*.json"):
+        for entries in json.loads(path.read_text())["tests"].values():
+            for entry in entries:
+                code[entry["sentence"]] = "\n".join(entry["code"]) + "\n"
+    return code
+
+
+def run_examples(llm: ScriptedLLMServer, workdir: Path) -> int:
+    shutil.copytree(
+        ROOT / "features", workdir / "features", ignore=shutil.ignore_patterns(".prettyplay")
+    )
+    shutil.copy(ROOT / "setup.cfg", workdir / "setup.cfg")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PRETTYPLAY_", "OPENAI_"))}
+    env.update(llm.env)
+    completed = subprocess.run(
+        [sys.executable, "-m", "behave", "-f", "progress"], cwd=workdir, env=env, text=True,
+        capture_output=True, timeout=600,
+    )  # fmt: skip
+    if completed.returncode != 0:
+        print(completed.stdout, completed.stderr)
+    return completed.returncode
+
+
+def large_page_request(items: int) -> tuple[int, bool]:
+    """Tokens of a whole generate request on a page with ``items`` list items."""
+    from playwright.sync_api import sync_playwright
+
+    rows = "".join(
+        f"<li>Product {n} costs ${n}.99 <a href='/p/{n}'>View</a></li>" for n in range(items)
+    )
+    html = f"<title>Catalogue</title><h1>Catalogue</h1><ul>{rows}</ul><button>Checkout</button>"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=find_system_chromium(), args=list(CHROMIUM_ARGS)
+        )
+        page = browser.new_page()
+        page.set_content(html)
+        state = capture(page)
+        browser.close()
+    messages = Prompts().render(
+        "generate", step=StepSpec("step", "click Checkout"), base_url="http://shop.test",
+        page=state, scenario=[], history=[], group=None, instructions="",
+    )  # fmt: skip
+    text = "\n".join(m["content"] for m in messages)
+    return estimate_tokens(text), 'button "Checkout"' in text
+
+
+def main() -> int:
+    code = committed_code()
+
+    def generate(request: RecordedRequest) -> str:
+        return code_answer(code[unquote(request.headers["x-prettyplay-step"])])
+
+    with ScriptedLLMServer() as llm, tempfile.TemporaryDirectory() as tmp:
+        llm.on("generate", generate, repeat=True)
+        llm.on("gate", json_answer({"findings": []}), repeat=True)
+        status = run_examples(llm, Path(tmp))
+        requests = llm.requests
+    if status != 0:
+        print("the example run failed")
+        return 1
+    by_purpose: dict[str, list[int]] = defaultdict(list)
+    for request in requests:
+        by_purpose[request.purpose or "?"].append(estimate_tokens(request.text))
+    steps = len(by_purpose["generate"])
+    print(f"example features, empty cache: {steps} steps generated, {len(requests)} requests")
+    print("| purpose | requests | requests per step | prompt tokens per request (median, max) |")
+    print("| --- | ---: | ---: | ---: |")
+    for purpose, tokens in sorted(by_purpose.items()):
+        print(
+            f"| {purpose} | {len(tokens)} | {len(tokens) / steps:.1f} | "
+            f"{statistics.median(tokens):,.0f}, {max(tokens):,} |"
+        )
+    total = sum(sum(t) for t in by_purpose.values())
+    print(f"prompt tokens per generated step (generate + gate): {total / steps:,.0f}")
+    for items in (1_000, 5_000):
+        tokens, kept = large_page_request(items)
+        print(f"generate request on a page of {items:,} list items: {tokens:,} tokens, "
+              f"target button kept: {kept}")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+import prettyplay_behave.behave.steps  # noqa: F401
