@@ -68,7 +68,8 @@ class StepFailedError(PrettyPlayError):
         self.explanation = explanation
         self.recommendation = recommendation
         self.code = code
-        super().__init__(self._body())
+        self.body = self._body()
+        super().__init__(self.body)
 
     def _body(self) -> str:
         sections = [
@@ -88,7 +89,7 @@ class StepFailedError(PrettyPlayError):
 
     def render(self) -> str:
         """The full terminal render, headed by the exception's name."""
-        return f"{type(self).__name__}: {self}"
+        return f"{type(self).__name__}: {self.body}"
 
 
 class IncurableStepError(StepFailedError):
@@ -97,6 +98,10 @@ class IncurableStepError(StepFailedError):
 
 class ProductDefectError(StepFailedError, AssertionError):
     """The product itself is wrong; never healed. An AssertionError, so behave reports *failed*."""
+
+    def __str__(self) -> str:
+        # behave prints an AssertionError as "Assertion Failed: <str>": keep the name in sight.
+        return self.render()
 
 
 def describe_exception(exc: BaseException) -> tuple[str, str]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..authoring import Group, PrettyPlay
 from ..config import PrettyConfig, for_scenario, resolve_config
+from ..errors import StepFailedError
 from ..events import record
 from ..runtime import Runtime
 from .mapping import group_tags, scenario_namespace, step_spec
@@ -117,10 +118,14 @@ def run_step(context: Any) -> None:
     step = state.current_step
     spec = step_spec(step.step_type, step.name, step.text, step.table)
     own_steps = context.scenario.steps
-    if state.group is not None and any(step is own for own in own_steps):
-        state.group._do(spec)
-    else:
-        state.test._do(spec, None)
+    try:
+        if state.group is not None and any(step is own for own in own_steps):
+            state.group._do(spec)
+        else:
+            state.test._do(spec, None)
+    except StepFailedError as failure:
+        # The render says all there is; the engine's frames would only bury it.
+        raise failure.with_traceback(None) from None
 
 
 _OURS: dict[str, Hook] = {

@@ -1,13 +1,18 @@
-"""The step cycle: replay from the cache, or generate; settle; gate; write back.
+"""The step cycle: replay from the cache, or generate; classify and heal what breaks.
 
 Routing of one step::
 
-    cache hit  -> replay -> settle -> green -> done (no LLM call)
-    cache miss -> strict? IncurableStepError naming the step and the cache file
-               -> no LLM? ProviderUnavailableError naming the settings
-               -> the generation loop: request -> code -> policy -> execute -> gate -> cache write
+    cache hit  -> replay -> green -> done (no LLM call)
+               -> red  -> strict: one classify request (when the LLM is there), fail with it
+                       -> classify: product_defect -> ProductDefectError (never healed)
+                                    rot | fixable  -> the heal loop -> gate -> write back
+                                    incurable      -> IncurableStepError
+    cache miss -> strict: IncurableStepError naming the step and the cache file
+               -> the generation loop -> policy -> execute -> gate -> write
+                  (a failed check is classified at once; an exhausted budget is classified)
 
-Every non-green attempt joins the step's attempt history, which rides every later request.
+Every non-green attempt joins the step's attempt history, which rides every later request of
+that step; record 0 of a heal is the failed replay.
 """
 
 from __future__ import annotations
@@ -21,16 +26,18 @@ from ..cache import CacheEntry, CacheKey, CacheStore
 from ..errors import (
     CodePolicyError,
     IncurableStepError,
+    ProductDefectError,
     ProviderUnavailableError,
+    StepFailedError,
     describe_exception,
 )
 from ..events import Events, record
-from ..llm.answers import GateVerdict, UnparseableAnswer, extract_code, parse_verdict
+from ..llm.answers import GateVerdict, UnparseableAnswer, Verdict, extract_code, parse_verdict
 from ..llm.prompts import Prompts
 from ..safety.sandbox import compile_step, run_step
 from .history import GATE_VIOLATION, GREEN, POLICY_VIOLATION, RED, UNPARSEABLE, Attempt
 from .settle import Settler
-from .step import ScenarioEntry, StepSpec
+from .step import CHECK, ScenarioEntry, StepSpec
 
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Page
@@ -40,6 +47,13 @@ if TYPE_CHECKING:
 
 REPLAYED = "replayed"
 GENERATED = "generated"
+HEALED = "healed"
+
+PRODUCT_DEFECT = "product_defect"
+INCURABLE = "incurable"
+HEALABLE = ("rot", "fixable")
+DEFECT_HEADLINE = "the product does not do what the step says"
+STRICT = " (strict: replay only)"
 
 
 @dataclass
@@ -77,17 +91,13 @@ class StepExecutor:
         self.events = events
 
     def run(self, test: TestRun, spec: StepSpec, group: str | None = None) -> ScenarioEntry:
-        key = test.key_for(spec)
         entry = ScenarioEntry(spec.kind, spec.sentence, "running", group)
+        cycle = StepCycle(self, test, spec, test.key_for(spec), entry)
         self.events.emit("on_step_started", spec.sentence)
         try:
             if spec.delay:
                 test.page.wait_for_timeout(spec.delay * 1000)
-            cached = self.cache.lookup(key)
-            if cached is not None:
-                self._replay(test, spec, cached, entry)
-            else:
-                self._miss(test, spec, key, entry, group)
+            cycle.run()
             entry.outcome = "passed"
         except BaseException:
             entry.outcome = "failed"
@@ -97,161 +107,16 @@ class StepExecutor:
             self.events.emit("on_step_finished", spec.sentence, entry.outcome)
         return entry
 
-    # -- the two routes --------------------------------------------------------------------
-
-    def _replay(
-        self, test: TestRun, spec: StepSpec, cached: CacheEntry, entry: ScenarioEntry
-    ) -> None:
-        attempt = self.execute(test, spec, cached.code)
-        entry.code, entry.origin = cached.code, REPLAYED
-        entry.history.append(attempt)
-        if attempt.outcome == GREEN:
-            return
-        strict = " (strict: replay only)" if test.config.strict else ""
-        raise self._terminal(f"the cached step failed{strict}", spec, attempt)
-
-    def _miss(
-        self, test: TestRun, spec: StepSpec, key: CacheKey, entry: ScenarioEntry, group: str | None
-    ) -> None:
-        if test.config.strict:
-            raise IncurableStepError(
-                "no cached code for this step (strict: replay only)",
-                sentence=spec.text,
-                error=f"no {spec.kind} entry in {self.cache.path_for(key.test)} "
-                f"(test {key.test!r}, occurrence {key.occurrence})",
-            )
-        self.llm.require()
-        self._generate(test, spec, key, entry, group)
-
-    # -- the generation loop -----------------------------------------------------------------
-
-    def _generate(
-        self, test: TestRun, spec: StepSpec, key: CacheKey, entry: ScenarioEntry, group: str | None
-    ) -> None:
-        history = entry.history
-        for number in range(1, test.config.generation_attempts + 1):
-            code = self._ask_code("generate", test, spec, history, group)
-            record(
-                logging.INFO,
-                "generation",
-                "generation attempt %d of %d for %r",
-                number,
-                test.config.generation_attempts,
-                spec.sentence,
-            )
-            if isinstance(code, Attempt):
-                history.append(code)
-                continue
-            attempt = self.execute(test, spec, code)
-            if attempt.outcome == GREEN:
-                attempt = self._gate(test, spec, attempt, history, group)
-            if attempt.outcome != GREEN:
-                history.append(attempt)
-                continue
-            self._write(key, code, GENERATED)
-            entry.code, entry.origin = code, GENERATED
-            return
-        last = history[-1]
-        raise self._terminal("the generation budget is exhausted", spec, last)
-
-    def _ask_code(
-        self, purpose: str, test: TestRun, spec: StepSpec, history: list[Attempt], group: str | None
-    ) -> str | Attempt:
-        """One code request; the code, or an ``unparseable answer`` record."""
-        page = test.page
-        messages = self.prompts.render(
-            purpose,
-            step=spec,
-            base_url=test.config.base_url,
-            page=capture(page),
-            scenario=test.scenario,
-            history=history,
-            group=group,
-            instructions=test.config.instructions,
-        )
-        answer = self.llm.ask(purpose, step=spec.sentence, messages=messages)
-        try:
-            return extract_code(answer.text)
-        except UnparseableAnswer as exc:
-            url = _url(page)
-            text = f"{exc}\nfinish_reason: {answer.finish_reason}\nanswer:\n{answer.text}"
-            return Attempt(UNPARSEABLE, url, url, "", text)
-
-    def _gate(
-        self,
-        test: TestRun,
-        spec: StepSpec,
-        green: Attempt,
-        history: list[Attempt],
-        group: str | None,
-        guidance: str = "",
-    ) -> Attempt:
-        """The compliance gate on a green candidate: green again, or a ``gate violation``."""
-        messages = self.prompts.render(
-            "gate",
-            guidance=guidance,
-            group=group,
-            step=spec,
-            base_url=test.config.base_url,
-            scenario=test.scenario,
-            history=history,
-            candidate=green.code,
-            instructions=test.config.instructions,
-        )
-        try:
-            answer = self.llm.ask("gate", step=spec.sentence, messages=messages, verdict=True)
-            verdict = parse_verdict(answer.text, "gate")
-        except (ProviderUnavailableError, UnparseableAnswer) as exc:
-            raise IncurableStepError(
-                "the compliance gate could not judge the candidate; nothing was written",
-                sentence=spec.text,
-                error=f"{type(exc).__name__}: {exc}",
-                code=green.code,
-            ) from exc
-        assert isinstance(verdict, GateVerdict)
-        for finding in verdict.findings:
-            if not finding.blocking:
-                record(
-                    logging.WARNING,
-                    "gate_finding",
-                    "compliance gate (%s, %s) on %r: %s",
-                    finding.dimension,
-                    finding.severity,
-                    spec.sentence,
-                    finding.message,
-                )
-        if not verdict.blocking:
-            return green
-        findings = "\n".join(
-            f"{f.severity} {f.dimension}: {f.message}" for f in verdict.findings if f.blocking
-        )
-        return Attempt(GATE_VIOLATION, green.url_before, green.url_after, green.code, findings)
-
-    def _write(self, key: CacheKey, code: str, origin: str) -> None:
-        changed = self.cache.write(CacheEntry(key, code, origin))
-        record(
-            logging.INFO,
-            "cache_write",
-            "%s %s entry %r in %s",
-            "wrote" if changed else "kept",
-            origin,
-            key.sentence,
-            self.cache.path_for(key.test),
-        )
-
-    # -- execution ---------------------------------------------------------------------------
-
     def execute(self, test: TestRun, spec: StepSpec, code: str) -> Attempt:
         """Policy, settle, run, and re-run while ``tries`` last; one record of the outcome."""
         page = test.page
-        url_before = page.url
+        url_before = _url(page)
         try:
             function = compile_step(code)
         except CodePolicyError as exc:
             return Attempt(
                 POLICY_VIOLATION, url_before, url_before, code, f"CodePolicyError: {exc}"
             )
-        settled = True
         for attempt_no in range(1, spec.tries + 1):
             settled = test.settler.settle(test.config.settle_ms)
             try:
@@ -269,15 +134,231 @@ class StepExecutor:
                 _, full = describe_exception(exc)
                 if not settled:
                     full += f"\n(the page never settled within settle_ms={test.config.settle_ms})"
-                return Attempt(RED, url_before, _url(page), code, full)
+                failed_check = spec.kind == CHECK and isinstance(exc, AssertionError)
+                return Attempt(RED, url_before, _url(page), code, full, failed_check)
             return Attempt(GREEN, url_before, _url(page), code, "")
         raise AssertionError("unreachable: tries >= 1")
 
-    @staticmethod
-    def _terminal(headline: str, spec: StepSpec, attempt: Attempt) -> IncurableStepError:
+
+class StepCycle:
+    """One step's way through the cycle; holds its cache address and attempt history."""
+
+    def __init__(
+        self,
+        executor: StepExecutor,
+        test: TestRun,
+        spec: StepSpec,
+        key: CacheKey,
+        entry: ScenarioEntry,
+    ) -> None:
+        self.executor = executor
+        self.llm = executor.llm
+        self.test = test
+        self.config = test.config
+        self.spec = spec
+        self.key = key
+        self.entry = entry
+        self.history = entry.history
+
+    def run(self) -> None:
+        cached = self.executor.cache.lookup(self.key)
+        if cached is not None:
+            self.replay(cached)
+        elif self.config.strict:
+            raise IncurableStepError(
+                "no cached code for this step" + STRICT,
+                sentence=self.spec.text,
+                error=f"no {self.spec.kind} entry in {self.executor.cache.path_for(self.key.test)} "
+                f"(test {self.key.test!r}, occurrence {self.key.occurrence})",
+            )
+        else:
+            self.llm.require()
+            self.generate()
+
+    # -- replay and its classification ---------------------------------------------------------
+
+    def replay(self, cached: CacheEntry) -> None:
+        attempt = self.executor.execute(self.test, self.spec, cached.code)
+        self.entry.code, self.entry.origin = cached.code, REPLAYED
+        self.history.append(attempt)
+        if attempt.outcome == GREEN:
+            return
+        if not self.llm.available:
+            why = STRICT if self.config.strict else " (the LLM is unavailable to heal it)"
+            raise self.terminal("the cached step failed" + why, attempt)
+        verdict = self.classify()
+        if self.config.strict:
+            raise self.verdict_failure(verdict, "the cached step failed")
+        if verdict.label not in HEALABLE:
+            raise self.verdict_failure(verdict, "the cached step failed and cannot be healed")
+        self.heal(verdict)
+
+    # -- the loops ---------------------------------------------------------------------------
+
+    def generate(self) -> None:
+        """Up to ``generation_attempts`` code requests; an exhausted budget is classified."""
+        budget = self.config.generation_attempts
+        for number in range(1, budget + 1):
+            record(logging.INFO, "generation", "generating %r (attempt %d of %d)",
+                   self.spec.sentence, number, budget)  # fmt: skip
+            if self.attempt("generate", None, GENERATED):
+                return
+        verdict = self.classify()
+        raise self.verdict_failure(verdict, "the generation budget is exhausted")
+
+    def heal(self, verdict: Verdict) -> None:
+        """Up to ``healing_attempts`` heal requests, each carrying the whole history."""
+        self.executor.events.emit("on_healing_started", self.spec.sentence, verdict.label)
+        budget = self.config.healing_attempts
+        for number in range(1, budget + 1):
+            record(logging.INFO, "healing", "healing %r (%s, attempt %d of %d)",
+                   self.spec.sentence, verdict.label, number, budget)  # fmt: skip
+            if self.attempt("heal", verdict, HEALED):
+                explanation = f"healed ({verdict.label}): {verdict.explanation}"
+                self.executor.events.emit("on_healed", self.spec.sentence, explanation)
+                return
+        raise self.verdict_failure(verdict, "the healing budget is exhausted")
+
+    def attempt(self, purpose: str, verdict: Verdict | None, origin: str) -> bool:
+        """One request, its code run and gated; True when it was written to the cache.
+
+        A failed check is classified at once: a product defect or an incurable step ends the
+        loop, so an assertion the product fails is never silently regenerated.
+        """
+        code = self.ask_code(purpose, verdict)
+        if isinstance(code, Attempt):
+            self.history.append(code)
+            return False
+        attempt = self.executor.execute(self.test, self.spec, code)
+        if attempt.outcome == GREEN:
+            attempt = self.gate(attempt)
+        if attempt.outcome != GREEN:
+            self.history.append(attempt)
+            if attempt.failed_check:
+                check_verdict = self.classify()
+                if check_verdict.label not in HEALABLE:
+                    raise self.verdict_failure(
+                        check_verdict, "the check failed and cannot be healed"
+                    )
+            return False
+        self.write(code, origin)
+        return True
+
+    # -- requests ----------------------------------------------------------------------------
+
+    def ask_code(self, purpose: str, verdict: Verdict | None = None) -> str | Attempt:
+        """One code request; the code, or an ``unparseable answer`` record."""
+        messages = self.executor.prompts.render(
+            purpose,
+            step=self.spec,
+            base_url=self.config.base_url,
+            page=capture(self.test.page),
+            scenario=self.test.scenario,
+            history=self.history,
+            group=self.entry.group,
+            instructions=self.config.instructions,
+            verdict=verdict,
+        )
+        answer = self.llm.ask(purpose, step=self.spec.sentence, messages=messages)
+        try:
+            return extract_code(answer.text)
+        except UnparseableAnswer as exc:
+            url = _url(self.test.page)
+            text = f"{exc}\nfinish_reason: {answer.finish_reason}\nanswer:\n{answer.text}"
+            return Attempt(UNPARSEABLE, url, url, "", text)
+
+    def classify(self) -> Verdict:
+        """One classify request; a garbage answer degrades to ``incurable``, never a retry."""
+        messages = self.executor.prompts.render(
+            "classify",
+            step=self.spec,
+            base_url=self.config.base_url,
+            page=capture(self.test.page),
+            scenario=self.test.scenario,
+            history=self.history,
+        )
+        answer = self.llm.ask("classify", step=self.spec.sentence, messages=messages, verdict=True)
+        try:
+            verdict = parse_verdict(answer.text, "classify")
+        except UnparseableAnswer as exc:
+            record(logging.WARNING, "classification_degraded",
+                   "unparseable classification of %r (%s); taken as incurable; raw answer:\n%s",
+                   self.spec.sentence, exc, answer.text, raw_answer=answer.text)  # fmt: skip
+            return Verdict(INCURABLE, f"the classification answer was unparseable: {exc}", "")
+        assert isinstance(verdict, Verdict)
+        record(logging.INFO, "classified", "%r classified %s: %s",
+               self.spec.sentence, verdict.label, verdict.explanation)  # fmt: skip
+        return verdict
+
+    def gate(self, green: Attempt, guidance: str = "") -> Attempt:
+        """The compliance gate on a green candidate: green again, or a ``gate violation``."""
+        messages = self.executor.prompts.render(
+            "gate",
+            guidance=guidance,
+            group=self.entry.group,
+            step=self.spec,
+            base_url=self.config.base_url,
+            scenario=self.test.scenario,
+            history=self.history,
+            candidate=green.code,
+            instructions=self.config.instructions,
+        )
+        try:
+            answer = self.llm.ask("gate", step=self.spec.sentence, messages=messages, verdict=True)
+            verdict = parse_verdict(answer.text, "gate")
+        except (ProviderUnavailableError, UnparseableAnswer) as exc:
+            raise IncurableStepError(
+                "the compliance gate could not judge the candidate; nothing was written",
+                sentence=self.spec.text,
+                error=f"{type(exc).__name__}: {exc}",
+                code=green.code,
+            ) from exc
+        assert isinstance(verdict, GateVerdict)
+        for finding in verdict.findings:
+            if not finding.blocking:
+                record(logging.WARNING, "gate_finding", "compliance gate (%s, %s) on %r: %s",
+                       finding.dimension, finding.severity, self.spec.sentence,
+                       finding.message)  # fmt: skip
+        if not verdict.blocking:
+            return green
+        findings = "\n".join(
+            f"{f.severity} {f.dimension}: {f.message}" for f in verdict.findings if f.blocking
+        )
+        return Attempt(GATE_VIOLATION, green.url_before, green.url_after, green.code, findings)
+
+    def write(self, code: str, origin: str) -> None:
+        cache = self.executor.cache
+        changed = cache.write(CacheEntry(self.key, code, origin))
+        record(logging.INFO, "cache_write", "%s %s entry %r in %s",
+               "wrote" if changed else "kept", origin, self.key.sentence,
+               cache.path_for(self.key.test))  # fmt: skip
+        self.entry.code, self.entry.origin = code, origin
+
+    # -- terminal errors -----------------------------------------------------------------------
+
+    def terminal(self, headline: str, attempt: Attempt) -> IncurableStepError:
         first = attempt.text.splitlines()[0] if attempt.text else attempt.outcome
         return IncurableStepError(
-            headline, sentence=spec.text, error=first, details=attempt.text, code=attempt.code
+            headline, sentence=self.spec.text, error=first, details=attempt.text, code=attempt.code
+        )
+
+    def verdict_failure(self, verdict: Verdict, headline: str) -> StepFailedError:
+        """The terminal error a verdict calls for: a product defect, or an incurable step."""
+        last = self.history[-1]
+        first = last.text.splitlines()[0] if last.text else last.outcome
+        error_type: type[StepFailedError] = IncurableStepError
+        if verdict.label == PRODUCT_DEFECT:
+            error_type, headline = ProductDefectError, DEFECT_HEADLINE
+        if self.config.strict:
+            headline += STRICT
+        return error_type(
+            headline,
+            sentence=self.spec.text,
+            error=first,
+            details=last.text,
+            explanation=verdict.explanation,
+            recommendation=verdict.recommendation,
+            code=last.code,
         )
 
 

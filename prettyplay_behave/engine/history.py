@@ -24,6 +24,7 @@ class Attempt:
     url_after: str
     code: str
     text: str
+    failed_check: bool = False  # a check whose assertion failed: the product may be at fault
 
     def render(self) -> str:
         return (

@@ -1,0 +1,372 @@
+"""Classification and self-healing: a changed UI heals, a broken product fails red and is never
+healed, strict runs only classify, and no path exceeds its budgets."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+
+import pytest
+
+from prettyplay_behave import (
+    IncurableStepError,
+    PrettyConfig,
+    PrettyPlay,
+    ProductDefectError,
+)
+from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.safety.policy import check_code
+from tests.conftest import ROOT, BehaveProject
+from tests.support.llm_server import ScriptedLLMServer, code_answer, json_answer
+
+CLEAN = json_answer({"findings": []})
+
+
+def verdict(label: str, explanation: str = "", recommendation: str = "") -> str:
+    return json_answer(
+        {
+            "label": label,
+            "explanation": explanation or f"judged {label}",
+            "recommendation": recommendation or f"what to do about {label}",
+        }
+    )
+
+
+HEALED_CART = {
+    "I accept the cookie banner": (
+        'def step(page) -> None:\n    page.get_by_role("button", name="Allow all").click()\n'
+    ),
+    'I add the "Blue Mug" to the cart': (
+        "def step(page) -> None:\n"
+        '    product = page.get_by_role("article", name="Blue Mug")\n'
+        '    product.get_by_role("button", name="Add to basket").click()\n'
+    ),
+    "the cart link shows 1 item": (
+        "def step(page) -> None:\n"
+        '    expect(page.get_by_role("link", name=re.compile("^Basket"))).to_have_text("Basket (1)")\n'
+    ),
+    "I open the cart": (
+        "def step(page) -> None:\n"
+        '    page.get_by_role("link", name=re.compile("^Basket")).click()\n'
+    ),
+    "the cart says that it is empty": (
+        "def step(page) -> None:\n"
+        '    expect(page.get_by_role("main")).to_contain_text("Your basket is empty.")\n'
+    ),
+}
+
+
+def cart_project(tmp_path: Path) -> BehaveProject:
+    """The example cart feature with its committed cache."""
+    project = BehaveProject(tmp_path / "project")
+    shutil.copytree(ROOT / "features" / "steps", project.features / "steps")
+    shutil.copy(ROOT / "features" / "shop" / "cart.feature", project.features / "cart.feature")
+    project.write(
+        "features/environment.py",
+        "from prettyplay_behave.behave import use_prettyplay\n\nuse_prettyplay(globals())\n",
+    )
+    source = json.loads((ROOT / "features/.prettyplay/shop/cart.feature.json").read_text())
+    project.cache_dir.mkdir(parents=True)
+    (project.cache_dir / "cart.feature.json").write_text(json.dumps(source, indent=2) + "\n")
+    return project
+
+
+def test_a_changed_ui_heals_and_the_next_run_replays(
+    tmp_path: Path, fresh_shop, llm: ScriptedLLMServer
+) -> None:
+    fresh_shop.set_variant("changed-ui")
+    project = cart_project(tmp_path)
+    llm.on("classify", verdict("rot", "the controls were relabelled"), repeat=True)
+    for sentence, code in HEALED_CART.items():
+        llm.on("heal", code_answer(code), step=sentence, repeat=True)
+    llm.on("gate", CLEAN, repeat=True)
+    result = project.run("-D", f"prettyplay.base_url={fresh_shop.url}", env=llm.env)
+    assert result.returncode == 0, result
+    # per broken step: one classify, one heal, one gate (the background heals once per scenario)
+    broken = [r.step for r in llm.requests_for("classify")]
+    assert sorted(broken) == sorted(
+        ["I accept the cookie banner"] * 2
+        + ['I add the "Blue Mug" to the cart', "the cart link shows 1 item", "I open the cart"]
+        + ["the cart says that it is empty"]
+    )
+    assert sorted(r.step for r in llm.requests_for("heal")) == sorted(broken)
+    assert sorted(r.step for r in llm.requests_for("gate")) == sorted(broken)
+    assert llm.requests_for("generate") == []
+    heal = llm.requests_for("heal")[0].content("user")
+    assert "VERDICT ON THE FAILURE: rot" in heal and "the controls were relabelled" in heal
+    cache = json.loads((project.cache_dir / "cart.feature.json").read_text())
+    entries = {e["sentence"]: e for e in cache["tests"]["Add a product to the cart"]}
+    assert entries["I accept the cookie banner"]["origin"] == "healed"
+    assert entries["I accept the cookie banner"]["code"] == (
+        HEALED_CART["I accept the cookie banner"].splitlines()
+    )
+    assert entries["I open the shop"]["origin"] == "generated"  # untouched
+    assert len(cache["tests"]["Add a product to the cart"]) == 4  # replaced, never appended
+    llm.reset()
+    again = project.run(
+        "-D", f"prettyplay.base_url={fresh_shop.url}", "-D", "prettyplay.strict=true"
+    )
+    assert again.returncode == 0, again
+    assert llm.requests == []
+
+
+DEFECT_FEATURE = """\
+Feature: Orders
+  Scenario: Order a tea
+    Given I order a tea
+    Then the order is confirmed
+"""
+ORDER_CODE = (
+    "def step(page) -> None:\n"
+    '    page.goto("/")\n'
+    '    page.get_by_role("button", name="Accept cookies").click()\n'
+    '    page.get_by_role("button", name="Add to cart").first.click()\n'
+    '    page.goto("/cart")\n'
+    '    page.get_by_role("button", name="Checkout").click()\n'
+    '    page.get_by_label("I accept the terms").check()\n'
+    '    page.get_by_role("button", name="Continue").click()\n'
+    '    page.get_by_label("Email").fill("ann@example.com")\n'
+    '    page.get_by_label("Name").fill("Ann")\n'
+    '    page.get_by_role("button", name="Place order").click()\n'
+)
+CONFIRMED = (
+    "def step(page) -> None:\n"
+    '    expect(page.get_by_role("status")).to_have_text("order confirmed", timeout=3000)\n'
+)
+
+
+def order_project(project: BehaveProject) -> Path:
+    project.write("features/orders.feature", DEFECT_FEATURE)
+    store = CacheStore(project.cache_dir, validate=check_code)
+    test = "orders.feature::Order a tea"
+    store.write(CacheEntry(CacheKey(test, "step", "I order a tea"), ORDER_CODE, "generated"))
+    store.write(
+        CacheEntry(CacheKey(test, "expect", "the order is confirmed"), CONFIRMED, "generated")
+    )
+    return project.cache_dir / "orders.feature.json"
+
+
+def test_a_broken_product_fails_red_and_is_never_healed(
+    project: BehaveProject, fresh_shop, llm: ScriptedLLMServer
+) -> None:
+    fresh_shop.set_variant("broken-product")
+    cache_file = order_project(project)
+    original = cache_file.read_bytes()
+    llm.on(
+        "classify",
+        verdict(
+            "product_defect",
+            "the order status says the payment service is unavailable",
+            "fix the payment service; the step is right",
+        ),
+    )
+    result = project.run("-D", f"prettyplay.base_url={fresh_shop.url}", env=llm.env)
+    assert result.returncode == 1, result
+    assert "1 step failed" in result.output or "1 failed" in result.output
+    assert "ProductDefectError: the product does not do what the step says\n" in result.output
+    assert "step: the order is confirmed" in result.output
+    assert "explanation: the order status says the payment service is unavailable" in result.output
+    assert "recommendation: fix the payment service; the step is right" in result.output
+    assert "order failed: payment service unavailable" in result.output
+    assert [r.purpose for r in llm.requests] == ["classify"]
+    assert cache_file.read_bytes() == original
+
+
+@pytest.fixture
+def llm_env(llm: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch) -> ScriptedLLMServer:
+    for name, value in llm.env.items():
+        monkeypatch.setenv(name, value)
+    return llm
+
+
+OPEN_SHOP = 'def step(page) -> None:\n    page.goto("/")\n'
+BROKEN_ACCEPT = (
+    'def step(page) -> None:\n    page.get_by_role("button", name="Consent").click(timeout=300)\n'
+)
+ACCEPT = 'def step(page) -> None:\n    page.get_by_role("button", name="Accept cookies").click()\n'
+
+
+def api_config(shop, tmp_path: Path, **changes) -> PrettyConfig:
+    settings = {"llm_timeout": 5.0, "llm_retries": 0, "action_timeout_ms": 1000, **changes}
+    return PrettyConfig(base_url=shop.url, cache_dir=str(tmp_path / "cache"), **settings)
+
+
+def plant_broken(tmp_path: Path) -> Path:
+    store = CacheStore(tmp_path / "cache", validate=check_code)
+    store.write(CacheEntry(CacheKey("t", "step", "open the shop"), OPEN_SHOP, "generated"))
+    key = CacheKey("t", "step", "accept the cookie banner")
+    store.write(CacheEntry(key, BROKEN_ACCEPT, "generated"))
+    return tmp_path / "cache" / "t.json"
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, ...]] = []
+
+    def on_healing_started(self, sentence: str, category: str) -> None:
+        self.events.append(("on_healing_started", sentence, category))
+
+    def on_healed(self, sentence: str, explanation: str) -> None:
+        self.events.append(("on_healed", sentence, explanation))
+
+
+def test_a_fixable_step_heals_with_hooks_and_history(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+) -> None:
+    cache_file = plant_broken(tmp_path)
+    recorder = Recorder()
+    llm_env.on("classify", verdict("fixable", "the locator names no real button"))
+    llm_env.on("heal", code_answer(BROKEN_ACCEPT), code_answer(ACCEPT))
+    llm_env.on("gate", CLEAN)
+    with PrettyPlay("t", config=api_config(shop, tmp_path, hooks=[recorder])) as t:
+        t.step("open the shop")
+        entry = t.step("accept the cookie banner")
+    assert entry.origin == "healed"
+    assert [a.outcome for a in entry.history] == ["red", "red"]
+    assert recorder.events == [
+        ("on_healing_started", "accept the cookie banner", "fixable"),
+        (
+            "on_healed",
+            "accept the cookie banner",
+            "healed (fixable): the locator names no real button",
+        ),
+    ]
+    heals = llm_env.requests_for("heal")
+    # record 0 of every heal request is the failed replay
+    assert "0." in heals[0].content("user") and 'name="Consent"' in heals[0].content("user")
+    assert heals[1].content("user").count("click(timeout=300)") == 2  # both records, whole
+    assert [r.purpose for r in llm_env.requests] == ["classify", "heal", "heal", "gate"]
+    document = json.loads(cache_file.read_text())
+    assert [e["origin"] for e in document["tests"]["t"]] == ["generated", "healed"]
+
+
+@pytest.mark.parametrize(
+    ("classify", "heals", "headline"),
+    [
+        (
+            verdict("incurable", "no cookie banner exists"),
+            [],
+            "the cached step failed and cannot be healed",
+        ),
+        ("I think it is rot, probably.", [], "the cached step failed and cannot be healed"),
+        (verdict("rot"), [BROKEN_ACCEPT, BROKEN_ACCEPT], "the healing budget is exhausted"),
+    ],
+    ids=["incurable", "garbage", "exhausted"],
+)
+def test_terminal_verdicts_end_incurable_with_their_headline(
+    shop,
+    tmp_path: Path,
+    llm_env: ScriptedLLMServer,
+    caplog: pytest.LogCaptureFixture,
+    classify: str,
+    heals: list[str],
+    headline: str,
+) -> None:
+    cache_file = plant_broken(tmp_path)
+    original = cache_file.read_bytes()
+    llm_env.on("classify", classify)
+    if heals:
+        llm_env.on("heal", *(code_answer(code) for code in heals))
+    caplog.set_level(logging.WARNING, logger="prettyplay")
+    with PrettyPlay("t", config=api_config(shop, tmp_path)) as t:
+        t.step("open the shop")
+        with pytest.raises(IncurableStepError) as caught:
+            t.step("accept the cookie banner")
+    assert caught.value.render().startswith(f"IncurableStepError: {headline}\n---\n")
+    assert cache_file.read_bytes() == original
+    assert len(llm_env.requests_for("classify")) == 1
+    assert len(llm_env.requests_for("heal")) == len(heals) <= 2
+    if classify.startswith("I think"):
+        degraded = [
+            r for r in caplog.records if getattr(r, "event", "") == "classification_degraded"
+        ]
+        assert degraded and "I think it is rot, probably." in degraded[0].getMessage()
+
+
+def test_a_freshly_generated_check_that_fails_is_classified_at_once(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+) -> None:
+    store = CacheStore(tmp_path / "cache", validate=check_code)
+    store.write(CacheEntry(CacheKey("t", "step", "open the shop"), OPEN_SHOP, "generated"))
+    wrong_heading = (
+        "def step(page) -> None:\n"
+        '    expect(page.get_by_role("heading", level=1)).to_have_text("Welcome", timeout=500)\n'
+    )
+    llm_env.on("generate", code_answer(wrong_heading))
+    llm_env.on("classify", verdict("product_defect", "the page has no welcome heading"))
+    with PrettyPlay("t", config=api_config(shop, tmp_path)) as t:
+        t.step("open the shop")
+        with pytest.raises(ProductDefectError, match="the page has no welcome heading"):
+            t.expect("the page welcomes the shopper")
+    assert [r.purpose for r in llm_env.requests] == ["generate", "classify"]
+
+
+def test_a_failed_check_classified_rot_regenerates_within_the_budget(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+) -> None:
+    wrong = (
+        "def step(page) -> None:\n"
+        '    expect(page.get_by_role("heading", level=1)).to_have_text("Shop", timeout=500)\n'
+    )
+    right = (
+        "def step(page) -> None:\n"
+        '    expect(page.get_by_role("heading", level=1)).to_have_text("Demo Shop")\n'
+    )
+    store = CacheStore(tmp_path / "cache", validate=check_code)
+    store.write(CacheEntry(CacheKey("t", "step", "open the shop"), OPEN_SHOP, "generated"))
+    llm_env.on("generate", code_answer(wrong), code_answer(right))
+    llm_env.on("classify", verdict("fixable", "exact text differs"))
+    llm_env.on("gate", CLEAN)
+    with PrettyPlay("t", config=api_config(shop, tmp_path)) as t:
+        t.step("open the shop")
+        assert t.expect("the heading names the shop").origin == "generated"
+    assert [r.purpose for r in llm_env.requests] == ["generate", "classify", "generate", "gate"]
+
+
+def test_an_exhausted_generation_budget_is_classified(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+) -> None:
+    llm_env.on("generate", "no code", "still no code")
+    llm_env.on("classify", verdict("incurable", "the answers never held code"))
+    with PrettyPlay("t", config=api_config(shop, tmp_path, generation_attempts=2)) as t:
+        with pytest.raises(IncurableStepError) as caught:
+            t.step("open the shop")
+    render = caught.value.render()
+    assert render.startswith("IncurableStepError: the generation budget is exhausted\n---\n")
+    assert "explanation: the answers never held code" in render
+    assert [r.purpose for r in llm_env.requests] == ["generate", "generate", "classify"]
+
+
+def test_strict_classifies_once_and_writes_nothing(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+) -> None:
+    cache_file = plant_broken(tmp_path)
+    original = cache_file.read_bytes()
+    llm_env.on("classify", verdict("rot", "the banner changed"))
+    with PrettyPlay("t", config=api_config(shop, tmp_path, strict=True)) as t:
+        t.step("open the shop")
+        with pytest.raises(IncurableStepError) as caught:
+            t.step("accept the cookie banner")
+    assert caught.value.render().startswith(
+        "IncurableStepError: the cached step failed (strict: replay only)\n---\n"
+    )
+    assert "explanation: the banner changed" in caught.value.render()
+    assert [r.purpose for r in llm_env.requests] == ["classify"]
+    assert cache_file.read_bytes() == original
+
+
+def test_strict_without_llm_makes_no_request(
+    shop, tmp_path: Path, llm: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)
+    cache_file = plant_broken(tmp_path)
+    original = cache_file.read_bytes()
+    with PrettyPlay("t", config=api_config(shop, tmp_path, strict=True)) as t:
+        t.step("open the shop")
+        with pytest.raises(IncurableStepError, match=r"strict: replay only"):
+            t.step("accept the cookie banner")
+    assert llm.requests == []
+    assert cache_file.read_bytes() == original
