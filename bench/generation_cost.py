@@ -116,8 +116,8 @@ def main() -> int:
     total = sum(sum(t) for t in by_purpose.values())
     print(f"prompt tokens per generated step (generate + gate): {total / steps:,.0f}")
     for items in (1_000, 5_000):
-        tokens, kept = large_page_request(items)
-        print(f"generate request on a page of {items:,} list items: {tokens:,} tokens, "
+        request_tokens, kept = large_page_request(items)
+        print(f"generate request on a page of {items:,} list items: {request_tokens:,} tokens, "
               f"target button kept: {kept}")  # fmt: skip
     return 0
 

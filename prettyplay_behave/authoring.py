@@ -12,12 +12,13 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING
 
 from .config import PrettyConfig
-from .engine.step import ACTION, CHECK, ScenarioEntry, StepSpec
+from .engine.recovery import GroupRecovery
+from .engine.step import ACTION, CHECK, ScenarioEntry, StepSpec, Trace
+from .errors import IncurableStepError
 from .runtime import Runtime
 
 if TYPE_CHECKING:
@@ -93,16 +94,6 @@ class PrettyPlay:
         return self.runtime.executor.run(self.run, spec, group)
 
 
-@dataclass(frozen=True)
-class Trace:
-    """One executed group step, verbatim: never rewritten."""
-
-    sentence: str
-    outcome: str
-    url_before: str
-    url_after: str
-
-
 class Group:
     """A group block. ``speed`` paces the steps after the first; ``delay`` precedes the first."""
 
@@ -118,6 +109,7 @@ class Group:
         self.speed = speed
         self.delay = delay
         self.traces: list[Trace] = []
+        self._members: list[ScenarioEntry] = []  # the executed steps, for the recovery row
         self._steps_run = 0
 
     @property
@@ -139,11 +131,15 @@ class Group:
         events.emit("on_group_failed" if exc is not None else "on_group_passed", self.prompt)
         events.emit("on_group_finished", self.prompt)
 
-    def step(self, sentence: str, tries: int = 1, delay: float | None = None, *, data: str = ""):
+    def step(
+        self, sentence: str, tries: int = 1, delay: float | None = None, *, data: str = ""
+    ) -> ScenarioEntry:
         """An action inside the group."""
         return self._do(StepSpec(ACTION, sentence, data, tries, delay))
 
-    def expect(self, sentence: str, tries: int = 1, delay: float | None = None, *, data: str = ""):
+    def expect(
+        self, sentence: str, tries: int = 1, delay: float | None = None, *, data: str = ""
+    ) -> ScenarioEntry:
         """A check inside the group."""
         return self._do(StepSpec(CHECK, sentence, data, tries, delay))
 
@@ -152,12 +148,33 @@ class Group:
         if pause:
             time.sleep(pause)
         self._steps_run += 1
-        page = self.test.page
-        url_before = page.url
-        entry: ScenarioEntry | None = None
+        run = self.test.run
+        url_before = run.page.url
         try:
             entry = self.test._do(spec, self.prompt)
-        finally:
-            outcome = entry.outcome if entry else "failed"
-            self.traces.append(Trace(spec.sentence, outcome, url_before, page.url))
+        except BaseException as failure:
+            self.traces.append(Trace(spec.sentence, "failed", url_before, run.page.url))
+            failed = run.scenario[-1] if run.scenario and run.scenario[-1].spec is spec else None
+            if failed is None:
+                raise
+            self._members.append(failed)
+            if not self._recoverable(failure):
+                raise
+            assert isinstance(failure, IncurableStepError)
+            runtime = self.test.runtime
+            recovery = GroupRecovery(runtime.executor, run, self.prompt, self.traces, self._members)
+            recovery.recover(failed, failure)
+            failed.outcome = "recovered"
+            return failed
+        self.traces.append(Trace(spec.sentence, entry.outcome, url_before, run.page.url))
+        self._members.append(entry)
         return entry
+
+    def _recoverable(self, failure: BaseException) -> bool:
+        """Strict runs only classify; a product defect is never recovered."""
+        run = self.test.run
+        return (
+            isinstance(failure, IncurableStepError)
+            and not run.config.strict
+            and self.test.runtime.llm.available
+        )

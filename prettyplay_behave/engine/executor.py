@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 REPLAYED = "replayed"
 GENERATED = "generated"
 HEALED = "healed"
+RECOVERED = "recovered"
 
 PRODUCT_DEFECT = "product_defect"
 INCURABLE = "incurable"
@@ -66,6 +67,7 @@ class TestRun:
     settler: Settler
     owned_context: BrowserContext | None = None
     scenario: list[ScenarioEntry] = field(default_factory=list)
+    recovery_cycles: dict[str, int] = field(default_factory=dict)  # per group prompt
     _seen: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
     def key_for(self, spec: StepSpec) -> CacheKey:
@@ -91,8 +93,9 @@ class StepExecutor:
         self.events = events
 
     def run(self, test: TestRun, spec: StepSpec, group: str | None = None) -> ScenarioEntry:
-        entry = ScenarioEntry(spec.kind, spec.sentence, "running", group)
-        cycle = StepCycle(self, test, spec, test.key_for(spec), entry)
+        key = test.key_for(spec)
+        entry = ScenarioEntry(spec.kind, spec.sentence, "running", group, spec=spec, key=key)
+        cycle = StepCycle(self, test, spec, key, entry)
         self.events.emit("on_step_started", spec.sentence)
         try:
             if spec.delay:
@@ -159,6 +162,9 @@ class StepCycle:
         self.key = key
         self.entry = entry
         self.history = entry.history
+        # A group step on a normal run is never classified on its own: the group diagnosis
+        # supplies the verdict.
+        self.in_recoverable_group = entry.group is not None and not test.config.strict
 
     def run(self) -> None:
         cached = self.executor.cache.lookup(self.key)
@@ -186,6 +192,8 @@ class StepCycle:
         if not self.llm.available:
             why = STRICT if self.config.strict else " (the LLM is unavailable to heal it)"
             raise self.terminal("the cached step failed" + why, attempt)
+        if self.in_recoverable_group:
+            raise self.terminal("the cached step failed", attempt)
         verdict = self.classify()
         if self.config.strict:
             raise self.verdict_failure(verdict, "the cached step failed")
@@ -203,17 +211,24 @@ class StepCycle:
                    self.spec.sentence, number, budget)  # fmt: skip
             if self.attempt("generate", None, GENERATED):
                 return
+        if self.in_recoverable_group:
+            raise self.terminal("the generation budget is exhausted", self.history[-1])
         verdict = self.classify()
         raise self.verdict_failure(verdict, "the generation budget is exhausted")
 
     def heal(self, verdict: Verdict) -> None:
-        """Up to ``healing_attempts`` heal requests, each carrying the whole history."""
+        """Up to ``healing_attempts`` heal requests, each carrying the whole history.
+
+        The verdict is a classification (``rot``/``fixable``) or, for a row step of a group,
+        the group diagnosis (``recoverable``).
+        """
         self.executor.events.emit("on_healing_started", self.spec.sentence, verdict.label)
+        origin = RECOVERED if self.in_recoverable_group else HEALED
         budget = self.config.healing_attempts
         for number in range(1, budget + 1):
             record(logging.INFO, "healing", "healing %r (%s, attempt %d of %d)",
                    self.spec.sentence, verdict.label, number, budget)  # fmt: skip
-            if self.attempt("heal", verdict, HEALED):
+            if self.attempt("heal", verdict, origin):
                 explanation = f"healed ({verdict.label}): {verdict.explanation}"
                 self.executor.events.emit("on_healed", self.spec.sentence, explanation)
                 return
@@ -234,7 +249,7 @@ class StepCycle:
             attempt = self.gate(attempt)
         if attempt.outcome != GREEN:
             self.history.append(attempt)
-            if attempt.failed_check:
+            if attempt.failed_check and not self.in_recoverable_group:
                 check_verdict = self.classify()
                 if check_verdict.label not in HEALABLE:
                     raise self.verdict_failure(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..cache import CacheKey
 from .history import Attempt
 
 ACTION = "step"
@@ -38,7 +39,7 @@ class StepSpec:
 
 @dataclass
 class ScenarioEntry:
-    """An executed step of the test, as later requests see it."""
+    """An executed step of the test, as later requests see it; group membership is permanent."""
 
     kind: str
     sentence: str
@@ -47,3 +48,15 @@ class ScenarioEntry:
     origin: str = ""
     code: str = ""
     history: list[Attempt] = field(default_factory=list)
+    spec: StepSpec | None = None
+    key: CacheKey | None = None
+
+
+@dataclass(frozen=True)
+class Trace:
+    """One executed group step, verbatim: recovery never rewrites it."""
+
+    sentence: str
+    outcome: str
+    url_before: str
+    url_after: str

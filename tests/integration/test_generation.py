@@ -27,10 +27,7 @@ from tests.support.llm_server import (
 )
 
 OPEN_SHOP = 'def step(page) -> None:\n    page.goto("/")\n'
-ACCEPT = (
-    "def step(page) -> None:\n"
-    '    page.get_by_role("button", name="Accept cookies").click()\n'
-)
+ACCEPT = 'def step(page) -> None:\n    page.get_by_role("button", name="Accept cookies").click()\n'
 HEADING = (
     "def step(page) -> None:\n"
     '    expect(page.get_by_role("heading", level=1)).to_have_text("Demo Shop")\n'
@@ -100,7 +97,7 @@ def test_the_request_holds_sentence_url_snapshot_and_scenario(
 def test_bad_answers_join_the_history_and_ride_the_next_request(
     shop, tmp_path: Path, llm_env: ScriptedLLMServer
 ) -> None:
-    escape = 'def step(page) -> None:\n    page.evaluate("document.title = \'pwned\'")\n'
+    escape = "def step(page) -> None:\n    page.evaluate(\"document.title = 'pwned'\")\n"
     failing = (
         "def step(page) -> None:\n"
         '    page.get_by_role("button", name="No such button").click(timeout=300)\n'
@@ -204,7 +201,7 @@ def test_a_provider_that_is_down_ends_the_step_in_bounded_time(
         monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     config = config_for(shop, tmp_path, llm_timeout=timeout, llm_retries=retries)
     with PrettyPlay("visit", config=config) as t:
-        t.page  # the browser is up before the clock starts
+        assert t.page.url == "about:blank"  # the browser is up before the clock starts
         started = time.monotonic()
         with pytest.raises(ProviderUnavailableError, match="unavailable"):
             t.step("open the shop")
@@ -213,9 +210,7 @@ def test_a_provider_that_is_down_ends_the_step_in_bounded_time(
     assert cache_text(tmp_path) == ""
 
 
-def test_a_refused_key_names_the_setting(
-    shop, tmp_path: Path, llm_env: ScriptedLLMServer
-) -> None:
+def test_a_refused_key_names_the_setting(shop, tmp_path: Path, llm_env: ScriptedLLMServer) -> None:
     llm_env.on("generate", unauthorized(), repeat=True)
     with PrettyPlay("visit", config=config_for(shop, tmp_path, llm_retries=2)) as t:
         with pytest.raises(ConfigError, match="OPENAI_API_KEY"):

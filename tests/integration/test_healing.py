@@ -45,7 +45,8 @@ HEALED_CART = {
     ),
     "the cart link shows 1 item": (
         "def step(page) -> None:\n"
-        '    expect(page.get_by_role("link", name=re.compile("^Basket"))).to_have_text("Basket (1)")\n'
+        '    basket = page.get_by_role("link", name=re.compile("^Basket"))\n'
+        '    expect(basket).to_have_text("Basket (1)")\n'
     ),
     "I open the cart": (
         "def step(page) -> None:\n"
@@ -85,14 +86,14 @@ def test_a_changed_ui_heals_and_the_next_run_replays(
     result = project.run("-D", f"prettyplay.base_url={fresh_shop.url}", env=llm.env)
     assert result.returncode == 0, result
     # per broken step: one classify, one heal, one gate (the background heals once per scenario)
-    broken = [r.step for r in llm.requests_for("classify")]
+    broken = [str(r.step) for r in llm.requests_for("classify")]
     assert sorted(broken) == sorted(
         ["I accept the cookie banner"] * 2
         + ['I add the "Blue Mug" to the cart', "the cart link shows 1 item", "I open the cart"]
         + ["the cart says that it is empty"]
     )
-    assert sorted(r.step for r in llm.requests_for("heal")) == sorted(broken)
-    assert sorted(r.step for r in llm.requests_for("gate")) == sorted(broken)
+    assert sorted(str(r.step) for r in llm.requests_for("heal")) == sorted(broken)
+    assert sorted(str(r.step) for r in llm.requests_for("gate")) == sorted(broken)
     assert llm.requests_for("generate") == []
     heal = llm.requests_for("heal")[0].content("user")
     assert "VERDICT ON THE FAILURE: rot" in heal and "the controls were relabelled" in heal

@@ -19,8 +19,7 @@ from prettyplay_behave.safety.policy import check_code
 STEPS = {
     ("step", "open the shop"): 'def step(page) -> None:\n    page.goto("/")\n',
     ("step", "accept the cookie banner"): (
-        "def step(page) -> None:\n"
-        '    page.get_by_role("button", name="Accept cookies").click()\n'
+        'def step(page) -> None:\n    page.get_by_role("button", name="Accept cookies").click()\n'
     ),
     ("expect", "the banner is gone"): (
         "def step(page) -> None:\n"
@@ -69,7 +68,9 @@ def test_a_red_replay_is_terminal_with_the_full_render(shop, tmp_path: Path) -> 
     with PrettyPlay("visit", config=config) as t, pytest.raises(IncurableStepError) as caught:
         t.expect("the heading says Demo Shop")
     render = caught.value.render()
-    assert render.startswith("IncurableStepError: the cached step failed (strict: replay only)\n---\n")
+    assert render.startswith(
+        "IncurableStepError: the cached step failed (strict: replay only)\n---\n"
+    )
     assert "step: the heading says Demo Shop\nerror: AssertionError:" in render
     assert "Call log:" in render
 
@@ -105,9 +106,7 @@ ORDER = {
 
 
 @pytest.mark.parametrize(("tries", "passes"), [(1, False), (80, True)])
-def test_tries_reexecute_a_red_step(
-    fresh_shop, tmp_path: Path, tries: int, passes: bool
-) -> None:
+def test_tries_reexecute_a_red_step(fresh_shop, tmp_path: Path, tries: int, passes: bool) -> None:
     shop = fresh_shop
     shop.order_delay = 2.0  # the order stays "processing…" that long
     store = CacheStore(tmp_path / "cache", validate=check_code)
