@@ -1,0 +1,425 @@
+"""Groups: group-aware requests, suppressed per-step classification, and the diagnosis-driven
+recovery with its cycles and budgets, on the demo shop's changed UI."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from prettyplay_behave import IncurableStepError, PrettyConfig, PrettyPlay, ProductDefectError
+from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.safety.policy import check_code
+from tests.conftest import BehaveProject, copy_examples
+from tests.support.llm_server import RecordedRequest, ScriptedLLMServer, code_answer, json_answer
+
+CLEAN = json_answer({"findings": []})
+OPEN = 'def step(page) -> None:\n    page.goto("/")\n'
+ACCEPT_OLD = (
+    "def step(page) -> None:\n"
+    '    page.get_by_role("button", name="Accept cookies").click(timeout=500)\n'
+)
+ACCEPT_NEW = 'def step(page) -> None:\n    page.get_by_role("button", name="Allow all").click()\n'
+# In the changed UI the products come in reverse order: the second button is another product.
+CHOOSE_OLD = (
+    "def step(page) -> None:\n"
+    '    page.get_by_role("button", name=re.compile("^Add to")).nth(1).click()\n'
+)
+CHOOSE_NEW = (
+    "def step(page) -> None:\n"
+    '    tea = page.get_by_role("article", name="Green Tea")\n'
+    '    tea.get_by_role("button", name=re.compile("^Add to")).click()\n'
+)
+CHECK_TEA = (
+    "def step(page) -> None:\n"
+    '    expect(page.get_by_role("status")).to_contain_text("Green Tea", timeout=1000)\n'
+)
+PROMPT = "put a green tea in the basket"
+
+
+def diagnosis(label: str, root: str | None, explanation: str = "", recommendation: str = "") -> str:
+    return json_answer(
+        {
+            "label": label,
+            "root_step": root,
+            "explanation": explanation or f"diagnosed {label}",
+            "recommendation": recommendation or f"recommended for {label}",
+        }
+    )
+
+
+def root_is_the_failed_step(request: RecordedRequest) -> str:
+    return diagnosis("recoverable", request.step, "the controls were relabelled")
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, ...]] = []
+
+    def __getattr__(self, name: str):
+        if not name.startswith("on_"):
+            raise AttributeError(name)
+        return lambda *args: self.events.append((name, *map(str, args)))
+
+
+@pytest.fixture
+def llm_env(llm: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch) -> ScriptedLLMServer:
+    for name, value in llm.env.items():
+        monkeypatch.setenv(name, value)
+    return llm
+
+
+@pytest.fixture
+def changed(fresh_shop):
+    fresh_shop.set_variant("changed-ui")
+    return fresh_shop
+
+
+def config_for(shop, tmp_path: Path, **changes) -> PrettyConfig:
+    settings = {"llm_timeout": 5.0, "llm_retries": 0, "action_timeout_ms": 1000, **changes}
+    return PrettyConfig(base_url=shop.url, cache_dir=str(tmp_path / "cache"), **settings)
+
+
+def plant(tmp_path: Path, *steps: tuple[str, str, str], test: str = "t") -> Path:
+    store = CacheStore(tmp_path / "cache", validate=check_code)
+    counts: dict[tuple[str, str], int] = {}
+    for kind, sentence, code in steps:
+        counts[(kind, sentence)] = counts.get((kind, sentence), 0) + 1
+        key = CacheKey(test, kind, sentence, "", counts[(kind, sentence)])
+        store.write(CacheEntry(key, code, "generated"))
+    return tmp_path / "cache" / f"{test}.json"
+
+
+def origins(cache_file: Path, test: str = "t") -> dict[str, str]:
+    return {e["sentence"]: e["origin"] for e in json.loads(cache_file.read_text())["tests"][test]}
+
+
+def test_a_root_in_an_earlier_step_recovers_the_whole_row(
+    changed, tmp_path: Path, llm_env: ScriptedLLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    cache_file = plant(
+        tmp_path,
+        ("step", "open the shop", OPEN),
+        ("step", "allow the cookies", ACCEPT_NEW),
+        ("step", "choose the green tea", CHOOSE_OLD),
+        ("expect", "the shop says the green tea was added", CHECK_TEA),
+    )
+    llm_env.on(
+        "diagnose",
+        diagnosis(
+            "recoverable",
+            "choose the green tea",
+            "the second button now adds another product",
+            "pick the product by its name",
+        ),
+    )
+    llm_env.on("heal", code_answer(CHOOSE_NEW), step="choose the green tea")
+    llm_env.on("heal", code_answer(CHECK_TEA), step="the shop says the green tea was added")
+    llm_env.on("gate", CLEAN, repeat=True)
+    recorder = Recorder()
+    caplog.set_level(logging.INFO, logger="prettyplay")
+    with PrettyPlay("t", config=config_for(changed, tmp_path, hooks=[recorder])) as t:
+        t.step("open the shop")
+        t.step("allow the cookies")
+        with t.group(PROMPT) as g:
+            g.step("choose the green tea")
+            g.expect("the shop says the green tea was added")
+        traces = [(tr.sentence, tr.outcome) for tr in g.traces]
+    assert traces == [
+        ("choose the green tea", "passed"),
+        ("the shop says the green tea was added", "failed"),  # the verbatim failed record
+    ]
+    assert [r.purpose for r in llm_env.requests] == ["diagnose", "heal", "gate", "heal", "gate"]
+    diagnose = llm_env.requests_for("diagnose")[0]
+    assert diagnose.model == "gpt-4.1-mini" and diagnose.temperature == 0
+    text = diagnose.content("user")
+    assert "GROUP PROMPT" in text and PROMPT in text
+    assert "- choose the green tea (passed; URL:" in text
+    heal = llm_env.requests_for("heal")[0].content("user")
+    assert "recoverable" in heal and "pick the product by its name" in heal and PROMPT in heal
+    assert origins(cache_file) == {
+        "open the shop": "generated",
+        "allow the cookies": "generated",
+        "choose the green tea": "recovered",
+        "the shop says the green tea was added": "recovered",
+    }
+    healed = "healed (recoverable): the second button now adds another product"
+    assert recorder.events == [
+        ("on_step_started", "open the shop"),
+        ("on_step_finished", "open the shop", "passed"),
+        ("on_step_started", "allow the cookies"),
+        ("on_step_finished", "allow the cookies", "passed"),
+        ("on_group_started", PROMPT),
+        ("on_step_started", "choose the green tea"),
+        ("on_step_finished", "choose the green tea", "passed"),
+        ("on_step_started", "the shop says the green tea was added"),
+        ("on_step_finished", "the shop says the green tea was added", "failed"),
+        ("on_healing_started", "choose the green tea", "recoverable"),
+        ("on_healed", "choose the green tea", healed),
+        ("on_healing_started", "the shop says the green tea was added", "recoverable"),
+        ("on_healed", "the shop says the green tea was added", healed),
+        ("on_group_passed", PROMPT),
+        ("on_group_finished", PROMPT),
+    ]  # fmt: skip
+    events = [getattr(r, "event", "") for r in caplog.records]
+    assert events.count("group_diagnosed") == 1
+    assert events.count("group_row_recovered") == 2
+
+
+def group_with_old_banner(tmp_path: Path) -> Path:
+    return plant(
+        tmp_path,
+        ("step", "open the shop", OPEN),
+        ("step", "accept the cookie banner", ACCEPT_OLD),
+    )
+
+
+def run_banner_group(shop, tmp_path: Path, **changes) -> None:
+    with PrettyPlay("t", config=config_for(shop, tmp_path, **changes)) as t:
+        with t.group(PROMPT) as g:
+            g.step("open the shop")
+            g.step("accept the cookie banner")
+
+
+def test_a_repeat_failure_takes_a_second_cycle(
+    changed, tmp_path: Path, llm_env: ScriptedLLMServer
+) -> None:
+    cache_file = group_with_old_banner(tmp_path)
+    llm_env.on("diagnose", root_is_the_failed_step, repeat=True)
+    llm_env.on("heal", code_answer(ACCEPT_OLD), code_answer(ACCEPT_OLD), code_answer(ACCEPT_NEW))
+    llm_env.on("gate", CLEAN)
+    run_banner_group(changed, tmp_path)
+    purposes = [r.purpose for r in llm_env.requests]
+    assert purposes == ["diagnose", "heal", "heal", "diagnose", "heal", "gate"]
+    assert origins(cache_file)["accept the cookie banner"] == "recovered"
+    # the second diagnosis sees the fresh failures in the step's history
+    assert llm_env.requests_for("diagnose")[1].content("user").count("click(timeout=500)") == 3
+
+
+@pytest.mark.parametrize("cap", [1, 2])
+def test_the_cycle_cap_ends_terminal_within_cap_times_cap_heals(
+    changed, tmp_path: Path, llm_env: ScriptedLLMServer, cap: int
+) -> None:
+    cache_file = group_with_old_banner(tmp_path)
+    original = cache_file.read_bytes()
+    llm_env.on("diagnose", root_is_the_failed_step, repeat=True)
+    llm_env.on("heal", code_answer(ACCEPT_OLD), repeat=True)
+    with pytest.raises(IncurableStepError) as caught:
+        run_banner_group(changed, tmp_path, healing_attempts=cap)
+    assert caught.value.render().startswith(
+        f"IncurableStepError: the group's recovery cycles are exhausted ({cap})\n---\n"
+    )
+    assert len(llm_env.requests_for("diagnose")) == cap
+    assert len(llm_env.requests_for("heal")) == cap * cap
+    assert llm_env.requests_for("classify") == []
+    assert cache_file.read_bytes() == original
+
+
+def test_two_groups_with_one_prompt_share_the_cap(
+    changed, tmp_path: Path, llm_env: ScriptedLLMServer
+) -> None:
+    wrong_check = (
+        "def step(page) -> None:\n"
+        '    expect(page.get_by_role("heading", level=1)).to_have_text("Shop", timeout=300)\n'
+    )
+    plant(
+        tmp_path,
+        ("step", "open the shop", OPEN),
+        ("step", "accept the cookie banner", ACCEPT_OLD),
+        ("expect", "the heading names the shop", wrong_check),
+    )
+    llm_env.on("diagnose", root_is_the_failed_step, repeat=True)
+    llm_env.on("heal", code_answer(ACCEPT_NEW))
+    llm_env.on("gate", CLEAN)
+    with PrettyPlay("t", config=config_for(changed, tmp_path, healing_attempts=1)) as t:
+        with t.group(PROMPT) as first:
+            first.step("open the shop")
+            first.step("accept the cookie banner")  # recovered: the one cycle is spent
+        with pytest.raises(IncurableStepError, match="recovery cycles are exhausted"):
+            with t.group(PROMPT) as second:
+                second.expect("the heading names the shop")
+    assert len(llm_env.requests_for("diagnose")) == 1
+
+
+@pytest.mark.parametrize(
+    ("answer", "error", "headline"),
+    [
+        (
+            diagnosis("product_defect", "accept the cookie banner", "consent is broken"),
+            ProductDefectError,
+            "ProductDefectError: the product does not do what the step says",
+        ),
+        (
+            diagnosis("recoverable", "log in as Ann", "the login went wrong"),
+            IncurableStepError,
+            "IncurableStepError: the diagnosis traces the failure to 'log in as Ann', "
+            "a step outside the group",
+        ),
+        (
+            diagnosis("incurable", None, "there is no way to consent"),
+            IncurableStepError,
+            "IncurableStepError: the group cannot recover",
+        ),
+        (
+            "the banner changed, probably",
+            IncurableStepError,
+            "IncurableStepError: the group cannot recover",
+        ),
+    ],
+    ids=["product_defect", "root_outside", "incurable", "garbage"],
+)
+def test_terminal_diagnoses_are_never_healed(
+    changed,
+    tmp_path: Path,
+    llm_env: ScriptedLLMServer,
+    caplog: pytest.LogCaptureFixture,
+    answer: str,
+    error: type[Exception],
+    headline: str,
+) -> None:
+    cache_file = group_with_old_banner(tmp_path)
+    original = cache_file.read_bytes()
+    llm_env.on("diagnose", answer)
+    caplog.set_level(logging.INFO, logger="prettyplay")
+    recorder = Recorder()
+    with pytest.raises(error) as caught:
+        run_banner_group(changed, tmp_path, hooks=[recorder])
+    assert str(caught.value.render()).startswith(headline + "\n---\n")  # type: ignore[attr-defined]
+    assert [r.purpose for r in llm_env.requests] == ["diagnose"]
+    assert cache_file.read_bytes() == original
+    assert [e[0] for e in recorder.events if e[0].startswith("on_group")] == [
+        "on_group_started",
+        "on_group_failed",
+        "on_group_finished",
+    ]
+    if answer.startswith("the banner"):
+        degraded = [
+            r for r in caplog.records if getattr(r, "event", "") == "group_diagnosis_degraded"
+        ]
+        assert degraded and degraded[0].levelno == logging.WARNING
+        assert "the banner changed, probably" in degraded[0].getMessage()
+
+
+def test_strict_group_steps_only_classify(
+    changed, tmp_path: Path, llm_env: ScriptedLLMServer
+) -> None:
+    cache_file = group_with_old_banner(tmp_path)
+    original = cache_file.read_bytes()
+    llm_env.on(
+        "classify",
+        json_answer({"label": "rot", "explanation": "relabelled", "recommendation": "heal"}),
+    )
+    with pytest.raises(IncurableStepError, match=r"strict: replay only"):
+        run_banner_group(changed, tmp_path, strict=True)
+    assert [r.purpose for r in llm_env.requests] == ["classify"]
+    assert cache_file.read_bytes() == original
+
+
+def test_group_generation_is_framed_and_never_classified(
+    changed, tmp_path: Path, llm_env: ScriptedLLMServer
+) -> None:
+    plant(tmp_path, ("step", "open the shop", OPEN))
+    wrong_check = (
+        "def step(page) -> None:\n"
+        '    expect(page.get_by_role("heading", level=1)).to_have_text("Shop", timeout=300)\n'
+    )
+    llm_env.on("generate", code_answer(ACCEPT_NEW), step="accept the cookie banner")
+    llm_env.on("generate", code_answer(wrong_check), code_answer(wrong_check), step="heading")
+    llm_env.on("gate", CLEAN)
+    llm_env.on("diagnose", diagnosis("incurable", None, "cannot tell"))
+    with PrettyPlay("t", config=config_for(changed, tmp_path, generation_attempts=2)) as t:
+        with pytest.raises(IncurableStepError, match="the group cannot recover"):
+            with t.group(PROMPT) as g:
+                g.step("open the shop")
+                g.step("accept the cookie banner")
+                g.expect("the heading names the shop")
+    generate = llm_env.requests_for("generate")
+    assert len(generate) == 3
+    for request in generate:
+        user = request.content("user")
+        assert "GROUP PROMPT" in user and PROMPT in user
+    assert f"- open the shop [group step — {PROMPT}]" in generate[0].content("user")
+    # a failed check and an exhausted budget of a group step are never classified on their own
+    assert llm_env.requests_for("classify") == []
+    assert [r.purpose for r in llm_env.requests][-1] == "diagnose"
+
+
+def test_membership_stays_in_the_scenario_records(
+    changed, tmp_path: Path, llm_env: ScriptedLLMServer
+) -> None:
+    plant(tmp_path, ("step", "open the shop", OPEN))
+    llm_env.on("generate", code_answer(ACCEPT_NEW))
+    llm_env.on("gate", CLEAN)
+    with PrettyPlay("t", config=config_for(changed, tmp_path)) as t:
+        with t.group(PROMPT) as g:
+            g.step("open the shop")
+        t.step("accept the cookie banner")  # an ordinary step after the block
+    user = llm_env.requests_for("generate")[0].content("user")
+    assert f"- open the shop [group step — {PROMPT}]" in user
+    assert "GROUP PROMPT" not in user
+
+
+def test_the_group_example_recovers_a_changed_ui_under_behave(
+    tmp_path: Path, changed, llm: ScriptedLLMServer
+) -> None:
+    root = copy_examples(tmp_path)
+    project = BehaveProject(root)
+    healed = {
+        "I accept the cookie banner": ACCEPT_NEW,
+        'I add the "Green Tea" to the cart': (
+            "def step(page) -> None:\n"
+            '    tea = page.get_by_role("article", name="Green Tea")\n'
+            '    tea.get_by_role("button", name="Add to basket").click()\n'
+            '    basket = page.get_by_role("link", name=re.compile("^Basket"))\n'
+            '    expect(basket).to_have_text("Basket (1)")\n'
+        ),
+        "I check out and accept the terms": (
+            "def step(page) -> None:\n"
+            '    page.get_by_role("link", name=re.compile("^Basket")).click()\n'
+            '    page.get_by_role("button", name="Proceed to checkout").click()\n'
+            '    terms = page.get_by_role("dialog", name="Terms of sale")\n'
+            '    terms.get_by_label("I agree to the terms").check()\n'
+            '    terms.get_by_role("button", name="Next").click()\n'
+            '    expect(page).to_have_url(re.compile("/checkout$"))\n'
+        ),
+        "I fill the order form:": (
+            "def step(page) -> None:\n"
+            '    page.get_by_label("E-mail address").fill("ann@example.com")\n'
+            '    page.get_by_label("Full name").fill("Ann Example")\n'
+        ),
+        "I place the order": (
+            "def step(page) -> None:\n"
+            '    page.get_by_role("button", name="Confirm purchase").click()\n'
+        ),
+    }  # fmt: skip
+    llm.on("diagnose", root_is_the_failed_step, repeat=True)
+    for sentence, code in healed.items():
+        llm.on("heal", code_answer(code), step=sentence)
+    llm.on("gate", CLEAN, repeat=True)
+    result = project.run(
+        "features/shop/checkout.feature",
+        "-D", f"prettyplay.base_url={changed.url}",
+        "-D", f"prettyplay.healing_attempts={len(healed)}",
+        "-D", "prettyplay.action_timeout_ms=2000",
+        env=llm.env,
+    )  # fmt: skip
+    assert result.returncode == 0, result
+    # every broken step recovered in one cycle of its own: one diagnosis, one heal, one gate
+    diagnosed = [str(r.step) for r in llm.requests_for("diagnose")]
+    assert sorted(diagnosed) == sorted(healed)
+    assert sorted(str(r.step) for r in llm.requests_for("heal")) == sorted(healed)
+    assert llm.requests_for("classify") == []
+    cache = json.loads((root / "features/.prettyplay/shop/checkout.feature.json").read_text())
+    entries = {e["sentence"]: e["origin"] for e in cache["tests"]["Order a product"]}
+    assert {s for s, origin in entries.items() if origin == "recovered"} == set(healed)
+    llm.reset()
+    again = project.run(
+        "features/shop/checkout.feature",
+        "-D", f"prettyplay.base_url={changed.url}",
+        "-D", "prettyplay.strict=true",
+        env=llm.env,
+    )  # fmt: skip
+    assert again.returncode == 0, again
+    assert llm.requests == []
