@@ -18,7 +18,7 @@ from typing import Any
 
 from ..authoring import Group, PrettyPlay
 from ..config import PrettyConfig, for_scenario, resolve_config
-from ..errors import StepFailedError
+from ..errors import PrettyPlayError
 from ..events import record
 from ..runtime import Runtime
 from .mapping import group_tags, scenario_namespace, step_spec
@@ -60,6 +60,9 @@ def run_config(context: Any) -> PrettyConfig:
 
 def before_all(context: Any) -> None:
     context.config.setup_logging()
+    # the HTTP client logs every request at INFO; prettyplay logs its own, with the purpose
+    for name in ("httpx", "httpcore"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     config = run_config(context)
     features_dir = Path(context.config.base_dir or "features")
     runtime = Runtime(config, default_cache_dir=features_dir / ".prettyplay")
@@ -71,6 +74,8 @@ def before_all(context: Any) -> None:
 def before_scenario(context: Any, scenario: Any) -> None:
     runtime: Runtime = context.prettyplay
     tags = list(scenario.effective_tags)
+    if "interactive" in tags and os.environ.get("CI"):
+        record(logging.WARNING, "interactive_off", "CI is set: @interactive is ignored")
     name = scenario_namespace(
         scenario.filename, context.config.base_dir or "features", scenario.name
     )
@@ -123,8 +128,8 @@ def run_step(context: Any) -> None:
             state.group._do(spec)
         else:
             state.test._do(spec, None)
-    except StepFailedError as failure:
-        # The render says all there is; the engine's frames would only bury it.
+    except PrettyPlayError as failure:
+        # The message says all there is; the engine's frames would only bury it.
         raise failure.with_traceback(None) from None
 
 

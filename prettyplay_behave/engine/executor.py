@@ -37,6 +37,7 @@ from ..llm.prompts import Prompts
 from ..safety.sandbox import compile_step, run_step
 from .history import GATE_VIOLATION, GREEN, POLICY_VIOLATION, RED, UNPARSEABLE, Attempt
 from .settle import Settler
+from .steering import SteeringDialog, Terminal, steering_allowed
 from .step import CHECK, ScenarioEntry, StepSpec
 
 if TYPE_CHECKING:
@@ -167,6 +168,21 @@ class StepCycle:
         self.in_recoverable_group = entry.group is not None and not test.config.strict
 
     def run(self) -> None:
+        try:
+            self.route()
+        except IncurableStepError as failure:
+            # a step of a recoverable group is steered once its group recovery gives up
+            if self.in_recoverable_group or not self.steer(failure):
+                raise
+
+    def steer(self, failure: IncurableStepError) -> bool:
+        """The steering gate: True when the engineer's dialog made the step green."""
+        terminal = Terminal()
+        if not steering_allowed(self.config, self.llm.available, terminal):
+            return False
+        return SteeringDialog(self, failure, terminal).run()
+
+    def route(self) -> None:
         cached = self.executor.cache.lookup(self.key)
         if cached is not None:
             self.replay(cached)
@@ -261,7 +277,9 @@ class StepCycle:
 
     # -- requests ----------------------------------------------------------------------------
 
-    def ask_code(self, purpose: str, verdict: Verdict | None = None) -> str | Attempt:
+    def ask_code(
+        self, purpose: str, verdict: Verdict | None = None, guidance: str = ""
+    ) -> str | Attempt:
         """One code request; the code, or an ``unparseable answer`` record."""
         messages = self.executor.prompts.render(
             purpose,
@@ -273,6 +291,7 @@ class StepCycle:
             group=self.entry.group,
             instructions=self.config.instructions,
             verdict=verdict,
+            guidance=guidance,
         )
         answer = self.llm.ask(purpose, step=self.spec.sentence, messages=messages)
         try:

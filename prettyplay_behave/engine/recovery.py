@@ -45,7 +45,22 @@ class GroupRecovery:
         self.members = members
 
     def recover(self, failed: ScenarioEntry, failure: StepFailedError) -> None:
-        """Recover from ``failure`` of ``failed``, or raise the terminal error."""
+        """Recover from ``failure`` of ``failed``, or raise the terminal error.
+
+        A terminal (not a product defect) passes the steering gate with the group context first.
+        """
+        self.failed = failed
+        try:
+            self._cycles(failed, failure)
+        except IncurableStepError as terminal:
+            assert self.failed.spec is not None and self.failed.key is not None
+            cycle = StepCycle(
+                self.executor, self.test, self.failed.spec, self.failed.key, self.failed
+            )
+            if not cycle.steer(terminal):
+                raise
+
+    def _cycles(self, failed: ScenarioEntry, failure: StepFailedError) -> None:
         while self.test.recovery_cycles.get(self.prompt, 0) < self.test.config.healing_attempts:
             self.test.recovery_cycles[self.prompt] = (
                 self.test.recovery_cycles.get(self.prompt, 0) + 1
@@ -55,6 +70,7 @@ class GroupRecovery:
             if repeat is None:
                 return
             failed, failure = repeat
+            self.failed = failed
         raise IncurableStepError(
             f"the group's recovery cycles are exhausted ({self.test.config.healing_attempts})",
             sentence=failure.sentence,

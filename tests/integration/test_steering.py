@@ -1,0 +1,268 @@
+"""The steering dialog in a real terminal: whole behave runs in a pseudo-terminal over the demo
+shop, with the scripted LLM server; the screen is rebuilt with a terminal emulator."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pexpect
+import pyte
+import pytest
+
+from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.safety.policy import check_code
+from tests.conftest import BehaveProject
+from tests.support.llm_server import ScriptedLLMServer, code_answer, json_answer
+
+FEATURE = """\
+Feature: Shop
+  Scenario: Visit
+    Given I open the shop
+    When I accept the cookie banner
+    Then the heading says Demo Shop
+"""
+OPEN = 'def step(page) -> None:\n    page.goto("/")\n'
+BROKEN = (
+    'def step(page) -> None:\n    page.get_by_role("button", name="Consent").click(timeout=300)\n'
+)
+ACCEPT = 'def step(page) -> None:\n    page.get_by_role("button", name="Accept cookies").click()\n'
+HEADING = (
+    "def step(page) -> None:\n"
+    '    expect(page.get_by_role("heading", level=1)).to_have_text("Demo Shop")\n'
+)
+INCURABLE = json_answer(
+    {"label": "incurable", "explanation": "no Consent button", "recommendation": "ask a human"}
+)
+CLEAN = json_answer({"findings": []})
+COLUMNS, ROWS = 160, 400
+
+
+@pytest.fixture
+def stuck(project: BehaveProject, llm: ScriptedLLMServer) -> BehaveProject:
+    """A run whose second step is terminally stuck: red replay, classified incurable."""
+    project.write("features/shop.feature", FEATURE)
+    store = CacheStore(project.cache_dir, validate=check_code)
+    for kind, sentence, code in [
+        ("step", "I open the shop", OPEN),
+        ("step", "I accept the cookie banner", BROKEN),
+        ("expect", "the heading says Demo Shop", HEADING),
+    ]:
+        store.write(CacheEntry(CacheKey("shop.feature::Visit", kind, sentence), code, "generated"))
+    llm.on("classify", INCURABLE)
+    return project
+
+
+class Session:
+    """behave in a pseudo-terminal; everything it printed is kept for a terminal emulator."""
+
+    def __init__(self, project: BehaveProject, shop, llm: ScriptedLLMServer, **env: str) -> None:
+        environ = {
+            k: v for k, v in os.environ.items() if not k.startswith(("PRETTYPLAY_", "OPENAI_"))
+        }
+        environ.pop("CI", None)
+        environ.update(llm.env, TERM="xterm", **env)
+        self.child = pexpect.spawn(
+            sys.executable,
+            ["-m", "behave", "-D", f"prettyplay.base_url={shop.url}",
+             "-D", "prettyplay.interactive=true", "-D", "prettyplay.action_timeout_ms=1000"],
+            cwd=str(project.root), env=environ, encoding="utf-8", timeout=60,
+            dimensions=(ROWS, COLUMNS),
+        )  # fmt: skip
+        self.output = ""
+
+    def expect(self, pattern: str) -> None:
+        self.child.expect_exact(pattern)
+        self.output += self.child.before + self.child.after
+
+    def send(self, line: str) -> None:
+        self.child.sendline(line)
+
+    def finish(self) -> int:
+        self.child.expect(pexpect.EOF)
+        self.output += self.child.before
+        self.child.close()
+        return int(self.child.exitstatus if self.child.exitstatus is not None else -1)
+
+    def screen(self) -> str:
+        screen = pyte.Screen(COLUMNS, ROWS)
+        pyte.Stream(screen).feed(self.output.replace("\n", "\r\n"))
+        return "\n".join(line.rstrip() for line in screen.display)
+
+
+def cache_entries(project: BehaveProject) -> dict[str, dict]:
+    document = json.loads((project.cache_dir / "shop.feature.json").read_text())
+    return {e["sentence"]: e for e in document["tests"]["Visit"]}
+
+
+def test_guidance_then_yes_heals_the_step_and_the_run_goes_on(
+    stuck: BehaveProject, shop, llm: ScriptedLLMServer
+) -> None:
+    llm.on("steer", code_answer(ACCEPT))
+    llm.on("gate", CLEAN)
+    session = Session(stuck, shop, llm)
+    session.expect("guidance> ")
+    session.send("the button is called Accept cookies")
+    session.expect("run? [y/N] ")
+    session.send("y")
+    session.expect("step green — healed step written to the cache")
+    assert session.finish() == 0
+    screen = session.screen()
+    # the banner, the code and the outcome survive behave's formatter on the final screen
+    for line in [
+        '── step "I accept the cookie banner" — about to raise IncurableStepError',
+        "code:     def step(page) -> None:",
+        "error:    IncurableStepError: the cached step failed and cannot be healed",
+        "          explanation: no Consent button",
+        f"url:      {shop.url}/",
+        "shot:     /tmp/prettyplay-steering-",
+        "commands: snapshot | screenshot | error | code | quit",
+        "guidance> the button is called Accept cookies",
+        "⟳ regenerating with USER GUIDANCE",
+        '    page.get_by_role("button", name="Accept cookies").click()',
+        "run? [y/N] y",
+        "✓ step green — healed step written to the cache",
+        "1 scenario passed, 0 failed",
+    ]:
+        assert line in screen, line
+    assert "snapshot" not in screen.split("commands:")[0].split("url:")[1]  # no snapshot fragment
+    entry = cache_entries(stuck)["I accept the cookie banner"]
+    assert entry["origin"] == "steered" and entry["code"] == ACCEPT.splitlines()
+    steer = llm.requests_for("steer")[0].content("user")
+    assert "USER GUIDANCE" in steer and "the button is called Accept cookies" in steer
+    assert 'name="Consent"' in steer  # record 0: the original failure
+    assert "the button is called" not in (stuck.cache_dir / "shop.feature.json").read_text()
+    assert [r.purpose for r in llm.requests] == ["classify", "steer", "gate"]
+
+
+def test_a_rejected_turn_joins_the_history_of_the_next_request(
+    stuck: BehaveProject, shop, llm: ScriptedLLMServer
+) -> None:
+    llm.on("steer", code_answer(ACCEPT), code_answer(ACCEPT))
+    llm.on("gate", CLEAN)
+    session = Session(stuck, shop, llm)
+    session.expect("guidance> ")
+    session.send("click Accept cookies")
+    session.expect("run? [y/N] ")
+    session.send("n")
+    session.expect("guidance> ")
+    session.send("really, click Accept cookies")
+    session.expect("run? [y/N] ")
+    session.send("")  # Enter: no
+    session.expect("guidance> ")
+    session.send("quit")
+    assert session.finish() == 1
+    second = llm.requests_for("steer")[1].content("user")
+    assert "rejected by the engineer, not executed" in second
+    assert f"URL: {shop.url}/ -> {shop.url}/" in second
+    assert "IncurableStepError: the cached step failed and cannot be healed" in session.output
+    assert cache_entries(stuck)["I accept the cookie banner"]["code"] == BROKEN.splitlines()
+
+
+def test_a_red_turn_shows_its_outcome_and_returns_to_the_prompt(
+    stuck: BehaveProject, shop, llm: ScriptedLLMServer
+) -> None:
+    still_broken = (
+        'def step(page) -> None:\n    page.get_by_role("button", name="Agree").click(timeout=300)\n'
+    )
+    llm.on("steer", code_answer(still_broken))
+    session = Session(stuck, shop, llm)
+    session.expect("guidance> ")
+    session.send("try the Agree button")
+    session.expect("run? [y/N] ")
+    session.send("y")
+    session.expect("✗ red")
+    session.expect("guidance> ")
+    assert 'name="Agree"' in session.output and "Call log:" in session.output
+    session.child.sendeof()  # Ctrl+D
+    assert session.finish() == 1
+    assert llm.requests_for("gate") == []
+
+
+def test_local_commands_answer_without_the_llm(
+    stuck: BehaveProject, shop, llm: ScriptedLLMServer
+) -> None:
+    session = Session(stuck, shop, llm)
+    session.expect("guidance> ")
+    session.send("snapshot")
+    session.expect('button "Accept cookies"')
+    session.expect("guidance> ")
+    session.send("screenshot")
+    session.expect(".png")
+    shot = session.output.rsplit("\n", 1)[-1].strip()
+    assert Path(shot).read_bytes().startswith(b"\x89PNG")
+    session.expect("guidance> ")
+    session.send("error")
+    session.expect("recommendation: ask a human")
+    session.expect("guidance> ")
+    session.send("code")
+    session.expect('name="Consent"')
+    session.expect("guidance> ")
+    session.send("quit")
+    assert session.finish() == 1
+    assert [r.purpose for r in llm.requests] == ["classify"]
+
+
+def test_ctrl_c_ends_the_dialog_with_the_original_failure(
+    stuck: BehaveProject, shop, llm: ScriptedLLMServer
+) -> None:
+    session = Session(stuck, shop, llm)
+    session.expect("guidance> ")
+    session.child.sendintr()
+    assert session.finish() == 1
+    assert "IncurableStepError: the cached step failed and cannot be healed" in session.output
+
+
+def test_a_high_gate_finding_reopens_the_prompt_and_writes_nothing(
+    stuck: BehaveProject, shop, llm: ScriptedLLMServer
+) -> None:
+    before = (stuck.cache_dir / "shop.feature.json").read_bytes()
+    llm.on("steer", code_answer(ACCEPT))
+    high = {"dimension": "instructions", "severity": "high", "message": "ignores the guidance"}
+    llm.on("gate", json_answer({"findings": [high]}))
+    session = Session(stuck, shop, llm)
+    session.expect("guidance> ")
+    session.send("use the test id")
+    session.expect("run? [y/N] ")
+    session.send("y")
+    session.expect("✗ gate violation")
+    session.expect("ignores the guidance")
+    session.expect("guidance> ")
+    session.send("quit")
+    assert session.finish() == 1
+    assert (stuck.cache_dir / "shop.feature.json").read_bytes() == before
+
+
+def test_no_dialog_without_a_terminal_or_with_ci(
+    stuck: BehaveProject, shop, llm: ScriptedLLMServer
+) -> None:
+    started = time.monotonic()
+    result = stuck.run(
+        "-D", f"prettyplay.base_url={shop.url}", "-D", "prettyplay.interactive=true",
+        env=llm.env,
+    )  # fmt: skip
+    assert result.returncode == 1 and "guidance>" not in result.output
+    session = Session(stuck, shop, llm, CI="true")
+    assert session.finish() == 1
+    assert "guidance>" not in session.output
+    assert "CI is set: interactive steering is off" in session.output
+    assert time.monotonic() - started < 120
+
+
+def test_stdin_from_dev_null_never_blocks(
+    stuck: BehaveProject, shop, llm: ScriptedLLMServer
+) -> None:
+    environ = {k: v for k, v in os.environ.items() if k != "CI"}
+    environ.update(llm.env)
+    completed = subprocess.run(
+        [sys.executable, "-m", "behave", "-D", f"prettyplay.base_url={shop.url}",
+         "-D", "prettyplay.interactive=true"],
+        cwd=stuck.root, env=environ, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert completed.returncode == 1
+    assert "guidance>" not in completed.stdout
