@@ -61,7 +61,7 @@ def run_config(context: Any) -> PrettyConfig:
 def before_all(context: Any) -> None:
     context.config.setup_logging()
     # the HTTP client logs every request at INFO; prettyplay logs its own, with the purpose
-    for name in ("httpx", "httpcore"):
+    for name in ("httpx", "httpx2", "httpcore"):
         logging.getLogger(name).setLevel(logging.WARNING)
     config = run_config(context)
     features_dir = Path(context.config.base_dir or "features")
