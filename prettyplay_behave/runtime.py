@@ -5,14 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .browser.guard import NavigationGuard
 from .browser.session import BrowserSession
 from .cache import CacheStore
 from .engine.executor import StepExecutor, TestRun
 from .engine.settle import Settler
-from .events import Events
+from .events import Events, log
 from .llm.client import LLMClient
 from .llm.prompts import Prompts
 from .safety.policy import check_code
+from .safety.secrets import RedactingFilter, Secrets
 
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Page
@@ -30,8 +32,11 @@ class Runtime:
         self.events = Events(config.hooks)
         self.cache = CacheStore(Path(config.cache_dir or default_cache_dir), validate=check_code)
         self.llm = LLMClient(config)
+        self.secrets = Secrets()
+        self._redacting = RedactingFilter(self.secrets)
+        log.addFilter(self._redacting)
         prompts = Prompts(config.templates_dir)
-        self.executor = StepExecutor(self.cache, self.llm, prompts, self.events)
+        self.executor = StepExecutor(self.cache, self.llm, prompts, self.events, self.secrets)
         self._session: BrowserSession | None = None
 
     @property
@@ -45,12 +50,15 @@ class Runtime:
         context: BrowserContext | None = None
         if page is None:
             context, page = self.session.new_page(config)
-            Settler.install(context)
-        else:
-            Settler.install(page.context)
-        return TestRun(name, config, page, Settler(page), owned_context=context)
+        Settler.install(page.context)
+        # navigation bounds from allowed_origins (default: the origin of base_url)
+        guard = NavigationGuard(config.origins) if config.origins else None
+        if guard is not None:
+            guard.install(page.context)
+        return TestRun(name, config, page, Settler(page), owned_context=context, guard=guard)
 
     def close(self) -> None:
+        log.removeFilter(self._redacting)
         if self._session is not None:
             self._session.close()
             self._session = None

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ..browser.snapshot import capture
+from ..browser.snapshot import PageState, capture
 from ..cache import CacheEntry, CacheKey, CacheStore
 from ..errors import (
     CodePolicyError,
@@ -35,6 +35,7 @@ from ..events import Events, record
 from ..llm.answers import GateVerdict, UnparseableAnswer, Verdict, extract_code, parse_verdict
 from ..llm.prompts import Prompts
 from ..safety.sandbox import compile_step, run_step
+from ..safety.secrets import Secrets, secret_names
 from .history import GATE_VIOLATION, GREEN, POLICY_VIOLATION, RED, UNPARSEABLE, Attempt
 from .settle import Settler
 from .steering import SteeringDialog, Terminal, steering_allowed
@@ -43,6 +44,7 @@ from .step import CHECK, ScenarioEntry, StepSpec
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Page
 
+    from ..browser.guard import NavigationGuard
     from ..config import PrettyConfig
     from ..llm.client import LLMClient
 
@@ -67,6 +69,7 @@ class TestRun:
     page: Page
     settler: Settler
     owned_context: BrowserContext | None = None
+    guard: NavigationGuard | None = None
     scenario: list[ScenarioEntry] = field(default_factory=list)
     recovery_cycles: dict[str, int] = field(default_factory=dict)  # per group prompt
     _seen: dict[tuple[str, str, str], int] = field(default_factory=dict)
@@ -87,11 +90,22 @@ class TestRun:
 class StepExecutor:
     """Runs steps for every test of a run; shares the cache, the LLM client and the hooks."""
 
-    def __init__(self, cache: CacheStore, llm: LLMClient, prompts: Prompts, events: Events) -> None:
+    def __init__(
+        self, cache: CacheStore, llm: LLMClient, prompts: Prompts, events: Events, secrets: Secrets
+    ) -> None:
         self.cache = cache
         self.llm = llm
         self.prompts = prompts
         self.events = events
+        self.secrets = secrets
+
+    def render(self, purpose: str, **context: Any) -> list[dict[str, str]]:
+        """A request's messages, with every secret value redacted: nothing of it leaves."""
+        messages = self.prompts.render(purpose, **context)
+        return [{**m, "content": self.secrets.redact(m["content"])} for m in messages]
+
+    def page_state(self, test: TestRun) -> PageState:
+        return capture(test.page, redact=self.secrets.redact)
 
     def run(self, test: TestRun, spec: StepSpec, group: str | None = None) -> ScenarioEntry:
         key = test.key_for(spec)
@@ -168,6 +182,7 @@ class StepCycle:
         self.in_recoverable_group = entry.group is not None and not test.config.strict
 
     def run(self) -> None:
+        self.executor.secrets.require(secret_names(self.spec.text), self.spec.text)
         try:
             self.route()
         except IncurableStepError as failure:
@@ -281,11 +296,11 @@ class StepCycle:
         self, purpose: str, verdict: Verdict | None = None, guidance: str = ""
     ) -> str | Attempt:
         """One code request; the code, or an ``unparseable answer`` record."""
-        messages = self.executor.prompts.render(
+        messages = self.executor.render(
             purpose,
             step=self.spec,
             base_url=self.config.base_url,
-            page=capture(self.test.page),
+            page=self.executor.page_state(self.test),
             scenario=self.test.scenario,
             history=self.history,
             group=self.entry.group,
@@ -303,11 +318,11 @@ class StepCycle:
 
     def classify(self) -> Verdict:
         """One classify request; a garbage answer degrades to ``incurable``, never a retry."""
-        messages = self.executor.prompts.render(
+        messages = self.executor.render(
             "classify",
             step=self.spec,
             base_url=self.config.base_url,
-            page=capture(self.test.page),
+            page=self.executor.page_state(self.test),
             scenario=self.test.scenario,
             history=self.history,
         )
@@ -326,7 +341,7 @@ class StepCycle:
 
     def gate(self, green: Attempt, guidance: str = "") -> Attempt:
         """The compliance gate on a green candidate: green again, or a ``gate violation``."""
-        messages = self.executor.prompts.render(
+        messages = self.executor.render(
             "gate",
             guidance=guidance,
             group=self.entry.group,

@@ -14,7 +14,6 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..browser.snapshot import capture
 from ..errors import IncurableStepError, ProductDefectError, StepFailedError
 from ..events import record
 from ..llm.answers import UnparseableAnswer, Verdict, parse_verdict
@@ -84,7 +83,7 @@ class GroupRecovery:
     def diagnose(self, failed: ScenarioEntry) -> Verdict:
         """One diagnose request; a garbage answer degrades to ``incurable``, never a retry."""
         assert failed.spec is not None
-        messages = self.executor.prompts.render(
+        messages = self.executor.render(
             "diagnose",
             group=self.prompt,
             traces=self.traces,
@@ -92,7 +91,7 @@ class GroupRecovery:
             base_url=self.test.config.base_url,
             scenario=self.test.scenario,
             history=failed.history,
-            page=capture(self.test.page),
+            page=self.executor.page_state(self.test),
             instructions=self.test.config.instructions,
         )
         answer = self.executor.llm.ask(

@@ -148,7 +148,8 @@ class SteeringDialog:
         return path
 
     def show_snapshot(self) -> None:
-        self.terminal.write(self.page.locator("body").aria_snapshot())
+        snapshot = self.page.locator("body").aria_snapshot()
+        self.terminal.write(self.cycle.executor.secrets.redact(snapshot))
 
     def show_screenshot(self) -> None:
         self.terminal.write(self.screenshot_path())

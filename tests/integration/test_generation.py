@@ -178,13 +178,15 @@ def test_an_exhausted_generation_budget_is_terminal(
     shop, tmp_path: Path, llm_env: ScriptedLLMServer
 ) -> None:
     llm_env.on("generate", "no code here", repeat=True)
+    verdict = {"label": "incurable", "explanation": "no code came", "recommendation": "rephrase"}
+    llm_env.on("classify", json_answer(verdict))
     with PrettyPlay("visit", config=config_for(shop, tmp_path, generation_attempts=2)) as t:
         with pytest.raises(IncurableStepError) as caught:
             t.step("open the shop")
     assert caught.value.render().startswith(
         "IncurableStepError: the generation budget is exhausted\n---\nstep: open the shop"
     )
-    assert len(llm_env.requests) == 2
+    assert [r.purpose for r in llm_env.requests] == ["generate", "generate", "classify"]
     assert cache_text(tmp_path) == ""
 
 

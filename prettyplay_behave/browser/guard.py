@@ -1,0 +1,82 @@
+"""Navigation bounds: every new document a test's pages load must come from an allowed origin.
+
+The guard routes the browser context's requests. A navigation request (``goto``, a link click, a
+form, a popup, a script setting ``location``) to another origin is aborted before it leaves the
+browser; a redirect is fetched without following it, and a redirect to another origin is aborted
+before the target is contacted. Further hops of a redirect chain are not intercepted by the
+browser's routing; a page that still lands outside the bounds is caught by the URL check after
+the step. Every blocked URL is recorded so the step fails with a message naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+from urllib.parse import urljoin, urlsplit
+
+if TYPE_CHECKING:
+    from playwright.sync_api import BrowserContext, Route
+
+REDIRECTS = range(300, 400)
+
+
+def origin_of(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}".lower()
+
+
+class NavigationGuard:
+    """Keeps one context's documents within ``origins``; records what it blocked."""
+
+    def __init__(self, origins: Iterable[str]) -> None:
+        self.origins = frozenset(origin.rstrip("/").lower() for origin in origins)
+        self.blocked: list[str] = []
+
+    def allows(self, url: str) -> bool:
+        if url in ("about:blank", "") or url.startswith("about:"):
+            return True
+        return origin_of(url) in self.origins
+
+    def install(self, context: BrowserContext) -> None:
+        context.route("**/*", self._route)
+
+    def _route(self, route: Route) -> None:
+        request = route.request
+        if not request.is_navigation_request():
+            route.continue_()
+            return
+        if not self.allows(request.url):
+            self._block(route, request.url)
+            return
+        try:
+            response = route.fetch(max_redirects=0)
+        except Exception:  # unreachable server: let the browser report it as usual
+            route.continue_()
+            return
+        location = response.headers.get("location")
+        if response.status in REDIRECTS and location:
+            target = urljoin(request.url, location)
+            if not self.allows(target):
+                self._block(route, target)
+                return
+        route.fulfill(response=response)
+
+    def _block(self, route: Route, url: str) -> None:
+        self.blocked.append(url)
+        route.abort("blockedbyclient")
+
+    def take(self) -> list[str]:
+        """The URLs blocked since the last call."""
+        blocked, self.blocked = self.blocked, []
+        return blocked
+
+    def problem(self, blocked: list[str], page_url: str) -> str | None:
+        """The message of a bound that was hit, if any."""
+        if not blocked and self.allows(page_url):
+            return None
+        url = blocked[0] if blocked else page_url
+        return (
+            f"navigation to {url} was blocked: its origin is outside allowed_origins "
+            f"({', '.join(sorted(self.origins))}); add it to prettyplay.allowed_origins if "
+            "the test may go there"
+        )
