@@ -1,11 +1,12 @@
 """Navigation bounds: every new document a test's pages load must come from an allowed origin.
 
 The guard routes the browser context's requests. A navigation request (``goto``, a link click, a
-form, a popup, a script setting ``location``) to another origin is aborted before it leaves the
-browser; a redirect is fetched without following it, and a redirect to another origin is aborted
-before the target is contacted. Further hops of a redirect chain are not intercepted by the
-browser's routing; a page that still lands outside the bounds is caught by the URL check after
-the step. Every blocked URL is recorded so the step fails with a message naming it.
+form, a popup, a script setting ``location``) to another origin never leaves the browser: it is
+answered "204 No Content", so the page stays where it was. A redirect is fetched without
+following it, and a redirect to another origin is answered the same way before its target is
+contacted. Further hops of a redirect chain are not intercepted by the browser's routing; a page
+that still lands outside the bounds is caught by the URL check after the step and taken back.
+Every blocked URL is recorded so the step fails with a message naming it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
 if TYPE_CHECKING:
-    from playwright.sync_api import BrowserContext, Route
+    from playwright.sync_api import BrowserContext, Page, Route
 
 REDIRECTS = range(300, 400)
 
@@ -33,7 +34,7 @@ class NavigationGuard:
         self.blocked: list[str] = []
 
     def allows(self, url: str) -> bool:
-        if url in ("about:blank", "") or url.startswith("about:"):
+        if url.startswith("about:") or not url:
             return True
         return origin_of(url) in self.origins
 
@@ -63,12 +64,23 @@ class NavigationGuard:
 
     def _block(self, route: Route, url: str) -> None:
         self.blocked.append(url)
-        route.abort("blockedbyclient")
+        route.fulfill(status=204)  # "no content": the browser stays on the current page
 
     def take(self) -> list[str]:
         """The URLs blocked since the last call."""
         blocked, self.blocked = self.blocked, []
         return blocked
+
+    def restore(self, page: Page, url_before: str) -> str:
+        """Bring a page that a blocked navigation left on an error page back into the bounds."""
+        for back in (page.go_back, lambda: page.goto(url_before)):
+            if self.allows(page.url) or not self.allows(url_before):
+                break
+            try:
+                back()
+            except Exception:  # the next way back is tried
+                continue
+        return page.url
 
     def problem(self, blocked: list[str], page_url: str) -> str | None:
         """The message of a bound that was hit, if any."""

@@ -317,6 +317,10 @@ class _Request:
             )
         return self.page(self.labels["log_in"], _template("login.html").substitute(body=body))
 
+    def promo(self) -> _Response:
+        """A sale page with hidden instructions aimed at an LLM: the prompt-injection fixture."""
+        return self.page("Spring sale", _page_file("promo.html"))
+
     def not_found(self) -> _Response:
         return self.page("Page not found", _fragment("not_found"), 404)
 
@@ -454,6 +458,8 @@ class _Handler(BaseHTTPRequestHandler):
                 response = request.checkout()
             elif path == "/login":
                 response = request.login()
+            elif path == "/promo":
+                response = request.promo()
             else:
                 response = request.not_found()
         if new_token:

@@ -126,35 +126,48 @@ class StepExecutor:
         return entry
 
     def execute(self, test: TestRun, spec: StepSpec, code: str) -> Attempt:
-        """Policy, settle, run, and re-run while ``tries`` last; one record of the outcome."""
-        page = test.page
+        """Policy, settle, run, and re-run while ``tries`` last; one record of the outcome.
+
+        Texts are redacted of secret values; a navigation outside the bounds makes it red.
+        """
+        page, guard, redact = test.page, test.guard, self.secrets.redact
         url_before = _url(page)
         try:
-            function = compile_step(code)
-        except CodePolicyError as exc:
-            return Attempt(
-                POLICY_VIOLATION, url_before, url_before, code, f"CodePolicyError: {exc}"
+            leaked = self.secrets.found_in(code)
+            if leaked:
+                raise CodePolicyError(f"the code holds the literal value of secret {leaked}")
+            resolver = self.secrets.resolver(
+                secret_names(spec.text), lambda: guard is None or guard.allows(page.url)
             )
+            function = compile_step(code, secret=resolver)
+        except CodePolicyError as exc:
+            text = redact(f"CodePolicyError: {exc}")
+            return Attempt(POLICY_VIOLATION, url_before, url_before, redact(code), text)
         for attempt_no in range(1, spec.tries + 1):
             settled = test.settler.settle(test.config.settle_ms)
+            error: Exception | None = None
             try:
                 run_step(function, page)
             except Exception as exc:  # a red outcome, whatever raised it
-                if attempt_no < spec.tries:
-                    record(
-                        logging.DEBUG,
-                        "step_retry",
-                        "red execution %d of %d",
-                        attempt_no,
-                        spec.tries,
-                    )
-                    continue
-                _, full = describe_exception(exc)
-                if not settled:
-                    full += f"\n(the page never settled within settle_ms={test.config.settle_ms})"
-                failed_check = spec.kind == CHECK and isinstance(exc, AssertionError)
-                return Attempt(RED, url_before, _url(page), code, full, failed_check)
-            return Attempt(GREEN, url_before, _url(page), code, "")
+                error = exc
+            bound = guard.problem(guard.take(), _url(page)) if guard else None
+            if error is None and bound is None:
+                return Attempt(GREEN, url_before, _url(page), code, "")
+            if attempt_no < spec.tries and bound is None:
+                record(
+                    logging.DEBUG, "step_retry", "red execution %d of %d", attempt_no, spec.tries
+                )
+                continue
+            texts = [bound] if bound else []
+            if bound and guard is not None:
+                texts.append(f"(the page was taken back to {guard.restore(page, url_before)})")
+            if error is not None:
+                texts.append(describe_exception(error)[1])
+            if not settled:
+                texts.append(f"(the page never settled within settle_ms={test.config.settle_ms})")
+            failed_check = spec.kind == CHECK and isinstance(error, AssertionError) and not bound
+            text = redact("\n".join(texts))
+            return Attempt(RED, url_before, _url(page), code, text, failed_check)
         raise AssertionError("unreachable: tries >= 1")
 
 
