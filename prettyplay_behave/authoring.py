@@ -61,7 +61,7 @@ class PrettyPlay:
 
     def close(self) -> None:
         if self._run is not None:
-            self._run.close()
+            self.runtime.finish_test(self._run)
             self._run = None
         if self._owns_runtime:
             self.runtime.close()

@@ -45,6 +45,9 @@ import filelock
 from prettyplay_behave.errors import CacheError, CodePolicyError
 
 FORMAT = 1
+# In the cache folder, written by a full run: the entries no step used (JSON, no .json ending,
+# so no scan of cache files takes it for one).
+OBSOLETE_FILE = ".obsolete-entries"
 KINDS = ("step", "expect")
 ORIGINS = ("generated", "healed", "steered", "recovered")
 SEPARATOR = "::"

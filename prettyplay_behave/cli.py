@@ -2,20 +2,23 @@
 
     prettyplay check [PATH ...]     validate every cache file under PATH with the code policy
     prettyplay cache list [PATH]    the entries of every cache file, with their origins
+    prettyplay cache prune [DIR]    delete the entries the last full run did not use
 
-PATH defaults to ``features/.prettyplay``. ``check`` exits 1 when any file or entry is refused,
-so it can guard pull requests that touch the cache.
+PATH and DIR default to ``features/.prettyplay``. ``check`` exits 1 when any file or entry is
+refused, so it can guard pull requests that touch the cache. ``prune`` shows what it deletes;
+``--dry-run`` only shows it.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from .cache import load_file
+from .cache import OBSOLETE_FILE, CacheKey, load_file, prune
 from .errors import CacheError
 from .safety.policy import check_code
 
@@ -61,6 +64,31 @@ def list_entries(paths: Sequence[Path]) -> int:
     return 0
 
 
+def prune_obsolete(cache_dir: Path, dry_run: bool) -> int:
+    """Delete the entries listed as obsolete by the last full run (``.obsolete-entries``)."""
+    listing = cache_dir / OBSOLETE_FILE
+    if not listing.exists():
+        print(f"nothing to prune: no full run has listed obsolete entries in {listing}")
+        return 0
+    by_file: dict[Path, list[CacheKey]] = {}
+    for row in json.loads(listing.read_text(encoding="utf-8")):
+        key = CacheKey(row["test"], row["kind"], row["sentence"], row["data"], row["occurrence"])
+        by_file.setdefault(cache_dir / row["file"], []).append(key)
+    for path, keys in by_file.items():
+        print(f"{path}:")
+        for key in keys:
+            print(f"  {key.kind:<6} {key.test.split('::')[-1]}: {key.sentence} #{key.occurrence}")
+    count = sum(len(keys) for keys in by_file.values())
+    if dry_run:
+        print(f"{count} obsolete entries (dry run: nothing deleted)")
+        return 0
+    for path, keys in by_file.items():
+        prune(path, keys, check_code)
+    listing.unlink()
+    print(f"{count} obsolete entries deleted")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="prettyplay", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -70,10 +98,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     cache_commands = cache_parser.add_subparsers(dest="cache_command", required=True)
     list_parser = cache_commands.add_parser("list", help="entries per feature, with origins")
     list_parser.add_argument("paths", nargs="*", type=Path, default=[DEFAULT_CACHE_DIR])
+    prune_parser = cache_commands.add_parser(
+        "prune", help="delete the entries the last full run did not use"
+    )
+    prune_parser.add_argument("cache_dir", nargs="?", type=Path, default=DEFAULT_CACHE_DIR)
+    prune_parser.add_argument("--dry-run", action="store_true", help="show, delete nothing")
     args = parser.parse_args(argv)
     try:
         if args.command == "check":
             return check(args.paths)
+        if args.cache_command == "prune":
+            return prune_obsolete(args.cache_dir, args.dry_run)
         return list_entries(args.paths)
     except CacheError as exc:
         print(f"prettyplay: {exc}", file=sys.stderr)

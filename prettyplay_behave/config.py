@@ -48,6 +48,7 @@ class PrettyConfig:
     settle_ms: int = 2_000
     allowed_origins: tuple[str, ...] = ()
     report_dir: str | None = None
+    trace: str = "retain-on-failure"
     max_llm_calls: int | None = None
     templates_dir: str | None = None
     hooks: tuple[object, ...] = field(default=(), compare=False)
@@ -148,6 +149,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "settle_ms": _parse_int,
     "allowed_origins": _parse_origins,
     "report_dir": _parse_optional(_parse_str),
+    "trace": _parse_str,
     "max_llm_calls": _parse_optional(_parse_int),
     "templates_dir": _parse_optional(_parse_str),
 }
@@ -227,6 +229,7 @@ _RULES: dict[str, _Rule] = {
         _is_origin_list, "expected comma-separated origins such as http://localhost:8000"
     ),
     "report_dir": _check(lambda v: isinstance(v, str) and bool(v), "expected a folder", True),
+    "trace": _check(lambda v: v in TRACE_POLICIES, f"expected one of {', '.join(TRACE_POLICIES)}"),
     "max_llm_calls": _check(lambda v: _is_int(v) and v >= 0, "expected a count >= 0", True),
     "templates_dir": _check(lambda v: isinstance(v, str) and bool(v), "expected a folder", True),
 }

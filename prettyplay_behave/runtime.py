@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .browser.guard import NavigationGuard
 from .browser.session import BrowserSession
-from .cache import CacheStore
+from .cache import OBSOLETE_FILE, CacheKey, CacheStore
 from .engine.executor import StepExecutor, TestRun
 from .engine.settle import Settler
 from .events import Events, log
 from .llm.client import LLMClient
 from .llm.prompts import Prompts
+from .report.artifacts import Artifacts
+from .report.html import write_report
+from .report.summary import RunSummary
 from .safety.policy import check_code
 from .safety.secrets import RedactingFilter, Secrets
 
@@ -38,6 +43,10 @@ class Runtime:
         prompts = Prompts(config.templates_dir)
         self.executor = StepExecutor(self.cache, self.llm, prompts, self.events, self.secrets)
         self._session: BrowserSession | None = None
+        self.tests: list[TestRun] = []
+        self.started = time.monotonic()
+        self.report_dir = Path(config.report_dir) if config.report_dir else None
+        self.artifacts = Artifacts(self.report_dir, config.trace) if self.report_dir else None
 
     @property
     def session(self) -> BrowserSession:
@@ -55,10 +64,56 @@ class Runtime:
         guard = NavigationGuard(config.origins) if config.origins else None
         if guard is not None:
             guard.install(page.context)
-        return TestRun(name, config, page, Settler(page), owned_context=context, guard=guard)
+        test = TestRun(name, config, page, Settler(page), owned_context=context, guard=guard)
+        self.tests.append(test)
+        if self.artifacts is not None:
+            self.artifacts.start(test)
+        return test
 
-    def close(self) -> None:
-        log.removeFilter(self._redacting)
-        if self._session is not None:
-            self._session.close()
-            self._session = None
+    def finish_test(self, test: TestRun) -> None:
+        """Keep a failing test's artifacts, then close what the test opened."""
+        try:
+            if self.artifacts is not None:
+                self.artifacts.finish(test)
+        finally:
+            test.close()
+
+    def record_obsolete(self) -> list[tuple[Path, CacheKey]]:
+        """After a full run: the cache entries no step used, also written for ``cache prune``.
+
+        Entries of a test that failed are never counted: its later steps did not get to run.
+        """
+        failed = {test.name: test.failed for test in self.tests}
+        files = sorted(self.cache.cache_dir.rglob("*.json"))
+        unused = [(p, k) for p, k in self.cache.obsolete(files) if not failed.get(k.test, False)]
+        listing = self.cache.cache_dir / OBSOLETE_FILE
+        if unused:
+            rows = [
+                {"file": str(p.relative_to(self.cache.cache_dir)), "test": k.test,
+                 "kind": k.kind, "sentence": k.sentence, "data": k.data,
+                 "occurrence": k.occurrence}
+                for p, k in unused
+            ]  # fmt: skip
+            listing.write_text(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
+        elif listing.exists():
+            listing.unlink()
+        return unused
+
+    def summary(self, obsolete: int | None = None) -> RunSummary:
+        wall_time = time.monotonic() - self.started
+        return RunSummary.of(
+            self.tests, self.llm.usage, self.executor.cache_writes, obsolete, wall_time
+        )
+
+    def close(self, summary: RunSummary | None = None) -> None:
+        """Write the HTML report (with ``report_dir``) and close the browser."""
+        try:
+            if self.report_dir is not None:
+                write_report(
+                    self.report_dir, self.tests, summary or self.summary(), self.secrets.redact
+                )
+        finally:
+            log.removeFilter(self._redacting)
+            if self._session is not None:
+                self._session.close()
+                self._session = None

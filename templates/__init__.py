@@ -1,1 +1,1 @@
-"""The prompt templates (jinja2), installed as prettyplay_behave.templates."""
+"""The jinja2 templates (prompts and the HTML report), installed as prettyplay_behave.templates."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any
 
 from ..authoring import Group, PrettyPlay
 from ..config import PrettyConfig, for_scenario, resolve_config
-from ..errors import PrettyPlayError
+from ..errors import CacheError, PrettyPlayError
 from ..events import record
 from ..runtime import Runtime
 from .mapping import group_tags, scenario_namespace, step_spec
@@ -94,6 +95,26 @@ def before_step(context: Any, step: Any) -> None:
         state.current_step = step
 
 
+def after_step(context: Any, step: Any) -> None:
+    """A failing step's screenshot goes to report_dir and to formatters that take attachments."""
+    state: ScenarioState | None = getattr(context, "prettyplay_scenario", None)
+    runtime: Runtime | None = getattr(context, "prettyplay", None)
+    if state is None or runtime is None or runtime.artifacts is None:
+        return
+    if not step.status.has_failed():
+        return
+    path = runtime.artifacts.screenshot(state.test.run)
+    if path is None:
+        return
+    context.attach("image/png", path.read_bytes())
+    try:
+        import allure  # allure-behave, when installed
+
+        allure.attach.file(str(path), name="failure", attachment_type=allure.attachment_type.PNG)
+    except ImportError:
+        pass
+
+
 def after_scenario(context: Any, scenario: Any) -> None:
     state: ScenarioState | None = getattr(context, "prettyplay_scenario", None)
     if state is None:
@@ -106,10 +127,38 @@ def after_scenario(context: Any, scenario: Any) -> None:
         state.test.close()
 
 
+def is_full_run(config: Any) -> bool:
+    """All features, no filters: only then are unused cache entries known to be obsolete."""
+    features = Path(config.base_dir or "features").resolve()
+    return (
+        not config.tags
+        and not config.name
+        and not config.dry_run
+        and not config.include_re
+        and not config.exclude_re
+        and all(Path(path).resolve() == features for path in config.paths or ["features"])
+    )
+
+
 def after_all(context: Any) -> None:
     runtime: Runtime | None = getattr(context, "prettyplay", None)
-    if runtime is not None:
-        runtime.close()
+    if runtime is None:
+        return
+    summary = None
+    try:
+        obsolete = None
+        if is_full_run(context.config):
+            try:
+                obsolete = len(runtime.record_obsolete())
+            except CacheError as exc:  # the failing steps already reported it
+                record(logging.WARNING, "obsolete_unknown", "obsolete entries unknown: %s", exc)
+        summary = runtime.summary(obsolete)
+        stream = sys.__stdout__
+        if stream is not None:
+            stream.write(summary.render(colour=stream.isatty()) + "\n")
+            stream.flush()
+    finally:
+        runtime.close(summary)
 
 
 def run_step(context: Any) -> None:
@@ -137,6 +186,7 @@ _OURS: dict[str, Hook] = {
     "before_all": before_all,
     "before_scenario": before_scenario,
     "before_step": before_step,
+    "after_step": after_step,
     "after_scenario": after_scenario,
     "after_all": after_all,
 }

@@ -18,13 +18,17 @@ that step; record 0 of a heal is the failed replay.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..browser.snapshot import PageState, capture
 from ..cache import CacheEntry, CacheKey, CacheStore
 from ..errors import (
+    CacheError,
     CodePolicyError,
+    ConfigError,
     IncurableStepError,
     ProductDefectError,
     ProviderUnavailableError,
@@ -70,6 +74,11 @@ class TestRun:
     settler: Settler
     owned_context: BrowserContext | None = None
     guard: NavigationGuard | None = None
+    tracing: bool = False  # a Playwright trace is being recorded for this test
+    screenshot: Path | None = None  # artifacts of a failure, kept in report_dir
+    trace: Path | None = None
+    started: float = field(default_factory=time.monotonic)
+    duration: float = 0.0
     scenario: list[ScenarioEntry] = field(default_factory=list)
     recovery_cycles: dict[str, int] = field(default_factory=dict)  # per group prompt
     _seen: dict[tuple[str, str, str], int] = field(default_factory=dict)
@@ -80,8 +89,19 @@ class TestRun:
         self._seen[triple] = self._seen.get(triple, 0) + 1
         return CacheKey(self.name, spec.kind, spec.sentence, spec.data, self._seen[triple])
 
+    @property
+    def failed(self) -> bool:
+        return any(entry.outcome == "failed" for entry in self.scenario)
+
+    def drop_trace(self) -> None:
+        """Stop and discard this test's trace: screenshots in a trace cannot be redacted."""
+        if self.tracing:
+            self.tracing = False
+            self.page.context.tracing.stop()
+
     def close(self) -> None:
         """Close the context this test opened (a page handed in stays open)."""
+        self.duration = time.monotonic() - self.started
         if self.owned_context is not None:
             self.owned_context.close()
             self.owned_context = None
@@ -98,6 +118,7 @@ class StepExecutor:
         self.prompts = prompts
         self.events = events
         self.secrets = secrets
+        self.cache_writes = 0  # entries written (changed) in this run
 
     def render(self, purpose: str, **context: Any) -> list[dict[str, str]]:
         """A request's messages, with every secret value redacted: nothing of it leaves."""
@@ -112,15 +133,19 @@ class StepExecutor:
         entry = ScenarioEntry(spec.kind, spec.sentence, "running", group, spec=spec, key=key)
         cycle = StepCycle(self, test, spec, key, entry)
         self.events.emit("on_step_started", spec.sentence)
+        usage_before = self.llm.total_usage
         try:
             if spec.delay:
                 test.page.wait_for_timeout(spec.delay * 1000)
             cycle.run()
             entry.outcome = "passed"
-        except BaseException:
-            entry.outcome = "failed"
+        except BaseException as exc:
+            entry.outcome, entry.failure = "failed", failure_label(exc)
             raise
         finally:
+            usage = self.llm.total_usage
+            entry.requests = usage.requests - usage_before.requests
+            entry.tokens = usage.total_tokens - usage_before.total_tokens
             test.scenario.append(entry)
             self.events.emit("on_step_finished", spec.sentence, entry.outcome)
         return entry
@@ -195,7 +220,10 @@ class StepCycle:
         self.in_recoverable_group = entry.group is not None and not test.config.strict
 
     def run(self) -> None:
-        self.executor.secrets.require(secret_names(self.spec.text), self.spec.text)
+        names = secret_names(self.spec.text)
+        self.executor.secrets.require(names, self.spec.text)
+        if names and self.config.trace != "on":
+            self.test.drop_trace()
         try:
             self.route()
         except IncurableStepError as failure:
@@ -346,8 +374,11 @@ class StepCycle:
             record(logging.WARNING, "classification_degraded",
                    "unparseable classification of %r (%s); taken as incurable; raw answer:\n%s",
                    self.spec.sentence, exc, answer.text, raw_answer=answer.text)  # fmt: skip
-            return Verdict(INCURABLE, f"the classification answer was unparseable: {exc}", "")
+            degraded = Verdict(INCURABLE, f"the classification answer was unparseable: {exc}", "")
+            self.entry.verdicts.append(degraded)
+            return degraded
         assert isinstance(verdict, Verdict)
+        self.entry.verdicts.append(verdict)
         record(logging.INFO, "classified", "%r classified %s: %s",
                self.spec.sentence, verdict.label, verdict.explanation)  # fmt: skip
         return verdict
@@ -391,6 +422,7 @@ class StepCycle:
     def write(self, code: str, origin: str) -> None:
         cache = self.executor.cache
         changed = cache.write(CacheEntry(self.key, code, origin))
+        self.executor.cache_writes += changed
         record(logging.INFO, "cache_write", "%s %s entry %r in %s",
                "wrote" if changed else "kept", origin, self.key.sentence,
                cache.path_for(self.key.test))  # fmt: skip
@@ -422,6 +454,21 @@ class StepCycle:
             recommendation=verdict.recommendation,
             code=last.code,
         )
+
+
+def failure_label(exc: BaseException) -> str:
+    """How a step failed, for the summary and the report."""
+    if isinstance(exc, ProductDefectError):
+        return PRODUCT_DEFECT
+    if isinstance(exc, IncurableStepError):
+        return INCURABLE
+    if isinstance(exc, ProviderUnavailableError):
+        return "unavailable"
+    if isinstance(exc, ConfigError):
+        return "configuration"
+    if isinstance(exc, CacheError):
+        return "cache"
+    return "error"
 
 
 def _url(page: Page) -> str:

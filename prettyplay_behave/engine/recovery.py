@@ -103,8 +103,11 @@ class GroupRecovery:
             record(logging.WARNING, "group_diagnosis_degraded",
                    "unparseable diagnosis of group %r (%s); taken as incurable; raw answer:\n%s",
                    self.prompt, exc, answer.text, raw_answer=answer.text)  # fmt: skip
-            return Verdict(INCURABLE, f"the diagnosis answer was unparseable: {exc}", "")
+            degraded = Verdict(INCURABLE, f"the diagnosis answer was unparseable: {exc}", "")
+            failed.verdicts.append(degraded)
+            return degraded
         assert isinstance(verdict, Verdict)
+        failed.verdicts.append(verdict)
         record(logging.INFO, "group_diagnosed", "group %r diagnosed %s (root: %r): %s",
                self.prompt, verdict.label, verdict.root_step, verdict.explanation,
                label=verdict.label, root_step=verdict.root_step)  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..cache import CacheKey
 from .history import Attempt
@@ -50,6 +51,10 @@ class ScenarioEntry:
     history: list[Attempt] = field(default_factory=list)
     spec: StepSpec | None = None
     key: CacheKey | None = None
+    verdicts: list[Any] = field(default_factory=list)  # classifications and diagnoses
+    failure: str = ""  # the label of a failure: product_defect, incurable, unavailable, ...
+    requests: int = 0  # LLM requests made for this step
+    tokens: int = 0
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ not apply.
 
 from __future__ import annotations
 
-import importlib.resources
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +16,8 @@ from ..errors import ConfigError
 
 if TYPE_CHECKING:
     import jinja2
+
+from ..resources import templates_folder
 
 PURPOSES = ("generate", "heal", "classify", "diagnose", "gate", "steer")
 ROLES = ("system", "user")
@@ -68,7 +69,7 @@ class Prompts:
 def _environment(templates_dir: str | None) -> jinja2.Environment:
     import jinja2
 
-    shipped = jinja2.FileSystemLoader(str(importlib.resources.files("prettyplay_behave.templates")))
+    shipped = jinja2.FileSystemLoader(templates_folder())
     loaders: list[jinja2.BaseLoader] = [shipped]
     if templates_dir:
         loaders.insert(0, jinja2.FileSystemLoader(templates_dir))

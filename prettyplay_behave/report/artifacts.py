@@ -1,0 +1,64 @@
+"""Failure artifacts in ``report_dir``: a screenshot and a Playwright trace per failing test.
+
+The trace policy (``trace``): ``off`` records none; ``retain-on-failure`` (the default) records
+every test and keeps the traces of failing ones; ``on`` keeps them all. Screenshots and traces
+are pictures of the page and cannot be redacted: a test stops tracing at its first step that
+names a secret, unless the policy is ``on``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..engine.executor import TestRun
+
+
+def folder_name(test_name: str) -> str:
+    """A test's artifact folder name: its name with path-hostile characters folded."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", test_name).strip("-") or "test"
+
+
+class Artifacts:
+    def __init__(self, report_dir: Path, policy: str) -> None:
+        self.report_dir = report_dir
+        self.policy = policy
+
+    def folder(self, test: TestRun) -> Path:
+        folder = self.report_dir / folder_name(test.name)
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    def start(self, test: TestRun) -> None:
+        if self.policy == "off":
+            return
+        test.page.context.tracing.start(title=test.name, screenshots=True, snapshots=True)
+        test.tracing = True
+
+    def screenshot(self, test: TestRun) -> Path | None:
+        """The failure screenshot of a test, taken once, while its page is still open."""
+        if test.screenshot is None and not test.page.is_closed():
+            path = self.folder(test) / "failure.png"
+            try:
+                test.page.screenshot(path=str(path), full_page=True)
+            except Exception:  # a crashed page has no picture to give
+                return None
+            test.screenshot = path
+        return test.screenshot
+
+    def finish(self, test: TestRun) -> None:
+        """Keep or discard the test's trace; a failing test keeps its screenshot too."""
+        if test.failed:
+            self.screenshot(test)
+        if not test.tracing:
+            return
+        test.tracing = False
+        tracing = test.page.context.tracing
+        if test.failed or self.policy == "on":
+            path = self.folder(test) / "trace.zip"
+            tracing.stop(path=str(path))
+            test.trace = path
+        else:
+            tracing.stop()

@@ -1,0 +1,48 @@
+"""The HTML report: one self-contained file (screenshots inline, no outside assets)."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import jinja2
+
+from ..resources import templates_folder
+
+if TYPE_CHECKING:
+    from ..engine.executor import TestRun
+    from .summary import RunSummary
+
+REPORT_NAME = "report.html"
+
+
+def _inline_png(path: Path | None) -> str:
+    if path is None or not path.exists():
+        return ""
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def write_report(
+    report_dir: Path,
+    tests: Sequence[TestRun],
+    summary: RunSummary,
+    redact: Callable[[str], str],
+) -> Path:
+    """Render the report into ``report_dir``; every text passes ``redact``."""
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(templates_folder()),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    environment.filters["redact"] = redact
+    environment.filters["inline_png"] = _inline_png
+    environment.filters["relative"] = lambda path: path.relative_to(report_dir).as_posix()
+    html = environment.get_template("report.html.j2").render(tests=tests, summary=summary)
+    report_dir.mkdir(parents=True, exist_ok=True)
+    path = report_dir / REPORT_NAME
+    path.write_text(html, encoding="utf-8")
+    return path

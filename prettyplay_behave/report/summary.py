@@ -1,0 +1,89 @@
+"""The end-of-run summary: how steps ran, what the LLM cost, what the cache gained."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from colorama import Fore, Style
+
+if TYPE_CHECKING:
+    from ..engine.executor import TestRun
+    from ..llm.client import Usage
+
+ORIGINS = ("replayed", "generated", "healed", "recovered", "steered")
+
+
+@dataclass
+class RunSummary:
+    tests: int = 0
+    tests_failed: int = 0
+    steps: Counter[str] = field(default_factory=Counter)  # passed steps by origin
+    failed: Counter[str] = field(default_factory=Counter)  # failed steps by label
+    usage: Mapping[str, Usage] = field(default_factory=dict)
+    cache_written: int = 0
+    obsolete: int | None = None  # None: not a full run, obsolete entries unknown
+    wall_time: float = 0.0
+
+    @classmethod
+    def of(
+        cls,
+        tests: Sequence[TestRun],
+        usage: Mapping[str, Usage],
+        cache_written: int,
+        obsolete: int | None,
+        wall_time: float,
+    ) -> RunSummary:
+        summary = cls(len(tests), sum(t.failed for t in tests), usage=dict(usage))
+        for test in tests:
+            for entry in test.scenario:
+                if entry.outcome == "failed":
+                    summary.failed[entry.failure or "error"] += 1
+                elif entry.origin:
+                    summary.steps[entry.origin] += 1
+        summary.cache_written, summary.obsolete, summary.wall_time = (
+            cache_written,
+            obsolete,
+            wall_time,
+        )
+        return summary
+
+    def lines(self) -> list[str]:
+        passed = sum(self.steps.values())
+        origins = ", ".join(f"{self.steps[o]} {o}" for o in ORIGINS)
+        failed = sum(self.failed.values())
+        labels = ", ".join(f"{n} {label}" for label, n in sorted(self.failed.items()))
+        lines = [
+            f"{self.tests} tests ({self.tests_failed} failed); {passed + failed} steps: {origins}; "
+            f"{failed} failed" + (f" ({labels})" if labels else ""),
+        ]
+        requests = sum(u.requests for u in self.usage.values())
+        tokens = sum(u.total_tokens for u in self.usage.values())
+        by_purpose = ", ".join(
+            f"{purpose} {u.requests} ({u.total_tokens:,} tokens)"
+            for purpose, u in sorted(self.usage.items())
+        )
+        lines.append(
+            f"LLM: {requests} requests, {tokens:,} tokens"
+            + (f" ({by_purpose})" if by_purpose else "")
+        )
+        cache = f"cache: {self.cache_written} entries written"
+        if self.obsolete is not None:
+            cache += f", {self.obsolete} obsolete"
+            if self.obsolete:
+                cache += " (prettyplay cache prune removes them)"
+        lines.append(cache)
+        lines.append(f"wall time: {self.wall_time:.1f} s")
+        return lines
+
+    def render(self, colour: bool) -> str:
+        prefix = "prettyplay: "
+        if not colour:
+            return "\n".join(prefix + line for line in self.lines())
+        tint = Fore.RED if self.tests_failed else Fore.GREEN
+        first, *rest = self.lines()
+        lines = [f"{Style.BRIGHT}{prefix}{tint}{first}{Style.RESET_ALL}"]
+        lines += [f"{Style.DIM}{prefix}{Style.RESET_ALL}{line}" for line in rest]
+        return "\n".join(lines)

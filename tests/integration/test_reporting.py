@@ -1,0 +1,172 @@
+"""Reporting: the run summary, failure artifacts, the HTML report, JUnit output and cache
+housekeeping, over behave runs on the demo shop with the scripted LLM server."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.safety.policy import check_code
+from tests.conftest import BehaveProject, copy_examples
+from tests.support.llm_server import ScriptedLLMServer, code_answer, json_answer
+
+FEATURE = """\
+Feature: Shop
+  Scenario: Replayed
+    Given I open the shop
+    Then the heading says Demo Shop
+
+  Scenario: Generated
+    Given I open the shop
+    When I accept the cookie banner
+
+  Scenario: Broken
+    Given I open the shop
+    Then the heading says Welcome
+"""
+OPEN = 'def step(page) -> None:\n    page.goto("/")\n'
+HEADING = (
+    "def step(page) -> None:\n"
+    '    expect(page.get_by_role("heading", level=1)).to_have_text("Demo Shop")\n'
+)
+WELCOME = (
+    "def step(page) -> None:\n"
+    '    expect(page.get_by_role("heading", level=1)).to_have_text("Welcome", timeout=500)\n'
+)
+ACCEPT = 'def step(page) -> None:\n    page.get_by_role("button", name="Accept cookies").click()\n'
+DEFECT = {
+    "label": "product_defect",
+    "explanation": "the shop greets nobody",
+    "recommendation": "add the welcome heading",
+}
+
+
+@pytest.fixture
+def reported(project: BehaveProject, shop, llm: ScriptedLLMServer) -> tuple[BehaveProject, str]:
+    """One run with a replayed, a generated and a failing scenario, reported into reports/."""
+    project.write("features/shop.feature", FEATURE)
+    store = CacheStore(project.cache_dir, validate=check_code)
+    for scenario, kind, sentence, code in [
+        ("Replayed", "step", "I open the shop", OPEN),
+        ("Replayed", "expect", "the heading says Demo Shop", HEADING),
+        ("Generated", "step", "I open the shop", OPEN),
+        ("Broken", "step", "I open the shop", OPEN),
+        ("Broken", "expect", "the heading says Welcome", WELCOME),
+    ]:
+        key = CacheKey(f"shop.feature::{scenario}", kind, sentence)
+        store.write(CacheEntry(key, code, "generated"))
+    llm.on("generate", code_answer(ACCEPT))
+    llm.on("gate", json_answer({"findings": []}))
+    llm.on("classify", json_answer(DEFECT))
+    result = project.run(
+        "-D", f"prettyplay.base_url={shop.url}", "-D", "prettyplay.report_dir=reports",
+        "--junit", "--junit-directory=junit", env=llm.env,
+    )  # fmt: skip
+    assert result.returncode == 1, result
+    return project, result.output
+
+
+def test_the_summary_counts_what_happened(reported, llm: ScriptedLLMServer) -> None:
+    _, output = reported
+    assert (
+        "prettyplay: 3 tests (1 failed); 6 steps: 4 replayed, 1 generated, 0 healed, "
+        "0 recovered, 0 steered; 1 failed (1 product_defect)"
+    ) in output
+    requests = {p: len(llm.requests_for(p)) for p in ("classify", "gate", "generate")}
+    assert requests == {"classify": 1, "gate": 1, "generate": 1}
+    line = next(line for line in output.splitlines() if line.startswith("prettyplay: LLM:"))
+    assert line.startswith("prettyplay: LLM: 3 requests,")
+    for purpose, count in requests.items():
+        assert re.search(rf"{purpose} {count} \([\d,]+ tokens\)", line), line
+    assert "prettyplay: cache: 1 entries written, 0 obsolete" in output
+    assert re.search(r"prettyplay: wall time: \d+\.\d s", output)
+
+
+def test_a_failing_scenario_leaves_a_screenshot_and_a_trace(reported) -> None:
+    project, _ = reported
+    folders = sorted(p.name for p in (project.root / "reports").iterdir() if p.is_dir())
+    assert folders == ["shop.feature-Broken"]  # passing scenarios leave nothing
+    folder = project.root / "reports" / "shop.feature-Broken"
+    assert (folder / "failure.png").read_bytes().startswith(b"\x89PNG")
+    with zipfile.ZipFile(folder / "trace.zip") as trace:
+        names = trace.namelist()
+        assert "trace.trace" in names and "trace.network" in names
+        events = [json.loads(line) for line in trace.read("trace.trace").splitlines() if line]
+    assert any(e.get("type") == "context-options" for e in events)
+    assert any(e.get("type") == "screencast-frame" for e in events)
+
+
+def test_the_html_report_shows_what_a_person_needs(reported, browser) -> None:
+    project, _ = reported
+    report = project.root / "reports" / "report.html"
+    html = report.read_text()
+    assert "http://" not in html.split("<body>")[0]  # no outside assets
+    page = browser.new_page()
+    page.goto(report.as_uri())
+    assert page.locator("h1").inner_text() == "prettyplay report"
+    headings = page.locator("h2").all_inner_texts()
+    assert headings == [
+        "shop.feature::Replayed — passed",
+        "shop.feature::Generated — passed",
+        "shop.feature::Broken — failed",
+    ]
+    generated = page.locator("section", has=page.locator("h2", has_text="Generated"))
+    assert (
+        "generated" in generated.locator("tr", has_text="I accept the cookie banner").inner_text()
+    )
+    assert 'name="Accept cookies"' in generated.locator("pre").last.inner_text()
+    broken = page.locator("section", has=page.locator("h2", has_text="Broken"))
+    assert "verdict: product_defect" in broken.inner_text()
+    assert "explanation: the shop greets nobody" in broken.inner_text()
+    image = broken.locator("img.screenshot")
+    assert image.evaluate("img => img.complete && img.naturalWidth > 0")
+    replayed = page.locator("section", has=page.locator("h2", has_text="Replayed"))
+    assert replayed.locator("span.badge.replayed").count() == 2
+    page.close()
+
+
+def test_junit_output_carries_the_terminal_render(reported) -> None:
+    project, _ = reported
+    xml = "".join(p.read_text() for p in (project.root / "junit").glob("*.xml"))
+    assert "ProductDefectError: the product does not do what the step says" in xml
+    assert "explanation: the shop greets nobody" in xml
+
+
+def test_prune_removes_exactly_the_obsolete_entries(tmp_path: Path) -> None:
+    root = copy_examples(tmp_path)
+    cache_dir = root / "features" / ".prettyplay"
+    store = CacheStore(cache_dir, validate=check_code)
+    gone = CacheKey("shop/cart.feature::A scenario that was deleted", "step", "I open the shop")
+    unused = CacheKey("shop/cart.feature::Add a product to the cart", "step", "I dance")
+    for key in (gone, unused):
+        store.write(CacheEntry(key, OPEN, "generated"))
+    before = {p: p.read_text() for p in cache_dir.rglob("*.json")}
+    project = BehaveProject(root)
+    partial = project.run("features/login.feature")
+    assert partial.returncode == 0, partial
+    assert "obsolete" not in partial.output and not (cache_dir / ".obsolete-entries").exists()
+    full = project.run()
+    assert full.returncode == 0, full
+    assert "prettyplay: cache: 0 entries written, 2 obsolete" in full.output
+    prune = [sys.executable, "-m", "prettyplay_behave.cli", "cache", "prune"]
+    shown = subprocess.run([*prune, "--dry-run"], cwd=root, capture_output=True, text=True)
+    assert "I dance" in shown.stdout and "A scenario that was deleted" in shown.stdout
+    assert {p: p.read_text() for p in cache_dir.rglob("*.json")} == before
+    pruned = subprocess.run(prune, cwd=root, capture_output=True, text=True)
+    assert pruned.returncode == 0 and "2 obsolete entries deleted" in pruned.stdout
+    after = CacheStore(cache_dir, validate=check_code)
+    assert after.lookup(gone) is None and after.lookup(unused) is None
+    cart = json.loads((cache_dir / "shop" / "cart.feature.json").read_text())
+    assert sorted(cart["tests"]) == ["Add a product to the cart", "An empty cart says so"]
+    assert len(cart["tests"]["Add a product to the cart"]) == 4
+    for name in ("login.feature.json", "shop/checkout.feature.json"):
+        assert (cache_dir / name).read_text() == before[cache_dir / name]
+    again = project.run()
+    assert "prettyplay: cache: 0 entries written, 0 obsolete" in again.output
