@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from .config import PrettyConfig
+from .engine.executor import failure_label
 from .engine.recovery import GroupRecovery
 from .engine.step import ACTION, CHECK, ScenarioEntry, StepSpec, Trace
 from .errors import IncurableStepError
@@ -163,7 +164,17 @@ class Group:
             assert isinstance(failure, IncurableStepError)
             runtime = self.test.runtime
             recovery = GroupRecovery(runtime.executor, run, self.prompt, self.traces, self._members)
-            recovery.recover(failed, failure)
+            usage_before = runtime.llm.total_usage
+            try:
+                recovery.recover(failed, failure)
+            except BaseException as final:
+                failed.failure = failure_label(final)
+                raise
+            finally:
+                # the group's requests are booked on the step whose failure started them
+                usage = runtime.llm.total_usage
+                failed.requests += usage.requests - usage_before.requests
+                failed.tokens += usage.total_tokens - usage_before.total_tokens
             failed.outcome = "recovered"
             return failed
         self.traces.append(Trace(spec.sentence, entry.outcome, url_before, run.page.url))
