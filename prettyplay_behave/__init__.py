@@ -1,6 +1,7 @@
 """prettyplay-behave: plain-language browser tests, LLM-written once, replayed from a cache."""
 
-from .authoring import Group, PrettyPlay
+from typing import TYPE_CHECKING, Any
+
 from .config import PrettyConfig
 from .errors import (
     CacheError,
@@ -11,6 +12,19 @@ from .errors import (
     ProductDefectError,
     ProviderUnavailableError,
 )
+
+if TYPE_CHECKING:
+    from .authoring import Group, PrettyPlay
+
+
+def __getattr__(name: str) -> Any:
+    # The authoring surface pulls in Playwright; load it on first use only.
+    if name in ("Group", "PrettyPlay"):
+        from . import authoring
+
+        return getattr(authoring, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "CacheError",

@@ -75,16 +75,29 @@ class PrettyConfig:
     def origins(self) -> tuple[str, ...]:
         """Where step code may navigate: the setting, else the origin of ``base_url``."""
         if self.allowed_origins:
-            return self.allowed_origins
+            return tuple(origin_of(origin) for origin in self.allowed_origins)
         return (origin_of(self.base_url),) if self.base_url else ()
 
     def replace(self, **changes: Any) -> PrettyConfig:
         return dataclasses.replace(self, **changes)
 
 
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
 def origin_of(url: str) -> str:
+    """``scheme://host[:port]`` as browsers compare it: lower case, no default port."""
     parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
+    scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
+    if ":" in host:  # an IPv6 address keeps its brackets
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port is None or port == DEFAULT_PORTS.get(scheme):
+        return f"{scheme}://{host}"
+    return f"{scheme}://{host}:{port}"
 
 
 # -- parsing text values (from tags, -D, the environment and config files) -------------------

@@ -15,14 +15,16 @@ import sys
 from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..authoring import Group, PrettyPlay
 from ..config import PrettyConfig, for_scenario, resolve_config
 from ..errors import CacheError, PrettyPlayError
 from ..events import record
-from ..runtime import Runtime
 from .mapping import group_tags, scenario_namespace, step_spec
+
+if TYPE_CHECKING:
+    from ..authoring import Group, PrettyPlay
+    from ..runtime import Runtime
 
 Hook = Callable[..., None]
 
@@ -60,6 +62,9 @@ def run_config(context: Any) -> PrettyConfig:
 
 
 def before_all(context: Any) -> None:
+    # imported here, not at the top: a dry run never loads the engine and Playwright
+    from ..runtime import Runtime
+
     context.config.setup_logging()
     # the HTTP client logs every request at INFO; prettyplay logs its own, with the purpose
     for name in ("httpx", "httpx2", "httpcore"):
@@ -73,6 +78,8 @@ def before_all(context: Any) -> None:
 
 
 def before_scenario(context: Any, scenario: Any) -> None:
+    from ..authoring import PrettyPlay
+
     runtime: Runtime = context.prettyplay
     tags = list(scenario.effective_tags)
     if "interactive" in tags and os.environ.get("CI"):

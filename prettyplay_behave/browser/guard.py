@@ -1,11 +1,12 @@
-"""Navigation bounds: every new document a test's pages load must come from an allowed origin.
+"""Navigation bounds: every page a test opens must come from an allowed origin.
 
-The guard routes the browser context's requests. A navigation request (``goto``, a link click, a
-form, a popup, a script setting ``location``) to another origin never leaves the browser: it is
-answered "204 No Content", so the page stays where it was. A redirect is fetched without
-following it, and a redirect to another origin is answered the same way before its target is
-contacted. Further hops of a redirect chain are not intercepted by the browser's routing; a page
-that still lands outside the bounds is caught by the URL check after the step and taken back.
+The guard routes the browser context's requests. A top-level navigation (``goto``, a link
+click, a form, a popup, a script setting ``location``) to another origin never leaves the
+browser: it is answered "204 No Content", so the page stays where it was. A redirect is fetched
+without following it, and a redirect to another origin is answered the same way before its
+target is contacted. Frames inside a page may load other origins (a payment form, a map).
+Further hops of a redirect chain are not intercepted by the browser's routing; a page that
+still lands outside the bounds is caught by the URL check after the step and taken back.
 Every blocked URL is recorded so the step fails with a message naming it.
 """
 
@@ -13,7 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
+
+from ..config import origin_of
 
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Page, Route
@@ -21,16 +24,11 @@ if TYPE_CHECKING:
 REDIRECTS = range(300, 400)
 
 
-def origin_of(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}".lower()
-
-
 class NavigationGuard:
     """Keeps one context's documents within ``origins``; records what it blocked."""
 
     def __init__(self, origins: Iterable[str]) -> None:
-        self.origins = frozenset(origin.rstrip("/").lower() for origin in origins)
+        self.origins = frozenset(origin_of(origin) for origin in origins)
         self.blocked: list[str] = []
 
     def allows(self, url: str) -> bool:
@@ -43,7 +41,8 @@ class NavigationGuard:
 
     def _route(self, route: Route) -> None:
         request = route.request
-        if not request.is_navigation_request():
+        # top-level documents only: a page may embed other origins (a payment form, a map)
+        if not request.is_navigation_request() or request.frame.parent_frame is not None:
             route.continue_()
             return
         if not self.allows(request.url):
@@ -71,8 +70,11 @@ class NavigationGuard:
         blocked, self.blocked = self.blocked, []
         return blocked
 
-    def restore(self, page: Page, url_before: str) -> str:
-        """Bring a page that a blocked navigation left on an error page back into the bounds."""
+    def restore(self, page: Page, url_before: str) -> str | None:
+        """Bring a page that landed outside the bounds back; the URL it is on then, or None
+        when it never left."""
+        if self.allows(page.url):
+            return None
         for back in (page.go_back, lambda: page.goto(url_before)):
             if self.allows(page.url) or not self.allows(url_before):
                 break

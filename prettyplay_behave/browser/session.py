@@ -7,6 +7,7 @@ connected through ``browser_endpoint``: a Playwright server (``ws://``) or a CDP
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -67,15 +68,31 @@ class BrowserSession:
         if endpoint:
             log.info("connecting to the browser at %s", endpoint, extra={"event": "browser"})
             if endpoint.startswith(("ws://", "wss://")):
-                return browser_type.connect(endpoint, slow_mo=self.config.slow_mo_ms)
+                return browser_type.connect(
+                    endpoint, slow_mo=self.config.slow_mo_ms, headers=self._server_launch_options()
+                )
             return browser_type.connect_over_cdp(endpoint, slow_mo=self.config.slow_mo_ms)
         executable = self._executable(browser_type.executable_path)
+        log.info("launching %s (%s)", self.config.browser, executable or "Playwright's build",
+                 extra={"event": "browser"})  # fmt: skip
         return browser_type.launch(
             headless=self.config.headless,
             slow_mo=self.config.slow_mo_ms,
             executable_path=executable,
             args=list(CHROMIUM_ARGS) if self.config.browser == "chromium" else [],
         )
+
+    def _server_launch_options(self) -> dict[str, str]:
+        """A Playwright server launches the browser; a configured executable is passed on
+        (the server accepts it when started with ``--unsafe``; a grid uses its own)."""
+        if not self.config.browser_executable:
+            return {}
+        options = {
+            "executablePath": self.config.browser_executable,
+            "args": list(CHROMIUM_ARGS) if self.config.browser == "chromium" else [],
+            "headless": self.config.headless,
+        }
+        return {"x-playwright-launch-options": json.dumps(options)}
 
     def _executable(self, bundled: str) -> str | None:
         configured = self.config.browser_executable

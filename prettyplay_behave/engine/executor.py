@@ -75,6 +75,7 @@ class TestRun:
     owned_context: BrowserContext | None = None
     guard: NavigationGuard | None = None
     tracing: bool = False  # a Playwright trace is being recorded for this test
+    uses_secrets: bool = False  # then screenshots and traces are kept only when asked for
     screenshot: Path | None = None  # artifacts of a failure, kept in report_dir
     trace: Path | None = None
     started: float = field(default_factory=time.monotonic)
@@ -184,8 +185,9 @@ class StepExecutor:
                 )
                 continue
             texts = [bound] if bound else []
-            if bound and guard is not None:
-                texts.append(f"(the page was taken back to {guard.restore(page, url_before)})")
+            restored = guard.restore(page, url_before) if bound and guard else None
+            if restored:
+                texts.append(f"(the page was taken back to {restored})")
             if error is not None:
                 texts.append(describe_exception(error)[1])
             if not settled:
@@ -222,8 +224,10 @@ class StepCycle:
     def run(self) -> None:
         names = secret_names(self.spec.text)
         self.executor.secrets.require(names, self.spec.text)
-        if names and self.config.trace != "on":
-            self.test.drop_trace()
+        if names:
+            self.test.uses_secrets = True
+            if self.config.trace != "on":
+                self.test.drop_trace()
         try:
             self.route()
         except IncurableStepError as failure:

@@ -3,7 +3,7 @@
 The trace policy (``trace``): ``off`` records none; ``retain-on-failure`` (the default) records
 every test and keeps the traces of failing ones; ``on`` keeps them all. Screenshots and traces
 are pictures of the page and cannot be redacted: a test stops tracing at its first step that
-names a secret, unless the policy is ``on``.
+names a secret and takes no failure screenshot, unless the policy is ``on``.
 """
 
 from __future__ import annotations
@@ -38,7 +38,13 @@ class Artifacts:
         test.tracing = True
 
     def screenshot(self, test: TestRun) -> Path | None:
-        """The failure screenshot of a test, taken once, while its page is still open."""
+        """The failure screenshot of a test, taken once, while its page is still open.
+
+        A test whose steps type secrets gets none unless the trace policy is ``on``: a picture
+        of the page cannot be redacted.
+        """
+        if test.uses_secrets and self.policy != "on":
+            return None
         if test.screenshot is None and not test.page.is_closed():
             path = self.folder(test) / "failure.png"
             try:

@@ -7,6 +7,7 @@ snapshots, error texts, attempt records, requests and log records.
 
 from __future__ import annotations
 
+import ast
 import logging
 import os
 import re
@@ -66,9 +67,21 @@ class Secrets:
                 text = text.replace(value, f"${{{name}}}")
         return text
 
-    def found_in(self, text: str) -> str | None:
-        """The name of a secret whose literal value ``text`` holds."""
-        return next((name for name, value in self._values.items() if value in text), None)
+    def found_in(self, code: str) -> str | None:
+        """The name of a secret whose value a string literal of ``code`` holds."""
+        try:
+            tree = ast.parse(code)
+        except SyntaxError:  # the policy reports it
+            return None
+        literals = [
+            node.value
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        ]
+        return next(
+            (name for name, value in self._values.items() if any(value in s for s in literals)),
+            None,
+        )
 
 
 class RedactingFilter(logging.Filter):

@@ -21,7 +21,7 @@ TABLE_KEYS = {
 
 
 def test_every_key_of_the_manual_exists() -> None:
-    assert set(KEYS) == TABLE_KEYS
+    assert set(KEYS) == TABLE_KEYS | {"trace"}  # trace: the artifact policy of report_dir
     config = PrettyConfig()
     assert all(hasattr(config, key) for key in TABLE_KEYS)
 
@@ -87,3 +87,16 @@ def test_python_api_values_are_validated() -> None:
         PrettyConfig(speed=140)
     with pytest.raises(ConfigError, match="generation_attempts"):
         PrettyConfig(generation_attempts=0)
+
+
+@pytest.mark.parametrize(
+    ("url", "origin"),
+    [
+        ("http://127.0.0.1:80/shop", "http://127.0.0.1"),
+        ("HTTPS://Shop.Example:443", "https://shop.example"),
+        ("http://localhost:8000/", "http://localhost:8000"),
+        ("http://[::1]:8080/x", "http://[::1]:8080"),
+    ],
+)
+def test_origins_compare_as_browsers_do(url: str, origin: str) -> None:
+    assert PrettyConfig(base_url=url).origins == (origin,)
