@@ -16,7 +16,7 @@ from .events import Events, log
 from .llm.client import LLMClient
 from .llm.prompts import Prompts
 from .report.artifacts import Artifacts
-from .report.html import write_report
+from .report.html import REPORT_NAME, write_report
 from .report.summary import RunSummary
 from .safety.policy import check_code
 from .safety.secrets import RedactingFilter, Secrets
@@ -47,6 +47,7 @@ class Runtime:
         self.started = time.monotonic()
         self.report_dir = Path(config.report_dir) if config.report_dir else None
         self.artifacts = Artifacts(self.report_dir, config.trace) if self.report_dir else None
+        self.report_name = REPORT_NAME
 
     @property
     def session(self) -> BrowserSession:
@@ -109,8 +110,9 @@ class Runtime:
         """Write the HTML report (with ``report_dir``) and close the browser."""
         try:
             if self.report_dir is not None:
+                summary = summary or self.summary()
                 write_report(
-                    self.report_dir, self.tests, summary or self.summary(), self.secrets.redact
+                    self.report_dir, self.tests, summary, self.secrets.redact, self.report_name
                 )
         finally:
             log.removeFilter(self._redacting)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import time
 from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,6 +75,10 @@ def before_all(context: Any) -> None:
     runtime = Runtime(config, default_cache_dir=features_dir / ".prettyplay")
     for hook in getattr(context, "prettyplay_hooks", []):
         runtime.events.add(hook)
+    worker = context.config.userdata.get("worker_id")
+    if worker is not None:
+        # BehaveX runs one behave run per task in each worker: each writes a report of its own
+        runtime.report_name = f"report-worker{worker}-{os.getpid()}-{time.time_ns()}.html"
     context.prettyplay = runtime
 
 

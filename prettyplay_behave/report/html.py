@@ -29,6 +29,7 @@ def write_report(
     tests: Sequence[TestRun],
     summary: RunSummary,
     redact: Callable[[str], str],
+    name: str = REPORT_NAME,
 ) -> Path:
     """Render the report into ``report_dir``; every text passes ``redact``."""
     environment = jinja2.Environment(
@@ -43,6 +44,6 @@ def write_report(
     environment.filters["relative"] = lambda path: path.relative_to(report_dir).as_posix()
     html = environment.get_template("report.html.j2").render(tests=tests, summary=summary)
     report_dir.mkdir(parents=True, exist_ok=True)
-    path = report_dir / REPORT_NAME
+    path = report_dir / name
     path.write_text(html, encoding="utf-8")
     return path

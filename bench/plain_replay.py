@@ -1,0 +1,50 @@
+"""The example features' cached code run as a plain Playwright script: the limit a replay is
+measured against. Same demo shop, one browser, a fresh context per scenario, the same code.
+
+    .venv/bin/python bench/plain_replay.py
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+from playwright.sync_api import expect, sync_playwright
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from prettyplay_behave.browser.session import CHROMIUM_ARGS, find_system_chromium  # noqa: E402
+from prettyplay_behave.demo.server import DemoShop  # noqa: E402
+
+
+def scenarios() -> list[list[str]]:
+    """The code of every cached step, scenario by scenario, in the order they run."""
+    found = []
+    for path in sorted((ROOT / "features" / ".prettyplay").rglob("*.json")):
+        for entries in json.loads(path.read_text())["tests"].values():
+            found.append(["\n".join(entry["code"]) + "\n" for entry in entries])
+    return found
+
+
+def main() -> None:
+    steps = scenarios()
+    with DemoShop() as shop, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=find_system_chromium(), args=list(CHROMIUM_ARGS)
+        )
+        for codes in steps:
+            context = browser.new_context(base_url=shop.url)
+            page = context.new_page()
+            for code in codes:
+                namespace: dict[str, object] = {"expect": expect, "re": re}
+                exec(compile(code, "<step>", "exec"), namespace)
+                namespace["step"](page)  # type: ignore[operator]
+            context.close()
+        browser.close()
+
+
+if __name__ == "__main__":
+    main()

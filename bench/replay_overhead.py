@@ -1,0 +1,48 @@
+"""Replay overhead: the example features replayed by prettyplay (``behave``) against the same
+cached code run as a plain Playwright script (``bench/plain_replay.py``), whole-process wall
+times, run alternately so both see the same machine load; medians of several runs.
+
+    .venv/bin/python bench/replay_overhead.py [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET = 1.15
+
+
+def timed(command: list[str]) -> float:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PRETTYPLAY_", "OPENAI_"))}
+    started = time.perf_counter()
+    subprocess.run(command, cwd=ROOT, env=env, check=True, capture_output=True, timeout=600)
+    return time.perf_counter() - started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    prettyplay = [sys.executable, "-m", "behave", "-f", "null", "-D", "prettyplay.strict=true"]
+    plain = [sys.executable, "bench/plain_replay.py"]
+    timed(prettyplay), timed(plain)  # warm the disk cache
+    ours, theirs = [], []
+    for _ in range(args.runs):
+        ours.append(timed(prettyplay))
+        theirs.append(timed(plain))
+    ratio = statistics.median(o / t for o, t in zip(ours, theirs))
+    print(f"prettyplay (behave, strict replay): median {statistics.median(ours):.2f} s {ours}")
+    print(f"plain Playwright script:            median {statistics.median(theirs):.2f} s {theirs}")
+    print(f"ratio (median of paired runs): {ratio:.3f} (target <= {TARGET})")
+    return 0 if ratio <= TARGET else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
