@@ -1,10 +1,15 @@
-"""What generation costs: requests and tokens per generated step, and the size of a request.
+"""What a run costs: requests and tokens per step for generation, healing and group recovery.
 
-Runs the example features with an empty cache through behave against the demo shop, with the
-scripted OpenAI-compatible server answering every ``generate`` request with the code that the
-committed cache holds for that sentence and every ``gate`` request with a clean verdict. Token
-figures are the scripted server's usage (about four characters a token, as tokenisers of
-English text average), so they show the size of what is sent, not a provider's exact bill.
+Three behave runs over the example features against the demo shop, with the scripted
+OpenAI-compatible server answering:
+- generation: an empty cache; each ``generate`` request gets the code the committed cache holds
+  for that sentence, each ``gate`` a clean verdict;
+- healing: the committed cache against the changed UI (``cart.feature``); ``classify`` says
+  ``rot``, ``heal`` answers the changed UI's code;
+- group recovery: the ``@group`` checkout against the changed UI; ``diagnose`` says
+  ``recoverable`` with the failed step as the root, ``heal`` answers the changed UI's code.
+Token figures are the scripted server's usage (about four characters a token), so they size
+what is sent, not a provider's exact bill.
 
     .venv/bin/python bench/generation_cost.py
 """
@@ -27,8 +32,10 @@ sys.path.insert(0, str(ROOT))
 
 from prettyplay_behave.browser.session import CHROMIUM_ARGS, find_system_chromium  # noqa: E402
 from prettyplay_behave.browser.snapshot import capture, estimate_tokens  # noqa: E402
+from prettyplay_behave.demo.server import DemoShop  # noqa: E402
 from prettyplay_behave.engine.step import StepSpec  # noqa: E402
 from prettyplay_behave.llm.prompts import Prompts  # noqa: E402
+from tests.support.changed_ui import CART, CHECKOUT  # noqa: E402
 from tests.support.llm_server import (  # noqa: E402
     RecordedRequest,
     ScriptedLLMServer,
@@ -47,20 +54,49 @@ def committed_code() -> dict[str, str]:
     return code
 
 
-def run_examples(llm: ScriptedLLMServer, workdir: Path) -> int:
-    shutil.copytree(
-        ROOT / "features", workdir / "features", ignore=shutil.ignore_patterns(".prettyplay")
-    )
+def run_examples(llm: ScriptedLLMServer, workdir: Path, *args: str, cache: bool = False) -> int:
+    ignore = None if cache else shutil.ignore_patterns(".prettyplay")
+    shutil.copytree(ROOT / "features", workdir / "features", ignore=ignore)
     shutil.copy(ROOT / "setup.cfg", workdir / "setup.cfg")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PRETTYPLAY_", "OPENAI_"))}
     env.update(llm.env)
     completed = subprocess.run(
-        [sys.executable, "-m", "behave", "-f", "progress"], cwd=workdir, env=env, text=True,
-        capture_output=True, timeout=600,
+        [sys.executable, "-m", "behave", "-f", "progress", *args], cwd=workdir, env=env,
+        text=True, capture_output=True, timeout=600,
     )  # fmt: skip
     if completed.returncode != 0:
         print(completed.stdout, completed.stderr)
     return completed.returncode
+
+
+def report(title: str, requests: list[RecordedRequest], per: str) -> None:
+    """Requests and prompt tokens by purpose, per step that made a ``per`` request."""
+    by_purpose: dict[str, list[int]] = defaultdict(list)
+    for request in requests:
+        by_purpose[request.purpose or "?"].append(estimate_tokens(request.text))
+    steps = len([request for request in requests if request.purpose == per])
+    print(f"{title}: {steps} steps, {len(requests)} requests")
+    print("| purpose | requests | per step | prompt tokens per request (median, max) |")
+    print("| --- | ---: | ---: | ---: |")
+    for purpose, tokens in sorted(by_purpose.items()):
+        print(
+            f"| {purpose} | {len(tokens)} | {len(tokens) / steps:.1f} | "
+            f"{statistics.median(tokens):,.0f}, {max(tokens):,} |"
+        )
+    total = sum(sum(t) for t in by_purpose.values())
+    print(f"prompt tokens per step, all purposes: {total / steps:,.0f}\n")
+
+
+def verdict(label: str, request: RecordedRequest) -> str:
+    """A verdict naming the step of the request as the root."""
+    return json_answer(
+        {
+            "label": label,
+            "root_step": unquote(request.headers["x-prettyplay-step"]),
+            "explanation": "the controls were relabelled",
+            "recommendation": "use the new labels",
+        }
+    )
 
 
 def large_page_request(items: int) -> tuple[int, bool]:
@@ -93,28 +129,36 @@ def main() -> int:
     def generate(request: RecordedRequest) -> str:
         return code_answer(code[unquote(request.headers["x-prettyplay-step"])])
 
+    def heal(request: RecordedRequest) -> str:
+        sentence = unquote(request.headers["x-prettyplay-step"])
+        return code_answer({**CART, **CHECKOUT}[sentence])
+
+    clean = json_answer({"findings": []})
     with ScriptedLLMServer() as llm, tempfile.TemporaryDirectory() as tmp:
         llm.on("generate", generate, repeat=True)
-        llm.on("gate", json_answer({"findings": []}), repeat=True)
-        status = run_examples(llm, Path(tmp))
-        requests = llm.requests
-    if status != 0:
-        print("the example run failed")
-        return 1
-    by_purpose: dict[str, list[int]] = defaultdict(list)
-    for request in requests:
-        by_purpose[request.purpose or "?"].append(estimate_tokens(request.text))
-    steps = len(by_purpose["generate"])
-    print(f"example features, empty cache: {steps} steps generated, {len(requests)} requests")
-    print("| purpose | requests | requests per step | prompt tokens per request (median, max) |")
-    print("| --- | ---: | ---: | ---: |")
-    for purpose, tokens in sorted(by_purpose.items()):
-        print(
-            f"| {purpose} | {len(tokens)} | {len(tokens) / steps:.1f} | "
-            f"{statistics.median(tokens):,.0f}, {max(tokens):,} |"
-        )
-    total = sum(sum(t) for t in by_purpose.values())
-    print(f"prompt tokens per generated step (generate + gate): {total / steps:,.0f}")
+        llm.on("gate", clean, repeat=True)
+        if run_examples(llm, Path(tmp) / "generate") != 0:
+            return 1
+        report("generation, empty cache (every step; 24 sentences)", llm.requests, "generate")
+        with DemoShop(variant="changed-ui") as shop:
+            url = f"prettyplay.base_url={shop.url}"
+            llm.reset()
+            llm.on("classify", lambda r: verdict("rot", r), repeat=True)
+            llm.on("heal", heal, repeat=True)
+            llm.on("gate", clean, repeat=True)
+            healing = ["-D", url, "features/shop/cart.feature"]
+            if run_examples(llm, Path(tmp) / "heal", *healing, cache=True) != 0:
+                return 1
+            report("healing, changed UI (cart.feature)", llm.requests, "heal")
+            llm.reset()
+            llm.on("diagnose", lambda r: verdict("recoverable", r), repeat=True)
+            llm.on("heal", heal, repeat=True)
+            llm.on("gate", clean, repeat=True)
+            recovery = ["-D", url, "-D", "prettyplay.healing_attempts=5",
+                        "features/shop/checkout.feature"]  # fmt: skip
+            if run_examples(llm, Path(tmp) / "recover", *recovery, cache=True) != 0:
+                return 1
+            report("group recovery, changed UI (checkout.feature)", llm.requests, "heal")
     for items in (1_000, 5_000):
         request_tokens, kept = large_page_request(items)
         print(f"generate request on a page of {items:,} list items: {request_tokens:,} tokens, "

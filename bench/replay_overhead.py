@@ -37,7 +37,7 @@ def main() -> int:
     for _ in range(args.runs):
         ours.append(timed(prettyplay))
         theirs.append(timed(plain))
-    ratio = statistics.median(o / t for o, t in zip(ours, theirs))
+    ratio = statistics.median(o / t for o, t in zip(ours, theirs, strict=True))
     print(f"prettyplay (behave, strict replay): median {statistics.median(ours):.2f} s {ours}")
     print(f"plain Playwright script:            median {statistics.median(theirs):.2f} s {theirs}")
     print(f"ratio (median of paired runs): {ratio:.3f} (target <= {TARGET})")

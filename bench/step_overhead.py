@@ -75,14 +75,16 @@ def main() -> None:
         finally:
             runtime.close()
     steps = TIMES["step"]
-    overhead = [s - p for s, p in zip(steps, TIMES["page"])]
+    overhead = [s - p for s, p in zip(steps, TIMES["page"], strict=True)]
     print(f"{len(steps)} steps replayed ({rounds} rounds of the examples)")
     print("| per step, ms | median | mean |")
     print("| --- | ---: | ---: |")
     for name in ("step", "page", "settle", "policy and compile"):
-        print(f"| {name} | {statistics.median(TIMES[name]):.1f} | {statistics.mean(TIMES[name]):.1f} |")
+        times = TIMES[name]
+        print(f"| {name} | {statistics.median(times):.1f} | {statistics.mean(times):.1f} |")
     bookkeeping = [
-        o - s - c for o, s, c in zip(overhead, TIMES["settle"], TIMES["policy and compile"])
+        o - s - c
+        for o, s, c in zip(overhead, TIMES["settle"], TIMES["policy and compile"], strict=True)
     ]
     print(f"| engine overhead (step - page) | {statistics.median(overhead):.1f} | "
           f"{statistics.mean(overhead):.1f} |")  # fmt: skip

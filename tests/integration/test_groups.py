@@ -13,6 +13,7 @@ from prettyplay_behave import IncurableStepError, PrettyConfig, PrettyPlay, Prod
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
 from tests.conftest import BehaveProject, copy_examples
+from tests.support.changed_ui import CHECKOUT
 from tests.support.llm_server import RecordedRequest, ScriptedLLMServer, code_answer, json_answer
 
 CLEAN = json_answer({"findings": []})
@@ -366,54 +367,26 @@ def test_the_group_example_recovers_a_changed_ui_under_behave(
 ) -> None:
     root = copy_examples(tmp_path)
     project = BehaveProject(root)
-    healed = {
-        "I accept the cookie banner": ACCEPT_NEW,
-        'I add the "Green Tea" to the cart': (
-            "def step(page) -> None:\n"
-            '    tea = page.get_by_role("article", name="Green Tea")\n'
-            '    tea.get_by_role("button", name="Add to basket").click()\n'
-            '    basket = page.get_by_role("link", name=re.compile("^Basket"))\n'
-            '    expect(basket).to_have_text("Basket (1)")\n'
-        ),
-        "I check out and accept the terms": (
-            "def step(page) -> None:\n"
-            '    page.get_by_role("link", name=re.compile("^Basket")).click()\n'
-            '    page.get_by_role("button", name="Proceed to checkout").click()\n'
-            '    terms = page.get_by_role("dialog", name="Terms of sale")\n'
-            '    terms.get_by_label("I agree to the terms").check()\n'
-            '    terms.get_by_role("button", name="Next").click()\n'
-            '    expect(page).to_have_url(re.compile("/checkout$"))\n'
-        ),
-        "I fill the order form:": (
-            "def step(page) -> None:\n"
-            '    page.get_by_label("E-mail address").fill("ann@example.com")\n'
-            '    page.get_by_label("Full name").fill("Ann Example")\n'
-        ),
-        "I place the order": (
-            "def step(page) -> None:\n"
-            '    page.get_by_role("button", name="Confirm purchase").click()\n'
-        ),
-    }  # fmt: skip
     llm.on("diagnose", root_is_the_failed_step, repeat=True)
-    for sentence, code in healed.items():
+    for sentence, code in CHECKOUT.items():
         llm.on("heal", code_answer(code), step=sentence)
     llm.on("gate", CLEAN, repeat=True)
     result = project.run(
         "features/shop/checkout.feature",
         "-D", f"prettyplay.base_url={changed.url}",
-        "-D", f"prettyplay.healing_attempts={len(healed)}",
+        "-D", f"prettyplay.healing_attempts={len(CHECKOUT)}",
         "-D", "prettyplay.action_timeout_ms=2000",
         env=llm.env,
     )  # fmt: skip
     assert result.returncode == 0, result
     # every broken step recovered in one cycle of its own: one diagnosis, one heal, one gate
     diagnosed = [str(r.step) for r in llm.requests_for("diagnose")]
-    assert sorted(diagnosed) == sorted(healed)
-    assert sorted(str(r.step) for r in llm.requests_for("heal")) == sorted(healed)
+    assert sorted(diagnosed) == sorted(CHECKOUT)
+    assert sorted(str(r.step) for r in llm.requests_for("heal")) == sorted(CHECKOUT)
     assert llm.requests_for("classify") == []
     cache = json.loads((root / "features/.prettyplay/shop/checkout.feature.json").read_text())
     entries = {e["sentence"]: e["origin"] for e in cache["tests"]["Order a product"]}
-    assert {s for s, origin in entries.items() if origin == "recovered"} == set(healed)
+    assert {s for s, origin in entries.items() if origin == "recovered"} == set(CHECKOUT)
     llm.reset()
     again = project.run(
         "features/shop/checkout.feature",

@@ -19,6 +19,7 @@ from prettyplay_behave import (
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
 from tests.conftest import ROOT, BehaveProject
+from tests.support.changed_ui import CART
 from tests.support.llm_server import ScriptedLLMServer, code_answer, json_answer
 
 CLEAN = json_answer({"findings": []})
@@ -32,31 +33,6 @@ def verdict(label: str, explanation: str = "", recommendation: str = "") -> str:
             "recommendation": recommendation or f"what to do about {label}",
         }
     )
-
-
-HEALED_CART = {
-    "I accept the cookie banner": (
-        'def step(page) -> None:\n    page.get_by_role("button", name="Allow all").click()\n'
-    ),
-    'I add the "Blue Mug" to the cart': (
-        "def step(page) -> None:\n"
-        '    product = page.get_by_role("article", name="Blue Mug")\n'
-        '    product.get_by_role("button", name="Add to basket").click()\n'
-    ),
-    "the cart link shows 1 item": (
-        "def step(page) -> None:\n"
-        '    basket = page.get_by_role("link", name=re.compile("^Basket"))\n'
-        '    expect(basket).to_have_text("Basket (1)")\n'
-    ),
-    "I open the cart": (
-        "def step(page) -> None:\n"
-        '    page.get_by_role("link", name=re.compile("^Basket")).click()\n'
-    ),
-    "the cart says that it is empty": (
-        "def step(page) -> None:\n"
-        '    expect(page.get_by_role("main")).to_contain_text("Your basket is empty.")\n'
-    ),
-}
 
 
 def cart_project(tmp_path: Path) -> BehaveProject:
@@ -80,7 +56,7 @@ def test_a_changed_ui_heals_and_the_next_run_replays(
     fresh_shop.set_variant("changed-ui")
     project = cart_project(tmp_path)
     llm.on("classify", verdict("rot", "the controls were relabelled"), repeat=True)
-    for sentence, code in HEALED_CART.items():
+    for sentence, code in CART.items():
         llm.on("heal", code_answer(code), step=sentence, repeat=True)
     llm.on("gate", CLEAN, repeat=True)
     result = project.run("-D", f"prettyplay.base_url={fresh_shop.url}", env=llm.env)
@@ -101,7 +77,7 @@ def test_a_changed_ui_heals_and_the_next_run_replays(
     entries = {e["sentence"]: e for e in cache["tests"]["Add a product to the cart"]}
     assert entries["I accept the cookie banner"]["origin"] == "healed"
     assert entries["I accept the cookie banner"]["code"] == (
-        HEALED_CART["I accept the cookie banner"].splitlines()
+        CART["I accept the cookie banner"].splitlines()
     )
     assert entries["I open the shop"]["origin"] == "generated"  # untouched
     assert len(cache["tests"]["Add a product to the cart"]) == 4  # replaced, never appended
