@@ -87,6 +87,24 @@ class StepFailedError(PrettyPlayError):
             sections.append("\n".join(lines))
         return f"\n{SECTION}\n".join(sections)
 
+    def recast(
+        self,
+        error_type: type[StepFailedError],
+        headline: str,
+        explanation: str | None = None,
+        recommendation: str | None = None,
+    ) -> StepFailedError:
+        """The same failure under another headline (and verdict)."""
+        return error_type(
+            headline,
+            sentence=self.sentence,
+            error=self.error,
+            details=self.details,
+            explanation=self.explanation if explanation is None else explanation,
+            recommendation=self.recommendation if recommendation is None else recommendation,
+            code=self.code,
+        )
+
     def render(self) -> str:
         """The full terminal render, headed by the exception's name."""
         return f"{type(self).__name__}: {self.body}"

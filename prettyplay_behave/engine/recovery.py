@@ -70,14 +70,9 @@ class GroupRecovery:
                 return
             failed, failure = repeat
             self.failed = failed
-        raise IncurableStepError(
-            f"the group's recovery cycles are exhausted ({self.test.config.healing_attempts})",
-            sentence=failure.sentence,
-            error=failure.error,
-            details=failure.details,
-            explanation=failure.explanation,
-            recommendation=failure.recommendation,
-            code=failure.code,
+        cap = self.test.config.healing_attempts
+        raise failure.recast(
+            IncurableStepError, f"the group's recovery cycles are exhausted ({cap})"
         )
 
     def diagnose(self, failed: ScenarioEntry) -> Verdict:
@@ -122,20 +117,18 @@ class GroupRecovery:
             headline = "the group cannot recover"
             if verdict.label == PRODUCT_DEFECT:
                 error_type, headline = ProductDefectError, DEFECT_HEADLINE
-            raise self._verdict_error(error_type, headline, verdict, failure)
+            raise failure.recast(error_type, headline, verdict.explanation, verdict.recommendation)
         last = self.members.index(failed)
         root = next(
             (i for i, m in enumerate(self.members[: last + 1]) if m.sentence == verdict.root_step),
             None,
         )
         if root is None:
-            raise self._verdict_error(
-                IncurableStepError,
-                f"the diagnosis traces the failure to {verdict.root_step!r}, "
-                "a step outside the group",
-                verdict,
-                failure,
-            )
+            outside = f"the diagnosis traces the failure to {verdict.root_step!r}, a step outside"
+            raise failure.recast(
+                IncurableStepError, outside + " the group", verdict.explanation,
+                verdict.recommendation,
+            )  # fmt: skip
         return list(self.members[root : last + 1])
 
     def run_row(
@@ -154,20 +147,3 @@ class GroupRecovery:
             record(logging.INFO, "group_row_recovered", "group %r recovered step %r",
                    self.prompt, entry.sentence)  # fmt: skip
         return None
-
-    @staticmethod
-    def _verdict_error(
-        error_type: type[StepFailedError],
-        headline: str,
-        verdict: Verdict,
-        failure: StepFailedError,
-    ) -> StepFailedError:
-        return error_type(
-            headline,
-            sentence=failure.sentence,
-            error=failure.error,
-            details=failure.details,
-            explanation=verdict.explanation,
-            recommendation=verdict.recommendation,
-            code=failure.code,
-        )
