@@ -121,3 +121,11 @@ def llm() -> Iterator[ScriptedLLMServer]:
     """The scripted OpenAI-compatible server; every request it receives is recorded."""
     with ScriptedLLMServer() as server:
         yield server
+
+
+@pytest.fixture
+def llm_env(llm: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch) -> ScriptedLLMServer:
+    """The scripted server, reachable through OPENAI_BASE_URL/OPENAI_API_KEY of this process."""
+    for name, value in llm.env.items():
+        monkeypatch.setenv(name, value)
+    return llm

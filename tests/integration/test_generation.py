@@ -35,13 +35,6 @@ HEADING = (
 CLEAN = json_answer({"findings": []})
 
 
-@pytest.fixture
-def llm_env(llm: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch) -> ScriptedLLMServer:
-    for name, value in llm.env.items():
-        monkeypatch.setenv(name, value)
-    return llm
-
-
 def config_for(shop, tmp_path: Path, **changes) -> PrettyConfig:
     settings = {"llm_timeout": 5.0, "llm_retries": 0, **changes}
     return PrettyConfig(base_url=shop.url, cache_dir=str(tmp_path / "cache"), **settings)

@@ -66,13 +66,6 @@ class Recorder:
 
 
 @pytest.fixture
-def llm_env(llm: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch) -> ScriptedLLMServer:
-    for name, value in llm.env.items():
-        monkeypatch.setenv(name, value)
-    return llm
-
-
-@pytest.fixture
 def changed(fresh_shop):
     fresh_shop.set_variant("changed-ui")
     return fresh_shop

@@ -151,13 +151,6 @@ def test_a_broken_product_fails_red_and_is_never_healed(
     assert cache_file.read_bytes() == original
 
 
-@pytest.fixture
-def llm_env(llm: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch) -> ScriptedLLMServer:
-    for name, value in llm.env.items():
-        monkeypatch.setenv(name, value)
-    return llm
-
-
 OPEN_SHOP = 'def step(page) -> None:\n    page.goto("/")\n'
 BROKEN_ACCEPT = (
     'def step(page) -> None:\n    page.get_by_role("button", name="Consent").click(timeout=300)\n'

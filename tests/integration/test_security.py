@@ -129,11 +129,10 @@ def test_a_missing_secret_fails_before_the_step_runs(
 
 
 @pytest.fixture
-def llm_env(llm: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch) -> ScriptedLLMServer:
-    for name, value in llm.env.items():
-        monkeypatch.setenv(name, value)
+def llm_env(llm_env: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch) -> ScriptedLLMServer:
+    """The scripted server in the environment, and the canary secret with it."""
     monkeypatch.setenv("CANARY", CANARY)
-    return llm
+    return llm_env
 
 
 def api_config(url: str, tmp_path: Path, **changes) -> PrettyConfig:
