@@ -20,6 +20,7 @@ from .engine.executor import failure_label
 from .engine.recovery import GroupRecovery
 from .engine.step import ACTION, CHECK, ScenarioEntry, StepSpec, Trace
 from .errors import IncurableStepError
+from .report.artifacts import folder_name
 from .runtime import Runtime
 
 if TYPE_CHECKING:
@@ -45,6 +46,8 @@ class PrettyPlay:
         self.config = config or (runtime.config if runtime else PrettyConfig())
         self._owns_runtime = runtime is None
         self.runtime = runtime or Runtime(self.config)
+        if self._owns_runtime:  # a test on its own writes a report of its own
+            self.runtime.report_name = f"report-{folder_name(name)}.html"
         self._page = page
         self._run: TestRun | None = None
 

@@ -46,7 +46,7 @@ class Runtime:
         self.tests: list[TestRun] = []
         self.started = time.monotonic()
         self.report_dir = Path(config.report_dir) if config.report_dir else None
-        self.artifacts = Artifacts(self.report_dir, config.trace) if self.report_dir else None
+        self.artifacts = Artifacts(self.report_dir) if self.report_dir else None
         self.report_name = REPORT_NAME
 
     @property

@@ -131,9 +131,12 @@ def after_scenario(context: Any, scenario: Any) -> None:
     state: ScenarioState | None = getattr(context, "prettyplay_scenario", None)
     if state is None:
         return
+    failed = scenario.status.has_failed()
     try:
+        if failed:
+            state.test.run.failed_elsewhere = True  # a user's own step may have failed it
         if state.group is not None:
-            failure = RuntimeError("scenario failed") if scenario.status.has_failed() else None
+            failure = RuntimeError("scenario failed") if failed else None
             state.group.__exit__(type(failure) if failure else None, failure, None)
     finally:
         state.test.close()

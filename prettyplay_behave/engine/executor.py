@@ -76,6 +76,7 @@ class TestRun:
     guard: NavigationGuard | None = None
     tracing: bool = False  # a Playwright trace is being recorded for this test
     uses_secrets: bool = False  # then screenshots and traces are kept only when asked for
+    failed_elsewhere: bool = False  # a step outside prettyplay (a user's own) failed
     screenshot: Path | None = None  # artifacts of a failure, kept in report_dir
     trace: Path | None = None
     started: float = field(default_factory=time.monotonic)
@@ -92,7 +93,7 @@ class TestRun:
 
     @property
     def failed(self) -> bool:
-        return any(entry.outcome == "failed" for entry in self.scenario)
+        return self.failed_elsewhere or any(e.outcome == "failed" for e in self.scenario)
 
     def drop_trace(self) -> None:
         """Stop and discard this test's trace: screenshots in a trace cannot be redacted."""

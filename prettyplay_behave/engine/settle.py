@@ -2,13 +2,16 @@
 
 A page is settled when its document has loaded, no DOM mutation happened for ``QUIET_MS`` and no
 document, fetch or XHR request is pending. The wait polls only while the page is changing; a
-quiet page costs one round trip.
+quiet page costs one round trip. A closed or crashed page has nothing left to wait for: the wait
+ends at once, and the step's own call then reports what happened to the page.
 """
 
 from __future__ import annotations
 
 import time
 from typing import TYPE_CHECKING
+
+from playwright.sync_api import Error as PlaywrightError
 
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Page, Request
@@ -29,10 +32,20 @@ _MUTATION_CLOCK = """
 })();
 """
 
-_QUIET_FOR = """
-() => document.readyState === "complete"
-  ? performance.now() - (window.__prettyplayLastMutation || 0) : -1
+# A document loaded before the clock was installed (a page handed in by the caller) gets the
+# clock now, and counts as just changed.
+_QUIET_FOR = (
+    """
+() => {
+  if (document.readyState !== "complete") return -1;
+  if (window.__prettyplayLastMutation === undefined) {"""
+    + _MUTATION_CLOCK
+    + """    return 0;
+  }
+  return performance.now() - window.__prettyplayLastMutation;
+}
 """
+)
 
 
 class Settler:
@@ -41,6 +54,8 @@ class Settler:
     def __init__(self, page: Page) -> None:
         self.page = page
         self._pending: set[Request] = set()
+        self._crashed = False
+        page.on("crash", self._crash)
         page.on("request", self._started)
         page.on("requestfinished", self._ended)
         page.on("requestfailed", self._ended)
@@ -56,6 +71,9 @@ class Settler:
     def _ended(self, request: Request) -> None:
         self._pending.discard(request)
 
+    def _crash(self, page: Page) -> None:
+        self._crashed = True
+
     def _quiet_ms(self) -> float:
         try:
             quiet = self.page.evaluate(_QUIET_FOR)
@@ -64,11 +82,14 @@ class Settler:
         return float(quiet) if quiet is not None else -1.0
 
     def settle(self, window_ms: int) -> bool:
-        """Wait until the page is quiet; False when the window ran out first."""
+        """Wait until the page is quiet; False when the window ran out first.
+
+        A closed or crashed page ends the wait at once (True: there is nothing to wait for).
+        """
         deadline = time.monotonic() + window_ms / 1000
         while True:
-            if self.page.is_closed():
-                return False
+            if self._crashed or self.page.is_closed():
+                return True
             quiet = self._quiet_ms()
             if quiet >= QUIET_MS and not self._pending:
                 return True
@@ -76,4 +97,7 @@ class Settler:
             if remaining_ms <= 0:
                 return False
             wait = QUIET_MS - quiet if 0 <= quiet < QUIET_MS and not self._pending else POLL_MS
-            self.page.wait_for_timeout(max(1.0, min(wait, remaining_ms)))
+            try:
+                self.page.wait_for_timeout(max(1.0, min(wait, remaining_ms)))
+            except PlaywrightError:  # the page crashed or was closed while it was watched
+                return True

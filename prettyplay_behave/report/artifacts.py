@@ -22,9 +22,10 @@ def folder_name(test_name: str) -> str:
 
 
 class Artifacts:
-    def __init__(self, report_dir: Path, policy: str) -> None:
+    """A run's artifacts; each test follows its own ``trace`` setting (a tag may change it)."""
+
+    def __init__(self, report_dir: Path) -> None:
         self.report_dir = report_dir
-        self.policy = policy
 
     def folder(self, test: TestRun) -> Path:
         folder = self.report_dir / folder_name(test.name)
@@ -32,7 +33,7 @@ class Artifacts:
         return folder
 
     def start(self, test: TestRun) -> None:
-        if self.policy == "off":
+        if test.config.trace == "off":
             return
         test.page.context.tracing.start(title=test.name, screenshots=True, snapshots=True)
         test.tracing = True
@@ -43,7 +44,7 @@ class Artifacts:
         A test whose steps type secrets gets none unless the trace policy is ``on``: a picture
         of the page cannot be redacted.
         """
-        if test.uses_secrets and self.policy != "on":
+        if test.uses_secrets and test.config.trace != "on":
             return None
         if test.screenshot is None and not test.page.is_closed():
             path = self.folder(test) / "failure.png"
@@ -62,7 +63,7 @@ class Artifacts:
             return
         test.tracing = False
         tracing = test.page.context.tracing
-        if test.failed or self.policy == "on":
+        if test.failed or test.config.trace == "on":
             path = self.folder(test) / "trace.zip"
             tracing.stop(path=str(path))
             test.trace = path
