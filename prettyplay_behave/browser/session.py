@@ -117,8 +117,20 @@ class BrowserSession:
         return system
 
     def new_page(self, config: PrettyConfig) -> tuple[BrowserContext, Page]:
-        """A fresh context (with ``base_url``) and page for one test."""
-        context = self.browser.new_context(base_url=config.base_url)
+        """A fresh context (with ``base_url``) and page for one test.
+
+        A browser that died since the last test (killed, crashed) is launched again: its
+        death may only come to light with this first request to it.
+        """
+        from playwright.sync_api import Error as PlaywrightError
+
+        try:
+            context = self.browser.new_context(base_url=config.base_url)
+        except PlaywrightError:
+            if self._browser is None or self._browser.is_connected():
+                raise
+            log.warning("the browser was gone; launching it again", extra={"event": "browser"})
+            context = self.browser.new_context(base_url=config.base_url)
         context.set_default_timeout(config.action_timeout_ms)
         page = context.new_page()
         return context, page

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from playwright.sync_api import Error as PlaywrightError
+
 from ..browser.snapshot import PageState, capture
 from ..cache import CacheEntry, CacheKey, CacheStore
 from ..errors import (
@@ -36,7 +38,14 @@ from ..errors import (
     describe_exception,
 )
 from ..events import Events, record
-from ..llm.answers import GateVerdict, UnparseableAnswer, Verdict, extract_code, parse_verdict
+from ..llm.answers import (
+    MAX_ANSWER_CHARS,
+    GateVerdict,
+    UnparseableAnswer,
+    Verdict,
+    extract_code,
+    parse_verdict,
+)
 from ..llm.prompts import Prompts
 from ..safety.sandbox import compile_step, run_step
 from ..safety.secrets import Secrets, secret_names
@@ -61,6 +70,7 @@ PRODUCT_DEFECT = "product_defect"
 INCURABLE = "incurable"
 HEALABLE = ("rot", "fixable")
 DEFECT_HEADLINE = "the product does not do what the step says"
+RUNAWAY_HEAD_CHARS = 2_000
 STRICT = " (strict: replay only)"
 
 
@@ -104,9 +114,15 @@ class TestRun:
     def close(self) -> None:
         """Close the context this test opened (a page handed in stays open)."""
         self.duration = time.monotonic() - self.started
-        if self.owned_context is not None:
-            self.owned_context.close()
-            self.owned_context = None
+        context, self.owned_context = self.owned_context, None
+        if context is None:
+            return
+        try:
+            context.close()
+        except PlaywrightError:
+            browser = context.browser
+            if browser is not None and browser.is_connected():
+                raise  # a browser that is gone took its contexts with it; anything else is real
 
 
 class StepExecutor:
@@ -177,7 +193,9 @@ class StepExecutor:
                 run_step(function, page)
             except Exception as exc:  # a red outcome, whatever raised it
                 error = exc
-            bound = guard.problem(guard.take(), _url(page)) if guard else None
+            bound = None
+            if guard is not None and not page.is_closed():
+                bound = guard.problem(guard.take(), page.url)
             if error is None and bound is None:
                 return Attempt(GREEN, url_before, _url(page), code, "")
             if attempt_no < spec.tries and bound is None:
@@ -359,7 +377,7 @@ class StepCycle:
             return extract_code(answer.text)
         except UnparseableAnswer as exc:
             url = _url(self.test.page)
-            text = f"{exc}\nfinish_reason: {answer.finish_reason}\nanswer:\n{answer.text}"
+            text = f"{exc}\nfinish_reason: {answer.finish_reason}\nanswer:\n{quoted(answer.text)}"
             return Attempt(UNPARSEABLE, url, url, "", text)
 
     def classify(self) -> Verdict:
@@ -378,7 +396,8 @@ class StepCycle:
         except UnparseableAnswer as exc:
             record(logging.WARNING, "classification_degraded",
                    "unparseable classification of %r (%s); taken as incurable; raw answer:\n%s",
-                   self.spec.sentence, exc, answer.text, raw_answer=answer.text)  # fmt: skip
+                   self.spec.sentence, exc, quoted(answer.text),
+                   raw_answer=quoted(answer.text))  # fmt: skip
             degraded = Verdict(INCURABLE, f"the classification answer was unparseable: {exc}", "")
             self.entry.verdicts.append(degraded)
             return degraded
@@ -459,6 +478,15 @@ class StepCycle:
             recommendation=verdict.recommendation,
             code=last.code,
         )
+
+
+def quoted(answer: str) -> str:
+    """An answer as records and logs keep it: whole, unless it is past the answer size limit,
+    where its head stands for it (it would otherwise ride every later request of the step)."""
+    if len(answer) <= MAX_ANSWER_CHARS:
+        return answer
+    head = RUNAWAY_HEAD_CHARS
+    return f"{answer[:head]}\n… ({len(answer) - head:,} more characters of a runaway answer)"
 
 
 def failure_label(exc: BaseException) -> str:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from ..errors import IncurableStepError, ProductDefectError, StepFailedError
 from ..events import record
 from ..llm.answers import UnparseableAnswer, Verdict, parse_verdict
-from .executor import DEFECT_HEADLINE, INCURABLE, PRODUCT_DEFECT, StepCycle
+from .executor import DEFECT_HEADLINE, INCURABLE, PRODUCT_DEFECT, StepCycle, quoted
 from .step import ScenarioEntry, Trace
 
 if TYPE_CHECKING:
@@ -97,7 +97,8 @@ class GroupRecovery:
         except UnparseableAnswer as exc:
             record(logging.WARNING, "group_diagnosis_degraded",
                    "unparseable diagnosis of group %r (%s); taken as incurable; raw answer:\n%s",
-                   self.prompt, exc, answer.text, raw_answer=answer.text)  # fmt: skip
+                   self.prompt, exc, quoted(answer.text),
+                   raw_answer=quoted(answer.text))  # fmt: skip
             degraded = Verdict(INCURABLE, f"the diagnosis answer was unparseable: {exc}", "")
             failed.verdicts.append(degraded)
             return degraded

@@ -1,0 +1,23 @@
+"""Fixtures of the fault tests: no LLM at all, and a page of the module's browser for tests
+that drive the Python API in this process (``llm_env`` comes from tests/conftest.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def no_llm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No LLM configured: a red replay fails at once, without a request."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+
+@pytest.fixture
+def page(browser, shop):
+    """A fresh context and page of the module's browser, on the demo shop."""
+    context = browser.new_context(base_url=shop.url)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()

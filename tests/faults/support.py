@@ -1,0 +1,288 @@
+"""Helpers of the fault tests: the processes of a run, cache folders, behave runs that get
+signals, and a tiny server for pages the demo shop does not have."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from prettyplay_behave import PrettyConfig
+from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.safety.policy import check_code
+from tests.conftest import BehaveProject
+
+# Every process a behave run starts (the Playwright driver, every Chromium process) inherits
+# this variable, so a run's processes are found even after their parent is gone.
+MARKER_VARIABLE = "FAULT_TEST_RUN"
+
+OPEN_SHOP = 'def step(page) -> None:\n    page.goto("/")\n'
+ACCEPT = 'def step(page) -> None:\n    page.get_by_role("button", name="Accept cookies").click()\n'
+HEADING = (
+    "def step(page) -> None:\n"
+    '    expect(page.get_by_role("heading", level=1)).to_have_text("Demo Shop")\n'
+)
+# Waits far longer than any test does: the step is still running when the fault strikes.
+NEVER = 'def step(page) -> None:\n    page.locator("#never").wait_for(timeout=60000)\n'
+
+
+def wait_for(condition: Callable[[], object], timeout: float, what: str) -> None:
+    """Poll ``condition`` until it is true; fail naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.02)
+
+
+# -- processes ----------------------------------------------------------------------------------
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rpartition(")")[2].split()[1])
+
+
+def _pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def command_name(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def descendants(root: int) -> set[int]:
+    """Every living process below ``root``."""
+    children: dict[int, list[int]] = {}
+    for pid in _pids():
+        parent = _parent_of(pid)
+        if parent is not None:
+            children.setdefault(parent, []).append(pid)
+    found: set[int] = set()
+    stack = [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.add(child)
+            stack.append(child)
+    return found
+
+
+def marked_processes(marker: str) -> dict[int, str]:
+    """The living processes that inherited ``MARKER_VARIABLE=marker``: pid -> command name."""
+    wanted = f"{MARKER_VARIABLE}={marker}".encode()
+    found = {}
+    for pid in _pids():
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            continue
+        if wanted in environ.split(b"\0") and _state(pid) != "Z":
+            found[pid] = command_name(pid)
+    return found
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return "Z"
+
+
+def kill_all(pids: Iterable[int]) -> None:
+    for pid in pids:
+        with suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def alive(pids: Iterable[int]) -> dict[int, str]:
+    """Those of ``pids`` still running (zombies count as gone): pid -> command name."""
+    return {pid: command_name(pid) for pid in pids if _state(pid) != "Z"}
+
+
+def assert_no_processes_left(marker: str, seen: Iterable[int] = (), timeout: float = 10.0) -> None:
+    """Every process of the run is gone within ``timeout`` seconds (else they are killed): the
+    ones that inherited its marker, and ``seen``, the ones found below it while it ran."""
+    seen = set(seen)
+
+    def left() -> dict[int, str]:
+        return {**marked_processes(marker), **alive(seen)}
+
+    try:
+        wait_for(lambda: not left(), timeout, "the run's processes to end")
+    except AssertionError:
+        remaining = left()
+        kill_all(remaining)
+        raise AssertionError(f"processes left running after the run: {remaining}") from None
+
+
+# -- cache folders ------------------------------------------------------------------------------
+
+
+def plant(cache_dir: Path, test: str, *entries: tuple[str, str, str]) -> None:
+    """Write ``(kind, sentence, code)`` entries for ``test``, as a generating run would."""
+    store = CacheStore(cache_dir, validate=check_code)
+    for kind, sentence, code in entries:
+        store.write(CacheEntry(CacheKey(test, kind, sentence), code, "generated"))
+
+
+def folder_bytes(folder: Path) -> dict[str, bytes]:
+    """Every file below ``folder`` with its bytes; lock files are left out."""
+    if not folder.exists():
+        return {}
+    return {
+        str(path.relative_to(folder)): path.read_bytes()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and not path.name.endswith(".lock")
+    }
+
+
+def temp_files(folder: Path) -> list[str]:
+    """Temporary files an interrupted write would have left behind."""
+    if not folder.exists():
+        return []
+    return [str(p) for p in folder.rglob("*") if p.name.endswith(".tmp") or ".tmp" in p.suffixes]
+
+
+# -- behave runs that receive signals -----------------------------------------------------------
+
+
+@dataclass
+class BehaveProcess:
+    """``python -m behave`` in a session of its own, so a signal reaches it alone."""
+
+    project: BehaveProject
+    args: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    marker: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    def __post_init__(self) -> None:
+        environ = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith(("PRETTYPLAY_", "OPENAI_")) and key != "CI"
+        }
+        environ.update(self.env)
+        environ[MARKER_VARIABLE] = self.marker
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "behave", "--no-color", "-f", "plain", *self.args],
+            cwd=self.project.root,
+            env=environ,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        self.output = ""
+
+    def browser_processes(self) -> set[int]:
+        """The processes below the run now: the Playwright driver and every Chromium process."""
+        found = descendants(self.process.pid)
+        assert any("chrom" in command_name(pid) for pid in found), "no browser is running"
+        return found
+
+    def interrupt(self, whole_group: bool = False) -> float:
+        """Send SIGINT (to the run, or to its whole process group as a terminal's Ctrl+C does);
+        the moment it was sent."""
+        if whole_group:
+            os.killpg(self.process.pid, signal.SIGINT)
+        else:
+            self.process.send_signal(signal.SIGINT)
+        return time.monotonic()
+
+    def finish(self, timeout: float) -> int:
+        """The exit code; the run is killed (and the test fails) when it outlives ``timeout``."""
+        try:
+            self.output, _ = self.process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(
+                f"the run did not end within {timeout} s:\n{self.output}"
+            ) from None
+        return self.process.returncode
+
+    def kill(self) -> None:
+        with suppress(OSError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.output, _ = self.process.communicate()
+        kill_all(marked_processes(self.marker))
+
+
+@contextmanager
+def behave_process(
+    project: BehaveProject, *args: str, env: dict[str, str]
+) -> Iterator[BehaveProcess]:
+    run = BehaveProcess(project, args, env)
+    try:
+        yield run
+    finally:
+        if run.process.poll() is None:
+            run.kill()
+
+
+def instrumented_environment(body: str) -> str:
+    """environment.py with test instrumentation ahead of prettyplay's hooks."""
+    return textwrap.dedent(body) + "\nuse_prettyplay(globals())\n"
+
+
+# -- pages the demo shop does not have ---------------------------------------------------------
+
+
+class PageServer:
+    """Serves fixed HTML pages on 127.0.0.1 (any other path is a 404)."""
+
+    def __init__(self) -> None:
+        self.pages: dict[str, str] = {}
+        pages = self.pages
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                html = pages.get(self.path.split("?")[0])
+                data = (html or "not found").encode()
+                self.send_response(200 if html is not None else 404)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def __enter__(self) -> PageServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+
+def api_config(base_url: str, cache_dir: Path, **changes: Any) -> PrettyConfig:
+    """Settings for the Python API: a short LLM timeout and no retries unless a test asks."""
+    settings: dict[str, Any] = {"llm_timeout": 5.0, "llm_retries": 0, **changes}
+    return PrettyConfig(base_url=base_url, cache_dir=str(cache_dir), **settings)
