@@ -16,7 +16,7 @@ from playwright.sync_api import Error as PlaywrightError
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Page, Request
 
-QUIET_MS = 20
+QUIET_MS = 80
 POLL_MS = 25
 WATCHED_REQUESTS = frozenset({"document", "fetch", "xhr"})
 
