@@ -12,10 +12,9 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from prettyplay_behave.demo.server import (
     LABELS,
@@ -25,25 +24,8 @@ from prettyplay_behave.demo.server import (
     DemoShop,
 )
 
-SYSTEM_CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 NORMAL = LABELS["normal"]
 CHANGED = LABELS["changed-ui"]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    executable = SYSTEM_CHROMIUM if Path(SYSTEM_CHROMIUM).exists() else None
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from prettyplay_behave.safety.policy import check_code
 from tests.conftest import ROOT, BehaveProject
 from tests.support.changed_ui import CART
 from tests.support.llm_server import ScriptedLLMServer, code_answer, json_answer
+from tests.support.shop_steps import ORDER_A_TEA
 
 CLEAN = json_answer({"findings": []})
 
@@ -95,19 +96,7 @@ Feature: Orders
     Given I order a tea
     Then the order is confirmed
 """
-ORDER_CODE = (
-    "def step(page) -> None:\n"
-    '    page.goto("/")\n'
-    '    page.get_by_role("button", name="Accept cookies").click()\n'
-    '    page.get_by_role("button", name="Add to cart").first.click()\n'
-    '    page.goto("/cart")\n'
-    '    page.get_by_role("button", name="Checkout").click()\n'
-    '    page.get_by_label("I accept the terms").check()\n'
-    '    page.get_by_role("button", name="Continue").click()\n'
-    '    page.get_by_label("Email").fill("ann@example.com")\n'
-    '    page.get_by_label("Name").fill("Ann")\n'
-    '    page.get_by_role("button", name="Place order").click()\n'
-)
+ORDER_CODE = ORDER_A_TEA
 CONFIRMED = (
     "def step(page) -> None:\n"
     '    expect(page.get_by_role("status")).to_have_text("order confirmed", timeout=3000)\n'

@@ -15,6 +15,7 @@ from prettyplay_behave import (
 )
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
+from tests.support.shop_steps import ORDER_A_TEA
 
 STEPS = {
     ("step", "open the shop"): 'def step(page) -> None:\n    page.goto("/")\n',
@@ -84,19 +85,7 @@ def test_a_miss_without_llm_is_provider_unavailable(shop, tmp_path: Path, monkey
 
 
 ORDER = {
-    ("step", "order a tea"): (
-        "def step(page) -> None:\n"
-        '    page.goto("/")\n'
-        '    page.get_by_role("button", name="Accept cookies").click()\n'
-        '    page.get_by_role("button", name="Add to cart").first.click()\n'
-        '    page.goto("/cart")\n'
-        '    page.get_by_role("button", name="Checkout").click()\n'
-        '    page.get_by_label("I accept the terms").check()\n'
-        '    page.get_by_role("button", name="Continue").click()\n'
-        '    page.get_by_label("Email").fill("ann@example.com")\n'
-        '    page.get_by_label("Name").fill("Ann")\n'
-        '    page.get_by_role("button", name="Place order").click()\n'
-    ),
+    ("step", "order a tea"): ORDER_A_TEA,
     # the status appears a moment after the order is placed; this check does not wait for it
     ("expect", "the order is confirmed at once"): (
         "def step(page) -> None:\n"

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from prettyplay_behave.errors import CodePolicyError
@@ -20,14 +20,6 @@ from prettyplay_behave.safety.proxy import (
     expect_for_steps,
 )
 from prettyplay_behave.safety.sandbox import compile_step, run_step
-
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 FORM = b"""<!doctype html>
 <html><head><title>Form</title></head><body>
@@ -61,16 +53,6 @@ def server() -> Iterator[str]:
     yield f"http://127.0.0.1:{httpd.server_port}"
     httpd.shutdown()
     httpd.server_close()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS
-        )
-        yield browser
-        browser.close()
 
 
 @pytest.fixture

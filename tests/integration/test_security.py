@@ -20,19 +20,10 @@ from prettyplay_behave.safety.policy import check_code
 from tests.conftest import BehaveProject
 from tests.escapes import ESCAPES
 from tests.support.llm_server import RecordedRequest, ScriptedLLMServer, code_answer, json_answer
+from tests.support.shop_steps import TO_CHECKOUT
 
 CANARY = "canary-7Hq2-Zx9w"
 CLEAN = json_answer({"findings": []})
-TO_CHECKOUT = (
-    "def step(page) -> None:\n"
-    '    page.goto("/")\n'
-    '    page.get_by_role("button", name="Accept cookies").click()\n'
-    '    page.get_by_role("button", name="Add to cart").first.click()\n'
-    '    page.goto("/cart")\n'
-    '    page.get_by_role("button", name="Checkout").click()\n'
-    '    page.get_by_label("I accept the terms").check()\n'
-    '    page.get_by_role("button", name="Continue").click()\n'
-)
 FEATURE = """\
 Feature: Orders
   Scenario: Order as a secret customer

@@ -8,10 +8,9 @@ import unicodedata
 from collections.abc import Iterator
 from html import escape
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page
 from playwright.sync_api import Error as PlaywrightError
 
 from prettyplay_behave.browser.snapshot import (
@@ -21,15 +20,6 @@ from prettyplay_behave.browser.snapshot import (
     capture,
     estimate_tokens,
 )
-
-SYSTEM_CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 SHOP = """<!doctype html><title>Demo Shop</title>
 <h1>Welcome</h1>
@@ -87,15 +77,6 @@ def server() -> Iterator[str]:
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
     httpd.shutdown()
     httpd.server_close()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    executable = SYSTEM_CHROMIUM if Path(SYSTEM_CHROMIUM).exists() else None
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture
