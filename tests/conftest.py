@@ -7,15 +7,17 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from prettyplay_behave.browser.session import CHROMIUM_ARGS, find_system_chromium
 from prettyplay_behave.demo.server import DemoShop
 from tests.support.llm_server import ScriptedLLMServer
+from tests.support.pages import PageServer
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -50,6 +52,29 @@ def browser():
         )
         yield launched
         launched.close()
+
+
+@pytest.fixture
+def pages() -> Iterator[PageServer]:
+    """Fixed pages on 127.0.0.1, for what the demo shop does not have."""
+    with PageServer() as server:
+        yield server
+
+
+@pytest.fixture
+def page_on(browser) -> Iterator[Callable[[str], Any]]:
+    """A page of the module's browser with the given base URL."""
+    contexts = []
+
+    def make(base_url: str) -> Any:
+        contexts.append(browser.new_context(base_url=base_url))
+        return contexts[-1].new_page()
+
+    try:
+        yield make
+    finally:
+        for context in contexts:
+            context.close()
 
 
 @dataclass

@@ -1,5 +1,5 @@
-"""Helpers of the fault tests: the processes of a run, cache folders, behave runs that get
-signals, and a tiny server for pages the demo shop does not have."""
+"""Helpers of the fault tests: the processes of a run, cache folders and behave runs that get
+signals."""
 
 from __future__ import annotations
 
@@ -8,13 +8,11 @@ import signal
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -239,47 +237,6 @@ def behave_process(
 def instrumented_environment(body: str) -> str:
     """environment.py with test instrumentation ahead of prettyplay's hooks."""
     return textwrap.dedent(body) + "\nuse_prettyplay(globals())\n"
-
-
-# -- pages the demo shop does not have ---------------------------------------------------------
-
-
-class PageServer:
-    """Serves fixed HTML pages on 127.0.0.1 (any other path is a 404)."""
-
-    def __init__(self) -> None:
-        self.pages: dict[str, str] = {}
-        pages = self.pages
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                html = pages.get(self.path.split("?")[0])
-                data = (html or "not found").encode()
-                self.send_response(200 if html is not None else 404)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
-
-    def __enter__(self) -> PageServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=5)
 
 
 def api_config(base_url: str, cache_dir: Path, **changes: Any) -> PrettyConfig:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import resource
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +19,12 @@ from tests.faults.support import (
     ACCEPT,
     HEADING,
     OPEN_SHOP,
-    PageServer,
     api_config,
     folder_bytes,
     plant,
 )
 from tests.support.llm_server import ScriptedLLMServer, code_answer, json_answer
+from tests.support.pages import PageServer
 
 CLEAN = json_answer({"findings": []})
 ROT = json_answer(
@@ -159,28 +159,6 @@ def test_behave_logs_a_raising_hook_and_stays_green(
 
 
 # -- pages ----------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def pages() -> Iterator[PageServer]:
-    with PageServer() as server:
-        yield server
-
-
-@pytest.fixture
-def page_on(browser) -> Iterator[Callable[[str], Any]]:
-    """A page of the module's browser with the given base URL."""
-    contexts = []
-
-    def make(base_url: str) -> Any:
-        contexts.append(browser.new_context(base_url=base_url))
-        return contexts[-1].new_page()
-
-    try:
-        yield make
-    finally:
-        for context in contexts:
-            context.close()
 
 
 ITEMS = 20_000
