@@ -65,7 +65,8 @@ class Runtime:
         guard = NavigationGuard(config.origins) if config.origins else None
         if guard is not None:
             guard.install(page.context)
-        test = TestRun(name, config, page, Settler(page), owned_context=context, guard=guard)
+        settler = Settler(page, fresh=context is not None)
+        test = TestRun(name, config, page, settler, owned_context=context, guard=guard)
         self.tests.append(test)
         if self.artifacts is not None:
             self.artifacts.start(test)

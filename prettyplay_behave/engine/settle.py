@@ -1,9 +1,13 @@
 """Settle polling: wait until the page is quiet, never longer than the settle window.
 
 A page is settled when its document has loaded, no DOM mutation happened for ``QUIET_MS`` and no
-document, fetch or XHR request is pending. The wait polls only while the page is changing; a
-quiet page costs one round trip. A closed or crashed page has nothing left to wait for: the wait
-ends at once, and the step's own call then reports what happened to the page.
+document, fetch or XHR request is pending. The quiet period is watched inside the page, on the
+page's own timer queue: the check that ends it is a timer due after the period, so every page
+timer due earlier runs first. A busy machine that delays a page's timers therefore delays the
+check too, and a page that keeps changing never looks quiet, however short the period. A quiet
+page costs one round trip; the wait lasts only while the page changes. A closed or crashed page
+has nothing left to wait for: the wait ends at once, and the step's own call then reports what
+happened to the page.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from playwright.sync_api import Error as PlaywrightError
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Page, Request
 
-QUIET_MS = 80
+QUIET_MS = 20
 POLL_MS = 25
 WATCHED_REQUESTS = frozenset({"document", "fetch", "xhr"})
 
@@ -32,17 +36,30 @@ _MUTATION_CLOCK = """
 })();
 """
 
-# A document loaded before the clock was installed (a page handed in by the caller) gets the
-# clock now, and counts as just changed.
-_QUIET_FOR = (
+# Resolves true once the loaded document went QUIET_MS without a mutation, false when the budget
+# ran out first. A document loaded before the clock was installed (a page handed in by the
+# caller) gets the clock now, and counts as just changed.
+_QUIET = (
     """
-() => {
-  if (document.readyState !== "complete") return -1;
-  if (window.__prettyplayLastMutation === undefined) {"""
+async ([quietMs, pollMs, budgetMs]) => {
+  const started = performance.now();
+  const left = () => Math.max(0, budgetMs - (performance.now() - started));
+  const turn = (ms) => new Promise((resolve) => setTimeout(resolve, Math.min(ms, left())));
+  for (;;) {
+    if (document.readyState !== "complete") {
+      await turn(pollMs);
+    } else {
+      if (window.__prettyplayLastMutation === undefined) {"""
     + _MUTATION_CLOCK
-    + """    return 0;
+    + """      }
+      const seen = window.__prettyplayLastMutation;
+      await turn(Math.max(0, quietMs - (performance.now() - seen)));
+      await turn(0);  // a page timer that fell due while this one was late runs first
+      const last = window.__prettyplayLastMutation;
+      if (last === seen && performance.now() - last >= quietMs) return true;
+    }
+    if (left() <= 0) return false;
   }
-  return performance.now() - window.__prettyplayLastMutation;
 }
 """
 )
@@ -51,10 +68,13 @@ _QUIET_FOR = (
 class Settler:
     """Tracks one page's pending requests and tells when the page is quiet."""
 
-    def __init__(self, page: Page) -> None:
+    def __init__(self, page: Page, fresh: bool = False) -> None:
         self.page = page
         self._pending: set[Request] = set()
         self._crashed = False
+        # A page just opened on about:blank has nothing to wait for until a document loads.
+        self._blank = fresh
+        page.once("domcontentloaded", self._loaded)
         page.on("crash", self._crash)
         page.on("request", self._started)
         page.on("requestfinished", self._ended)
@@ -74,30 +94,37 @@ class Settler:
     def _crash(self, page: Page) -> None:
         self._crashed = True
 
-    def _quiet_ms(self) -> float:
+    def _loaded(self, page: Page) -> None:
+        self._blank = False
+
+    def _dom_quiet(self, budget_ms: float) -> bool | None:
+        """Whether the DOM went quiet within the budget; None while the page navigates."""
         try:
-            quiet = self.page.evaluate(_QUIET_FOR)
+            return bool(self.page.evaluate(_QUIET, [QUIET_MS, POLL_MS, budget_ms]))
         except Exception:  # navigating: the execution context is being replaced
-            return -1.0
-        return float(quiet) if quiet is not None else -1.0
+            return None
 
     def settle(self, window_ms: int) -> bool:
         """Wait until the page is quiet; False when the window ran out first.
 
-        A closed or crashed page ends the wait at once (True: there is nothing to wait for).
+        A window of 0 waits for nothing, nor does a fresh page nothing has loaded into yet. A
+        closed or crashed page ends the wait at once (True: there is nothing to wait for).
         """
+        if window_ms <= 0 or (self._blank and self.page.url == "about:blank"):
+            return True
         deadline = time.monotonic() + window_ms / 1000
         while True:
             if self._crashed or self.page.is_closed():
                 return True
-            quiet = self._quiet_ms()
-            if quiet >= QUIET_MS and not self._pending:
-                return True
             remaining_ms = (deadline - time.monotonic()) * 1000
             if remaining_ms <= 0:
                 return False
-            wait = QUIET_MS - quiet if 0 <= quiet < QUIET_MS and not self._pending else POLL_MS
-            try:
-                self.page.wait_for_timeout(max(1.0, min(wait, remaining_ms)))
+            quiet = self._dom_quiet(remaining_ms)
+            if quiet and not self._pending:
+                return True
+            if quiet is False:  # the budget ran out inside the page
+                continue
+            try:  # a request is pending, or a new document is on its way
+                self.page.wait_for_timeout(max(1.0, min(POLL_MS, remaining_ms)))
             except PlaywrightError:  # the page crashed or was closed while it was watched
                 return True
