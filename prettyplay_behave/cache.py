@@ -40,8 +40,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import filelock
-
 from prettyplay_behave.errors import CacheError, CodePolicyError
 
 FORMAT = 1
@@ -298,6 +296,8 @@ def _update(
     Returns whether the file changed and its entries afterwards. A file without entries left is
     deleted.
     """
+    import filelock  # loaded only when a file is written, never on a plain replay
+
     lock_path = Path(f"{path}.lock")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

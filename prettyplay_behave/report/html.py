@@ -7,8 +7,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import jinja2
-
 from ..resources import templates_folder
 
 if TYPE_CHECKING:
@@ -32,6 +30,8 @@ def write_report(
     name: str = REPORT_NAME,
 ) -> Path:
     """Render the report into ``report_dir``; every text passes ``redact``."""
+    import jinja2  # loaded only when a report is written, never on a plain replay
+
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(templates_folder()),
         autoescape=True,
