@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from playwright.sync_api import Browser, Page
@@ -20,8 +18,9 @@ from prettyplay_behave.safety.proxy import (
     expect_for_steps,
 )
 from prettyplay_behave.safety.sandbox import compile_step, run_step
+from tests.support.pages import PageServer
 
-FORM = b"""<!doctype html>
+FORM = """<!doctype html>
 <html><head><title>Form</title></head><body>
 <label>Name <input id="name"></label>
 <label>Password <input id="password" type="password"></label>
@@ -32,27 +31,10 @@ FORM = b"""<!doctype html>
 </body></html>"""
 
 
-class _Pages(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = FORM if self.path == "/form" else b"<title>Home</title><h1>Home</h1>"
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Pages)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_port}"
-    httpd.shutdown()
-    httpd.server_close()
+    with PageServer({"/form": FORM}, fallback="<title>Home</title><h1>Home</h1>") as pages:
+        yield pages.url
 
 
 @pytest.fixture

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import re
-import threading
 import unicodedata
 from collections.abc import Iterator
 from html import escape
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from playwright.sync_api import Browser, Page
@@ -20,6 +18,7 @@ from prettyplay_behave.browser.snapshot import (
     capture,
     estimate_tokens,
 )
+from tests.support.pages import PageServer
 
 SHOP = """<!doctype html><title>Demo Shop</title>
 <h1>Welcome</h1>
@@ -56,27 +55,10 @@ def list_page(items: int) -> str:
     return f"<title>Catalogue</title><h1>Catalogue</h1><ul>{rows}</ul><button>Checkout</button>"
 
 
-class _Pages(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = SHOP.encode() if self.path == "/shop" else b"<title>Other</title><p>other</p>"
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Pages)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with PageServer({"/shop": SHOP}, fallback="<title>Other</title><p>other</p>") as pages:
+        yield pages.url
 
 
 @pytest.fixture

@@ -8,15 +8,15 @@ from typing import Any
 
 
 class PageServer:
-    """Serves fixed HTML pages on 127.0.0.1 (any other path is a 404)."""
+    """Serves fixed HTML pages on 127.0.0.1; any other path gets ``fallback``, or a 404."""
 
-    def __init__(self) -> None:
-        self.pages: dict[str, str] = {}
-        pages = self.pages
+    def __init__(self, pages: dict[str, str] | None = None, fallback: str | None = None) -> None:
+        self.pages: dict[str, str] = dict(pages or {})
+        served = self.pages
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                html = pages.get(self.path.split("?")[0])
+                html = served.get(self.path.split("?")[0], fallback)
                 data = (html or "not found").encode()
                 self.send_response(200 if html is not None else 404)
                 self.send_header("Content-Type", "text/html; charset=utf-8")
