@@ -3,9 +3,11 @@ through browser_endpoint (a Playwright server, a CDP endpoint)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -101,31 +103,35 @@ def playwright_server() -> Iterator[str]:
     server = subprocess.Popen(
         [sys.executable, "-m", "playwright", "run-server", "--port", str(port),
          "--host", "127.0.0.1", "--unsafe"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     try:
         wait_for_port(port, server)
         yield f"ws://127.0.0.1:{port}/"
     finally:
-        server.terminate()
-        server.wait(timeout=10)
+        stop_group(server)
 
 
 @pytest.fixture
-def cdp_browser() -> Iterator[str]:
+def cdp_browser(tmp_path: Path) -> Iterator[str]:
     port = free_port()
     browser = subprocess.Popen(
         [str(find_system_chromium()), "--headless", f"--remote-debugging-port={port}",
-         "--user-data-dir=" + str(Path(os.environ.get("TMPDIR", "/tmp")) / f"pp-cdp-{port}"),
-         *CHROMIUM_ARGS, "about:blank"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+         f"--user-data-dir={tmp_path / 'profile'}", *CHROMIUM_ARGS, "about:blank"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     try:
         wait_for_port(port, browser)
         yield f"http://127.0.0.1:{port}"
     finally:
-        browser.terminate()
-        browser.wait(timeout=10)
+        stop_group(browser)
+
+
+def stop_group(process: subprocess.Popen[bytes]) -> None:
+    """Stop a process and everything it started (``playwright run-server`` starts node)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    process.wait(timeout=10)
 
 
 REPLAY = """\
