@@ -41,13 +41,16 @@ _MUTATION_CLOCK = """
 # caller) gets the clock now, and counts as just changed.
 _QUIET = (
     """
-async ([quietMs, pollMs, budgetMs]) => {
+async ([quietMs, budgetMs]) => {
   const started = performance.now();
   const left = () => Math.max(0, budgetMs - (performance.now() - started));
   const turn = (ms) => new Promise((resolve) => setTimeout(resolve, Math.min(ms, left())));
   for (;;) {
     if (document.readyState !== "complete") {
-      await turn(pollMs);
+      await new Promise((resolve) => {
+        addEventListener("load", resolve, { once: true });
+        setTimeout(resolve, left());
+      });
     } else {
       if (window.__prettyplayLastMutation === undefined) {"""
     + _MUTATION_CLOCK
@@ -100,7 +103,7 @@ class Settler:
     def _dom_quiet(self, budget_ms: float) -> bool | None:
         """Whether the DOM went quiet within the budget; None while the page navigates."""
         try:
-            return bool(self.page.evaluate(_QUIET, [QUIET_MS, POLL_MS, budget_ms]))
+            return bool(self.page.evaluate(_QUIET, [QUIET_MS, budget_ms]))
         except Exception:  # navigating: the execution context is being replaced
             return None
 
@@ -119,11 +122,11 @@ class Settler:
             remaining_ms = (deadline - time.monotonic()) * 1000
             if remaining_ms <= 0:
                 return False
-            quiet = self._dom_quiet(remaining_ms)
-            if quiet and not self._pending:
-                return True
+            quiet = None if self._pending else self._dom_quiet(remaining_ms)
             if quiet is False:  # the budget ran out inside the page
                 continue
+            if quiet and not self._pending:
+                return True
             try:  # a request is pending, or a new document is on its way
                 self.page.wait_for_timeout(max(1.0, min(POLL_MS, remaining_ms)))
             except PlaywrightError:  # the page crashed or was closed while it was watched
