@@ -10,6 +10,7 @@ source of truth: the runtime proxies in :mod:`.proxy` and the namespace built in
 from __future__ import annotations
 
 import ast
+import functools
 import re
 
 from ..errors import CodePolicyError
@@ -224,8 +225,13 @@ def navigation_problem(url: str) -> str | None:
     return f"navigating to a {scheme}: URL is not allowed (only http, https or a relative path)"
 
 
+@functools.lru_cache(maxsize=4096)  # only passes are kept: a refusal raises
 def check_code(code: str) -> None:
-    """Refuse ``code`` with a CodePolicyError unless it is an allowed step function."""
+    """Refuse ``code`` with a CodePolicyError unless it is an allowed step function.
+
+    A replay checks each entry when its cache file loads and again before it runs; the second
+    check of the same text is a lookup.
+    """
     if len(code) > MAX_CODE_CHARS:
         raise CodePolicyError(f"step code is too long ({len(code)} > {MAX_CODE_CHARS} characters)")
     lines = len(code.splitlines())
