@@ -13,13 +13,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Route, expect
 
 from prettyplay_behave import IncurableStepError, PrettyConfig, PrettyPlay
+from prettyplay_behave.browser.guard import NavigationGuard
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
 from tests.conftest import BehaveProject
 from tests.escapes import ESCAPES
 from tests.support.llm_server import RecordedRequest, ScriptedLLMServer, code_answer, json_answer
+from tests.support.pages import PageServer
 from tests.support.shop_steps import TO_CHECKOUT
 
 CANARY = "canary-7Hq2-Zx9w"
@@ -342,3 +345,45 @@ def test_the_check_command_names_a_bad_entry(tmp_path: Path) -> None:
     assert refused.returncode == 1
     assert "REFUSED" in refused.stdout and str(bad) in refused.stdout
     assert "steal the cookies" in refused.stdout and "evaluate" in refused.stdout
+
+
+ASSETS_PAGE = """<!doctype html><title>Styled</title>
+<link rel="stylesheet" href="/static/site.css"><script src="/static/site.js"></script>
+<h1>Styled</h1><p id="data">waiting</p>
+<script>fetch("/data.json").then((r) => r.json()).then((d) => {
+  document.getElementById("data").textContent = d.text; });</script>"""
+
+
+class RecordingGuard(NavigationGuard):
+    """The navigation guard, noting every request its handler sees."""
+
+    def __init__(self, origins: list[str]) -> None:
+        super().__init__(origins)
+        self.routed: list[str] = []
+
+    def _route(self, route: Route) -> None:
+        self.routed.append(route.request.url)
+        super()._route(route)
+
+
+def test_the_guard_routes_documents_and_fetches_but_not_static_assets(
+    pages: PageServer, browser
+) -> None:
+    pages.pages.update({
+        "/": ASSETS_PAGE,
+        "/static/site.css": "h1 { color: rgb(0, 128, 0); }",
+        "/static/site.js": "document.documentElement.dataset.script = 'ran';",
+        "/data.json": '{"text": "loaded"}',
+    })  # fmt: skip
+    guard = RecordingGuard([pages.url])
+    context = browser.new_context(base_url=pages.url)
+    try:
+        guard.install(context)
+        page = context.new_page()
+        page.goto("/")
+        expect(page.locator("#data")).to_have_text("loaded")
+        assert page.locator("h1").evaluate("h => getComputedStyle(h).color") == "rgb(0, 128, 0)"
+        assert page.evaluate("document.documentElement.dataset.script") == "ran"
+    finally:
+        context.close()
+    assert guard.routed == [f"{pages.url}/", f"{pages.url}/data.json"]

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import mimetypes
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
 class PageServer:
-    """Serves fixed HTML pages on 127.0.0.1; any other path gets ``fallback``, or a 404."""
+    """Serves fixed pages on 127.0.0.1, typed by their path's extension (HTML without one); any
+    other path gets ``fallback``, or a 404."""
 
     def __init__(self, pages: dict[str, str] | None = None, fallback: str | None = None) -> None:
         self.pages: dict[str, str] = dict(pages or {})
@@ -16,10 +18,12 @@ class PageServer:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                html = served.get(self.path.split("?")[0], fallback)
+                path = self.path.split("?")[0]
+                html = served.get(path, fallback)
                 data = (html or "not found").encode()
                 self.send_response(200 if html is not None else 404)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
+                kind = mimetypes.guess_type(path)[0] or "text/html"
+                self.send_header("Content-Type", f"{kind}; charset=utf-8")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
