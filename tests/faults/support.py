@@ -25,12 +25,6 @@ from tests.conftest import BehaveProject
 # this variable, so a run's processes are found even after their parent is gone.
 MARKER_VARIABLE = "FAULT_TEST_RUN"
 
-OPEN_SHOP = 'def step(page) -> None:\n    page.goto("/")\n'
-ACCEPT = 'def step(page) -> None:\n    page.get_by_role("button", name="Accept cookies").click()\n'
-HEADING = (
-    "def step(page) -> None:\n"
-    '    expect(page.get_by_role("heading", level=1)).to_have_text("Demo Shop")\n'
-)
 # Waits far longer than any test does: the step is still running when the fault strikes.
 NEVER = 'def step(page) -> None:\n    page.locator("#never").wait_for(timeout=60000)\n'
 

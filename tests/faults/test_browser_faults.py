@@ -18,9 +18,7 @@ from prettyplay_behave import IncurableStepError, PrettyPlay, PrettyPlayError
 from prettyplay_behave.runtime import Runtime
 from tests.conftest import BehaveProject
 from tests.faults.support import (
-    HEADING,
     NEVER,
-    OPEN_SHOP,
     api_config,
     assert_no_processes_left,
     behave_process,
@@ -31,6 +29,7 @@ from tests.faults.support import (
     wait_for,
 )
 from tests.support.llm_server import ScriptedLLMServer
+from tests.support.shop_steps import HEADING, OPEN_SHOP
 
 CLOSED = "Target page, context or browser has been closed"
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import BehaveProject
-from tests.faults.support import OPEN_SHOP, plant
+from tests.faults.support import plant
+from tests.support.shop_steps import OPEN_SHOP
 
 FEATURE = """\
 Feature: {name}

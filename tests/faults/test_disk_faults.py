@@ -16,15 +16,9 @@ import pytest
 
 from prettyplay_behave import CacheError, PrettyPlay
 from prettyplay_behave import cache as cache_module
-from tests.faults.support import (
-    ACCEPT,
-    OPEN_SHOP,
-    api_config,
-    folder_bytes,
-    plant,
-    temp_files,
-)
-from tests.support.llm_server import ScriptedLLMServer, code_answer, json_answer
+from tests.faults.support import api_config, folder_bytes, plant, temp_files
+from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer
+from tests.support.shop_steps import ACCEPT, OPEN_SHOP
 
 
 class FaultyOs(types.ModuleType):
@@ -70,7 +64,7 @@ def generate_into(
 ) -> CacheError:
     """Replay one cached step, then generate a second one whose write fails; the error."""
     llm.on("generate", code_answer(ACCEPT))
-    llm.on("gate", json_answer({"findings": []}))
+    llm.on("gate", CLEAN_GATE)
     with PrettyPlay(test, config=api_config(shop.url, cache_dir), page=page) as t:
         assert t.step("open the shop").origin == "replayed"
         with pytest.raises(CacheError) as caught:
@@ -107,7 +101,7 @@ def test_a_file_where_the_cache_folder_should_be_names_it(
     before = folder_bytes(cache_dir)
     # the test's cache file would live in cache/shop/, but cache/shop is a file
     llm_env.on("generate", code_answer(OPEN_SHOP), code_answer(ACCEPT))
-    llm_env.on("gate", json_answer({"findings": []}), repeat=True)
+    llm_env.on("gate", CLEAN_GATE, repeat=True)
     config = api_config(shop.url, cache_dir)
     with PrettyPlay("shop/visit.feature::Visit", config=config, page=page) as t:
         with pytest.raises(CacheError) as caught:

@@ -15,23 +15,13 @@ import pytest
 from prettyplay_behave import IncurableStepError, PrettyPlay
 from prettyplay_behave.events import HOOK_EVENTS
 from tests.conftest import BehaveProject
-from tests.faults.support import (
-    ACCEPT,
-    HEADING,
-    OPEN_SHOP,
-    api_config,
-    folder_bytes,
-    plant,
-)
-from tests.support.llm_server import ScriptedLLMServer, code_answer, json_answer
+from tests.faults.support import api_config, folder_bytes, plant
+from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.pages import PageServer
+from tests.support.shop_steps import ACCEPT, BROKEN_ACCEPT, HEADING, OPEN_SHOP
 
-CLEAN = json_answer({"findings": []})
 ROT = json_answer(
     {"label": "rot", "explanation": "the button was renamed", "recommendation": "heal it"}
-)
-BROKEN_ACCEPT = (
-    'def step(page) -> None:\n    page.get_by_role("button", name="Consent").click(timeout=300)\n'
 )
 
 
@@ -65,7 +55,7 @@ def test_a_hook_raising_in_every_event_is_logged_and_the_run_goes_on(
     )
     llm_env.on("classify", ROT)
     llm_env.on("heal", code_answer(ACCEPT))
-    llm_env.on("gate", CLEAN)
+    llm_env.on("gate", CLEAN_GATE)
     hook = Raising()
     caplog.set_level(logging.ERROR, logger="prettyplay")
     config = api_config(shop.url, cache_dir, hooks=[hook])
@@ -145,7 +135,7 @@ def test_behave_logs_a_raising_hook_and_stays_green(
     )
     llm.on("classify", ROT)
     llm.on("heal", code_answer(ACCEPT))
-    llm.on("gate", CLEAN)
+    llm.on("gate", CLEAN_GATE)
     result = project.run(
         "--no-logcapture", "-D", f"prettyplay.base_url={shop.url}", env=llm.env, timeout=120
     )
@@ -186,7 +176,7 @@ def test_a_huge_page_keeps_the_request_within_the_snapshot_budget(
 ) -> None:
     pages.pages["/"] = HUGE
     llm_env.on("generate", code_answer(SHOWN))
-    llm_env.on("gate", CLEAN)
+    llm_env.on("gate", CLEAN_GATE)
     page = page_on(pages.url)
     page.goto("/")
     assert page.locator("a").count() == ITEMS

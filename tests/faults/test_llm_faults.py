@@ -19,8 +19,9 @@ from prettyplay_behave import (
     ProviderUnavailableError,
 )
 from prettyplay_behave import cache as cache_module
-from tests.faults.support import ACCEPT, OPEN_SHOP, api_config, folder_bytes, plant
+from tests.faults.support import api_config, folder_bytes, plant
 from tests.support.llm_server import (
+    CLEAN_GATE,
     Reply,
     ScriptedLLMServer,
     answer,
@@ -36,13 +37,10 @@ from tests.support.llm_server import (
     server_error,
     unauthorized,
 )
+from tests.support.shop_steps import ACCEPT, BROKEN_ACCEPT, OPEN_SHOP
 
-CLEAN = json_answer({"findings": []})
 INCURABLE = json_answer(
     {"label": "incurable", "explanation": "no code came", "recommendation": "rephrase the step"}
-)
-BROKEN_ACCEPT = (
-    'def step(page) -> None:\n    page.get_by_role("button", name="Consent").click(timeout=300)\n'
 )
 MEGABYTE = 1_000_000
 
@@ -142,7 +140,7 @@ def test_a_transient_failure_is_retried_and_the_step_written_once(
     page, shop, tmp_path: Path, llm_env: ScriptedLLMServer, monkeypatch, first: Reply
 ) -> None:
     llm_env.on("generate", first, code_answer(OPEN_SHOP), step="open the shop")
-    llm_env.on("gate", server_error(), CLEAN)
+    llm_env.on("gate", server_error(), CLEAN_GATE)
     writes: list[Path] = []
     replace = cache_module._replace
 

@@ -17,10 +17,7 @@ from prettyplay_behave.cache import load_file
 from prettyplay_behave.safety.policy import check_code
 from tests.conftest import BehaveProject
 from tests.faults.support import (
-    ACCEPT,
-    HEADING,
     NEVER,
-    OPEN_SHOP,
     assert_no_processes_left,
     behave_process,
     folder_bytes,
@@ -29,7 +26,8 @@ from tests.faults.support import (
     temp_files,
     wait_for,
 )
-from tests.support.llm_server import ScriptedLLMServer, code_answer, delay, json_answer
+from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, delay
+from tests.support.shop_steps import ACCEPT, HEADING, OPEN_SHOP
 
 pytestmark = pytest.mark.slow
 
@@ -170,7 +168,7 @@ def test_ctrl_c_during_a_cache_write_leaves_the_old_or_the_new_file(
     cache_file = project.cache_dir / "shop.feature.json"
     old = cache_file.read_bytes()
     llm.on("generate", code_answer(ACCEPT))
-    llm.on("gate", json_answer({"findings": []}))
+    llm.on("gate", CLEAN_GATE)
     # another run holds the file's lock: the write waits for it
     other_run = filelock.FileLock(f"{cache_file}.lock")
     if hold == "waiting for the lock":

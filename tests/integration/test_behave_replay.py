@@ -13,6 +13,7 @@ from prettyplay_behave.safety.policy import check_code
 from tests.conftest import BehaveProject, copy_examples
 from tests.escapes import ESCAPES
 from tests.support.llm_server import ScriptedLLMServer
+from tests.support.shop_steps import HEADING, OPEN_SHOP
 
 FEATURE = """\
 Feature: Shop
@@ -20,11 +21,6 @@ Feature: Shop
     Given I open the shop
     Then the heading says Demo Shop
 """
-OPEN_SHOP = 'def step(page) -> None:\n    page.goto("/")\n'
-HEADING = (
-    "def step(page) -> None:\n"
-    '    expect(page.get_by_role("heading", level=1)).to_have_text("Demo Shop")\n'
-)
 
 
 def plant(project: BehaveProject, test: str, kind: str, sentence: str, code: str) -> None:

@@ -18,6 +18,7 @@ from prettyplay_behave import (
 )
 from tests.conftest import BehaveProject
 from tests.support.llm_server import (
+    CLEAN_GATE,
     ScriptedLLMServer,
     code_answer,
     delay,
@@ -25,14 +26,7 @@ from tests.support.llm_server import (
     server_error,
     unauthorized,
 )
-
-OPEN_SHOP = 'def step(page) -> None:\n    page.goto("/")\n'
-ACCEPT = 'def step(page) -> None:\n    page.get_by_role("button", name="Accept cookies").click()\n'
-HEADING = (
-    "def step(page) -> None:\n"
-    '    expect(page.get_by_role("heading", level=1)).to_have_text("Demo Shop")\n'
-)
-CLEAN = json_answer({"findings": []})
+from tests.support.shop_steps import ACCEPT, HEADING, OPEN_SHOP
 
 
 def config_for(shop, tmp_path: Path, **changes) -> PrettyConfig:
@@ -49,7 +43,7 @@ def test_a_generated_step_is_executed_gated_and_cached(
     shop, tmp_path: Path, llm_env: ScriptedLLMServer
 ) -> None:
     llm_env.on("generate", code_answer(OPEN_SHOP), step="open the shop")
-    llm_env.on("gate", CLEAN)
+    llm_env.on("gate", CLEAN_GATE)
     with PrettyPlay("visit", config=config_for(shop, tmp_path)) as t:
         entry = t.step("open the shop")
         assert (entry.origin, t.page.url) == ("generated", shop.url + "/")
@@ -72,7 +66,7 @@ def test_the_request_holds_sentence_url_snapshot_and_scenario(
 ) -> None:
     llm_env.on("generate", code_answer(OPEN_SHOP), step="open the shop")
     llm_env.on("generate", code_answer(ACCEPT), step="accept the cookie banner")
-    llm_env.on("gate", CLEAN, repeat=True)
+    llm_env.on("gate", CLEAN_GATE, repeat=True)
     with PrettyPlay("visit", config=config_for(shop, tmp_path)) as t:
         t.step("open the shop")
         t.step("accept the cookie banner")
@@ -103,7 +97,7 @@ def test_bad_answers_join_the_history_and_ride_the_next_request(
         code_answer(OPEN_SHOP),
         step="open the shop",
     )
-    llm_env.on("gate", CLEAN)
+    llm_env.on("gate", CLEAN_GATE)
     with PrettyPlay("visit", config=config_for(shop, tmp_path, generation_attempts=4)) as t:
         entry = t.step("open the shop")
         assert t.page.title() != "pwned"  # the refused code never ran
@@ -130,7 +124,7 @@ def test_a_long_outcome_is_never_truncated(
     message = "x" * 5000
     failing = f'def step(page) -> None:\n    assert False, "{message}"\n'
     llm_env.on("generate", code_answer(failing), code_answer(OPEN_SHOP), step="open the shop")
-    llm_env.on("gate", CLEAN)
+    llm_env.on("gate", CLEAN_GATE)
     with PrettyPlay("visit", config=config_for(shop, tmp_path)) as t:
         t.step("open the shop")
     assert message in llm_env.requests_for("generate")[1].content("user")
@@ -217,7 +211,7 @@ def test_a_refused_key_names_the_setting(shop, tmp_path: Path, llm_env: Scripted
 def test_max_llm_calls_stops_the_run(shop, tmp_path: Path, llm_env: ScriptedLLMServer) -> None:
     llm_env.on("generate", code_answer(OPEN_SHOP), step="open the shop")
     llm_env.on("generate", code_answer(ACCEPT), step="accept the cookie banner")
-    llm_env.on("gate", CLEAN, repeat=True)
+    llm_env.on("gate", CLEAN_GATE, repeat=True)
     with PrettyPlay("visit", config=config_for(shop, tmp_path, max_llm_calls=2)) as t:
         t.step("open the shop")
         with pytest.raises(ProviderUnavailableError, match="max_llm_calls=2"):
@@ -241,7 +235,7 @@ def test_a_new_feature_is_generated_by_behave_and_replayed_with_zero_requests(
     llm.on("generate", code_answer(OPEN_SHOP), step="I open the shop")
     llm.on("generate", code_answer(ACCEPT), step="I accept the cookie banner")
     llm.on("generate", code_answer(HEADING), step="the heading says Demo Shop")
-    llm.on("gate", CLEAN, repeat=True)
+    llm.on("gate", CLEAN_GATE, repeat=True)
     result = project.run("-D", f"prettyplay.base_url={shop.url}", env=llm.env)
     assert result.returncode == 0, result
     assert [r.purpose for r in llm.requests] == ["generate", "gate"] * 3

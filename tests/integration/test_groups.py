@@ -14,10 +14,15 @@ from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
 from tests.conftest import BehaveProject, copy_examples
 from tests.support.changed_ui import CHECKOUT
-from tests.support.llm_server import RecordedRequest, ScriptedLLMServer, code_answer, json_answer
+from tests.support.llm_server import (
+    CLEAN_GATE,
+    RecordedRequest,
+    ScriptedLLMServer,
+    code_answer,
+    json_answer,
+)
+from tests.support.shop_steps import OPEN_SHOP
 
-CLEAN = json_answer({"findings": []})
-OPEN = 'def step(page) -> None:\n    page.goto("/")\n'
 ACCEPT_OLD = (
     "def step(page) -> None:\n"
     '    page.get_by_role("button", name="Accept cookies").click(timeout=500)\n'
@@ -95,7 +100,7 @@ def test_a_root_in_an_earlier_step_recovers_the_whole_row(
 ) -> None:
     cache_file = plant(
         tmp_path,
-        ("step", "open the shop", OPEN),
+        ("step", "open the shop", OPEN_SHOP),
         ("step", "allow the cookies", ACCEPT_NEW),
         ("step", "choose the green tea", CHOOSE_OLD),
         ("expect", "the shop says the green tea was added", CHECK_TEA),
@@ -111,7 +116,7 @@ def test_a_root_in_an_earlier_step_recovers_the_whole_row(
     )
     llm_env.on("heal", code_answer(CHOOSE_NEW), step="choose the green tea")
     llm_env.on("heal", code_answer(CHECK_TEA), step="the shop says the green tea was added")
-    llm_env.on("gate", CLEAN, repeat=True)
+    llm_env.on("gate", CLEAN_GATE, repeat=True)
     recorder = Recorder()
     caplog.set_level(logging.INFO, logger="prettyplay")
     with PrettyPlay("t", config=config_for(changed, tmp_path, hooks=[recorder])) as t:
@@ -165,7 +170,7 @@ def test_a_root_in_an_earlier_step_recovers_the_whole_row(
 def group_with_old_banner(tmp_path: Path) -> Path:
     return plant(
         tmp_path,
-        ("step", "open the shop", OPEN),
+        ("step", "open the shop", OPEN_SHOP),
         ("step", "accept the cookie banner", ACCEPT_OLD),
     )
 
@@ -183,7 +188,7 @@ def test_a_repeat_failure_takes_a_second_cycle(
     cache_file = group_with_old_banner(tmp_path)
     llm_env.on("diagnose", root_is_the_failed_step, repeat=True)
     llm_env.on("heal", code_answer(ACCEPT_OLD), code_answer(ACCEPT_OLD), code_answer(ACCEPT_NEW))
-    llm_env.on("gate", CLEAN)
+    llm_env.on("gate", CLEAN_GATE)
     run_banner_group(changed, tmp_path)
     purposes = [r.purpose for r in llm_env.requests]
     assert purposes == ["diagnose", "heal", "heal", "diagnose", "heal", "gate"]
@@ -220,13 +225,13 @@ def test_two_groups_with_one_prompt_share_the_cap(
     )
     plant(
         tmp_path,
-        ("step", "open the shop", OPEN),
+        ("step", "open the shop", OPEN_SHOP),
         ("step", "accept the cookie banner", ACCEPT_OLD),
         ("expect", "the heading names the shop", wrong_check),
     )
     llm_env.on("diagnose", root_is_the_failed_step, repeat=True)
     llm_env.on("heal", code_answer(ACCEPT_NEW))
-    llm_env.on("gate", CLEAN)
+    llm_env.on("gate", CLEAN_GATE)
     with PrettyPlay("t", config=config_for(changed, tmp_path, healing_attempts=1)) as t:
         with t.group(PROMPT) as first:
             first.step("open the shop")
@@ -314,14 +319,14 @@ def test_strict_group_steps_only_classify(
 def test_group_generation_is_framed_and_never_classified(
     changed, tmp_path: Path, llm_env: ScriptedLLMServer
 ) -> None:
-    plant(tmp_path, ("step", "open the shop", OPEN))
+    plant(tmp_path, ("step", "open the shop", OPEN_SHOP))
     wrong_check = (
         "def step(page) -> None:\n"
         '    expect(page.get_by_role("heading", level=1)).to_have_text("Shop", timeout=300)\n'
     )
     llm_env.on("generate", code_answer(ACCEPT_NEW), step="accept the cookie banner")
     llm_env.on("generate", code_answer(wrong_check), code_answer(wrong_check), step="heading")
-    llm_env.on("gate", CLEAN)
+    llm_env.on("gate", CLEAN_GATE)
     llm_env.on("diagnose", diagnosis("incurable", None, "cannot tell"))
     with PrettyPlay("t", config=config_for(changed, tmp_path, generation_attempts=2)) as t:
         with pytest.raises(IncurableStepError, match="the group cannot recover"):
@@ -343,9 +348,9 @@ def test_group_generation_is_framed_and_never_classified(
 def test_membership_stays_in_the_scenario_records(
     changed, tmp_path: Path, llm_env: ScriptedLLMServer
 ) -> None:
-    plant(tmp_path, ("step", "open the shop", OPEN))
+    plant(tmp_path, ("step", "open the shop", OPEN_SHOP))
     llm_env.on("generate", code_answer(ACCEPT_NEW))
-    llm_env.on("gate", CLEAN)
+    llm_env.on("gate", CLEAN_GATE)
     with PrettyPlay("t", config=config_for(changed, tmp_path)) as t:
         with t.group(PROMPT) as g:
             g.step("open the shop")
@@ -363,7 +368,7 @@ def test_the_group_example_recovers_a_changed_ui_under_behave(
     llm.on("diagnose", root_is_the_failed_step, repeat=True)
     for sentence, code in CHECKOUT.items():
         llm.on("heal", code_answer(code), step=sentence)
-    llm.on("gate", CLEAN, repeat=True)
+    llm.on("gate", CLEAN_GATE, repeat=True)
     result = project.run(
         "features/shop/checkout.feature",
         "-D", f"prettyplay.base_url={changed.url}",

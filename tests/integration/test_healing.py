@@ -20,10 +20,8 @@ from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
 from tests.conftest import ROOT, BehaveProject
 from tests.support.changed_ui import CART
-from tests.support.llm_server import ScriptedLLMServer, code_answer, json_answer
-from tests.support.shop_steps import ORDER_A_TEA
-
-CLEAN = json_answer({"findings": []})
+from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
+from tests.support.shop_steps import ACCEPT, BROKEN_ACCEPT, OPEN_SHOP, ORDER_A_TEA
 
 
 def verdict(label: str, explanation: str = "", recommendation: str = "") -> str:
@@ -59,7 +57,7 @@ def test_a_changed_ui_heals_and_the_next_run_replays(
     llm.on("classify", verdict("rot", "the controls were relabelled"), repeat=True)
     for sentence, code in CART.items():
         llm.on("heal", code_answer(code), step=sentence, repeat=True)
-    llm.on("gate", CLEAN, repeat=True)
+    llm.on("gate", CLEAN_GATE, repeat=True)
     result = project.run("-D", f"prettyplay.base_url={fresh_shop.url}", env=llm.env)
     assert result.returncode == 0, result
     # per broken step: one classify, one heal, one gate (the background heals once per scenario)
@@ -140,13 +138,6 @@ def test_a_broken_product_fails_red_and_is_never_healed(
     assert cache_file.read_bytes() == original
 
 
-OPEN_SHOP = 'def step(page) -> None:\n    page.goto("/")\n'
-BROKEN_ACCEPT = (
-    'def step(page) -> None:\n    page.get_by_role("button", name="Consent").click(timeout=300)\n'
-)
-ACCEPT = 'def step(page) -> None:\n    page.get_by_role("button", name="Accept cookies").click()\n'
-
-
 def api_config(shop, tmp_path: Path, **changes) -> PrettyConfig:
     settings = {"llm_timeout": 5.0, "llm_retries": 0, "action_timeout_ms": 1000, **changes}
     return PrettyConfig(base_url=shop.url, cache_dir=str(tmp_path / "cache"), **settings)
@@ -178,7 +169,7 @@ def test_a_fixable_step_heals_with_hooks_and_history(
     recorder = Recorder()
     llm_env.on("classify", verdict("fixable", "the locator names no real button"))
     llm_env.on("heal", code_answer(BROKEN_ACCEPT), code_answer(ACCEPT))
-    llm_env.on("gate", CLEAN)
+    llm_env.on("gate", CLEAN_GATE)
     with PrettyPlay("t", config=api_config(shop, tmp_path, hooks=[recorder])) as t:
         t.step("open the shop")
         entry = t.step("accept the cookie banner")
@@ -277,7 +268,7 @@ def test_a_failed_check_classified_rot_regenerates_within_the_budget(
     store.write(CacheEntry(CacheKey("t", "step", "open the shop"), OPEN_SHOP, "generated"))
     llm_env.on("generate", code_answer(wrong), code_answer(right))
     llm_env.on("classify", verdict("fixable", "exact text differs"))
-    llm_env.on("gate", CLEAN)
+    llm_env.on("gate", CLEAN_GATE)
     with PrettyPlay("t", config=api_config(shop, tmp_path)) as t:
         t.step("open the shop")
         assert t.expect("the heading names the shop").origin == "generated"

@@ -15,7 +15,8 @@ import pytest
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
 from tests.conftest import BehaveProject, copy_examples
-from tests.support.llm_server import ScriptedLLMServer, code_answer, json_answer
+from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
+from tests.support.shop_steps import ACCEPT, HEADING, OPEN_SHOP
 
 FEATURE = """\
 Feature: Shop
@@ -31,16 +32,10 @@ Feature: Shop
     Given I open the shop
     Then the heading says Welcome
 """
-OPEN = 'def step(page) -> None:\n    page.goto("/")\n'
-HEADING = (
-    "def step(page) -> None:\n"
-    '    expect(page.get_by_role("heading", level=1)).to_have_text("Demo Shop")\n'
-)
 WELCOME = (
     "def step(page) -> None:\n"
     '    expect(page.get_by_role("heading", level=1)).to_have_text("Welcome", timeout=500)\n'
 )
-ACCEPT = 'def step(page) -> None:\n    page.get_by_role("button", name="Accept cookies").click()\n'
 DEFECT = {
     "label": "product_defect",
     "explanation": "the shop greets nobody",
@@ -54,16 +49,16 @@ def reported(project: BehaveProject, shop, llm: ScriptedLLMServer) -> tuple[Beha
     project.write("features/shop.feature", FEATURE)
     store = CacheStore(project.cache_dir, validate=check_code)
     for scenario, kind, sentence, code in [
-        ("Replayed", "step", "I open the shop", OPEN),
+        ("Replayed", "step", "I open the shop", OPEN_SHOP),
         ("Replayed", "expect", "the heading says Demo Shop", HEADING),
-        ("Generated", "step", "I open the shop", OPEN),
-        ("Broken", "step", "I open the shop", OPEN),
+        ("Generated", "step", "I open the shop", OPEN_SHOP),
+        ("Broken", "step", "I open the shop", OPEN_SHOP),
         ("Broken", "expect", "the heading says Welcome", WELCOME),
     ]:
         key = CacheKey(f"shop.feature::{scenario}", kind, sentence)
         store.write(CacheEntry(key, code, "generated"))
     llm.on("generate", code_answer(ACCEPT))
-    llm.on("gate", json_answer({"findings": []}))
+    llm.on("gate", CLEAN_GATE)
     llm.on("classify", json_answer(DEFECT))
     result = project.run(
         "-D", f"prettyplay.base_url={shop.url}", "-D", "prettyplay.report_dir=reports",
@@ -146,7 +141,7 @@ def test_prune_removes_exactly_the_obsolete_entries(tmp_path: Path) -> None:
     gone = CacheKey("shop/cart.feature::A scenario that was deleted", "step", "I open the shop")
     unused = CacheKey("shop/cart.feature::Add a product to the cart", "step", "I dance")
     for key in (gone, unused):
-        store.write(CacheEntry(key, OPEN, "generated"))
+        store.write(CacheEntry(key, OPEN_SHOP, "generated"))
     before = {p: p.read_text() for p in cache_dir.rglob("*.json")}
     project = BehaveProject(root)
     partial = project.run("features/login.feature")

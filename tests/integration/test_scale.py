@@ -20,7 +20,12 @@ import pytest
 
 from prettyplay_behave.browser.session import CHROMIUM_ARGS, find_system_chromium
 from tests.conftest import BehaveProject
-from tests.support.llm_server import RecordedRequest, ScriptedLLMServer, code_answer, json_answer
+from tests.support.llm_server import (
+    CLEAN_GATE,
+    RecordedRequest,
+    ScriptedLLMServer,
+    code_answer,
+)
 
 SCENARIOS = 6
 
@@ -51,7 +56,7 @@ def test_parallel_workers_merge_their_cache_writes(
 ) -> None:
     project.write("features/many.feature", feature())
     llm.on("generate", answer, repeat=True)
-    llm.on("gate", json_answer({"findings": []}), repeat=True)
+    llm.on("gate", CLEAN_GATE, repeat=True)
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("PRETTYPLAY_", "OPENAI_"))}
     environ.update(llm.env)
     behavex = Path(sys.executable).with_name("behavex")
@@ -151,7 +156,7 @@ def test_a_run_against_a_remote_browser(
     )
     project.write("features/remote.feature", REPLAY)
     llm.on("generate", answer, repeat=True)
-    llm.on("gate", json_answer({"findings": []}), repeat=True)
+    llm.on("gate", CLEAN_GATE, repeat=True)
     result = project.run(
         "-D", f"prettyplay.base_url={shop.url}", "-D", f"prettyplay.browser_endpoint={endpoint}",
         "-D", f"prettyplay.browser_executable={find_system_chromium()}",

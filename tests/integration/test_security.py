@@ -21,12 +21,17 @@ from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
 from tests.conftest import BehaveProject
 from tests.escapes import ESCAPES
-from tests.support.llm_server import RecordedRequest, ScriptedLLMServer, code_answer, json_answer
+from tests.support.llm_server import (
+    CLEAN_GATE,
+    RecordedRequest,
+    ScriptedLLMServer,
+    code_answer,
+    json_answer,
+)
 from tests.support.pages import PageServer
 from tests.support.shop_steps import TO_CHECKOUT
 
 CANARY = "canary-7Hq2-Zx9w"
-CLEAN = json_answer({"findings": []})
 FEATURE = """\
 Feature: Orders
   Scenario: Order as a secret customer
@@ -38,9 +43,8 @@ Feature: Orders
 """
 
 
-def test_a_canary_secret_never_leaves_the_machine(
-    project: BehaveProject, shop, llm: ScriptedLLMServer
-) -> None:
+def order_as_a_secret_customer(project: BehaveProject) -> None:
+    """The orders feature, with its way to the checkout already cached."""
     project.write("features/orders.feature", FEATURE)
     store = CacheStore(project.cache_dir, validate=check_code)
     key = CacheKey(
@@ -49,6 +53,12 @@ def test_a_canary_secret_never_leaves_the_machine(
         "I am at the checkout with a tea in the cart",
     )
     store.write(CacheEntry(key, TO_CHECKOUT, "generated"))
+
+
+def test_a_canary_secret_never_leaves_the_machine(
+    project: BehaveProject, shop, llm: ScriptedLLMServer
+) -> None:
+    order_as_a_secret_customer(project)
     llm.on(
         "generate",
         code_answer(
@@ -83,7 +93,7 @@ def test_a_canary_secret_never_leaves_the_machine(
         "classify",
         json_answer({"label": "incurable", "explanation": "wrong name", "recommendation": "-"}),
     )
-    llm.on("gate", CLEAN, repeat=True)
+    llm.on("gate", CLEAN_GATE, repeat=True)
     result = project.run(
         "--no-logcapture", "--logging-level=DEBUG",
         "-D", f"prettyplay.base_url={shop.url}", "-D", "prettyplay.generation_attempts=1",
@@ -107,14 +117,7 @@ def test_a_canary_secret_never_leaves_the_machine(
 def test_a_missing_secret_fails_before_the_step_runs(
     project: BehaveProject, shop, llm: ScriptedLLMServer
 ) -> None:
-    project.write("features/orders.feature", FEATURE)
-    store = CacheStore(project.cache_dir, validate=check_code)
-    key = CacheKey(
-        "orders.feature::Order as a secret customer",
-        "step",
-        "I am at the checkout with a tea in the cart",
-    )
-    store.write(CacheEntry(key, TO_CHECKOUT, "generated"))
+    order_as_a_secret_customer(project)
     result = project.run("-D", f"prettyplay.base_url={shop.url}", env=llm.env)
     assert result.returncode == 1, result
     assert "ConfigError: setting 'CANARY' = '(unset)'" in result.output
@@ -141,7 +144,7 @@ def test_code_holding_a_secret_value_is_refused(
     literal = opening + f'    page.get_by_label("Password").fill("{CANARY}")\n'
     proper = opening + '    page.get_by_label("Password").fill(secret("CANARY"))\n'
     llm_env.on("generate", code_answer(literal), code_answer(proper))
-    llm_env.on("gate", CLEAN)
+    llm_env.on("gate", CLEAN_GATE)
     with PrettyPlay("t", config=api_config(shop.url, tmp_path)) as t:
         entry = t.step("type ${CANARY} into the password field of the login page")
     assert [a.outcome for a in entry.history] == ["policy violation"]
@@ -274,7 +277,7 @@ def test_the_injection_page_stays_inside_the_untrusted_block(
     llm_env.on(
         "generate", code_answer(follows_goto), code_answer(follows_cookies), code_answer(proper)
     )
-    llm_env.on("gate", CLEAN)
+    llm_env.on("gate", CLEAN_GATE)
     plant = CacheStore(tmp_path / "cache", validate=check_code)
     plant.write(
         CacheEntry(

@@ -17,7 +17,8 @@ import pytest
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
 from tests.conftest import BehaveProject
-from tests.support.llm_server import ScriptedLLMServer, code_answer, json_answer
+from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
+from tests.support.shop_steps import ACCEPT, HEADING, OPEN_SHOP
 
 FEATURE = """\
 Feature: Shop
@@ -26,19 +27,12 @@ Feature: Shop
     When I accept the cookie banner
     Then the heading says Demo Shop
 """
-OPEN = 'def step(page) -> None:\n    page.goto("/")\n'
 BROKEN = (
     'def step(page) -> None:\n    page.get_by_role("button", name="Consent").click(timeout=300)\n'
-)
-ACCEPT = 'def step(page) -> None:\n    page.get_by_role("button", name="Accept cookies").click()\n'
-HEADING = (
-    "def step(page) -> None:\n"
-    '    expect(page.get_by_role("heading", level=1)).to_have_text("Demo Shop")\n'
 )
 INCURABLE = json_answer(
     {"label": "incurable", "explanation": "no Consent button", "recommendation": "ask a human"}
 )
-CLEAN = json_answer({"findings": []})
 COLUMNS, ROWS = 160, 400
 
 
@@ -48,7 +42,7 @@ def stuck(project: BehaveProject, llm: ScriptedLLMServer) -> BehaveProject:
     project.write("features/shop.feature", FEATURE)
     store = CacheStore(project.cache_dir, validate=check_code)
     for kind, sentence, code in [
-        ("step", "I open the shop", OPEN),
+        ("step", "I open the shop", OPEN_SHOP),
         ("step", "I accept the cookie banner", BROKEN),
         ("expect", "the heading says Demo Shop", HEADING),
     ]:
@@ -103,7 +97,7 @@ def test_guidance_then_yes_heals_the_step_and_the_run_goes_on(
     stuck: BehaveProject, shop, llm: ScriptedLLMServer
 ) -> None:
     llm.on("steer", code_answer(ACCEPT))
-    llm.on("gate", CLEAN)
+    llm.on("gate", CLEAN_GATE)
     session = Session(stuck, shop, llm)
     session.expect("guidance> ")
     session.send("the button is called Accept cookies")
@@ -143,7 +137,7 @@ def test_a_rejected_turn_joins_the_history_of_the_next_request(
     stuck: BehaveProject, shop, llm: ScriptedLLMServer
 ) -> None:
     llm.on("steer", code_answer(ACCEPT), code_answer(ACCEPT))
-    llm.on("gate", CLEAN)
+    llm.on("gate", CLEAN_GATE)
     session = Session(stuck, shop, llm)
     session.expect("guidance> ")
     session.send("click Accept cookies")

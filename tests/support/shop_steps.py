@@ -1,4 +1,15 @@
-"""Step code for the demo shop's order flow, planted in caches by several tests."""
+"""Step code for the demo shop, planted in caches by several tests."""
+
+OPEN_SHOP = 'def step(page) -> None:\n    page.goto("/")\n'
+ACCEPT = 'def step(page) -> None:\n    page.get_by_role("button", name="Accept cookies").click()\n'
+# the cookie button under a name the shop never had
+BROKEN_ACCEPT = (
+    'def step(page) -> None:\n    page.get_by_role("button", name="Consent").click(timeout=300)\n'
+)
+HEADING = (
+    "def step(page) -> None:\n"
+    '    expect(page.get_by_role("heading", level=1)).to_have_text("Demo Shop")\n'
+)
 
 TO_CHECKOUT = (
     "def step(page) -> None:\n"
