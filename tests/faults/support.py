@@ -20,6 +20,7 @@ from prettyplay_behave import PrettyConfig
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
 from tests.conftest import BehaveProject
+from tests.support.signals import default_interrupt
 
 # Every process a behave run starts (the Playwright driver, every Chromium process) inherits
 # this variable, so a run's processes are found even after their parent is gone.
@@ -180,6 +181,7 @@ class BehaveProcess:
             stderr=subprocess.STDOUT,
             text=True,
             start_new_session=True,
+            preexec_fn=default_interrupt,
         )
         self.output = ""
 

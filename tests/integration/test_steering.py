@@ -19,6 +19,7 @@ from prettyplay_behave.safety.policy import check_code
 from tests.conftest import BehaveProject
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.shop_steps import ACCEPT, HEADING, OPEN_SHOP
+from tests.support.signals import default_interrupt
 
 FEATURE = """\
 Feature: Shop
@@ -65,7 +66,7 @@ class Session:
             ["-m", "behave", "-D", f"prettyplay.base_url={shop.url}",
              "-D", "prettyplay.interactive=true", "-D", "prettyplay.action_timeout_ms=1000"],
             cwd=str(project.root), env=environ, encoding="utf-8", timeout=60,
-            dimensions=(ROWS, COLUMNS),
+            dimensions=(ROWS, COLUMNS), preexec_fn=default_interrupt,
         )  # fmt: skip
         self.output = ""
 
