@@ -55,16 +55,25 @@ def stuck(project: BehaveProject, llm: ScriptedLLMServer) -> BehaveProject:
 class Session:
     """behave in a pseudo-terminal; everything it printed is kept for a terminal emulator."""
 
-    def __init__(self, project: BehaveProject, shop, llm: ScriptedLLMServer, **env: str) -> None:
+    def __init__(
+        self,
+        project: BehaveProject,
+        shop,
+        llm: ScriptedLLMServer,
+        *,
+        interactive_define: bool = True,
+        **env: str,
+    ) -> None:
         environ = {
             k: v for k, v in os.environ.items() if not k.startswith(("PRETTYPLAY_", "OPENAI_"))
         }
         environ.pop("CI", None)
         environ.update(llm.env, TERM="xterm", **env)
+        interactive = ["-D", "prettyplay.interactive=true"] if interactive_define else []
         self.child = pexpect.spawn(
             sys.executable,
-            ["-m", "behave", "-D", f"prettyplay.base_url={shop.url}",
-             "-D", "prettyplay.interactive=true", "-D", "prettyplay.action_timeout_ms=1000"],
+            ["-m", "behave", "-D", f"prettyplay.base_url={shop.url}", *interactive,
+             "-D", "prettyplay.action_timeout_ms=1000"],
             cwd=str(project.root), env=environ, encoding="utf-8", timeout=60,
             dimensions=(ROWS, COLUMNS), preexec_fn=default_interrupt,
         )  # fmt: skip
@@ -246,6 +255,23 @@ def test_no_dialog_without_a_terminal_or_with_ci(
     assert "guidance>" not in session.output
     assert "CI is set: interactive steering is off" in session.output
     assert time.monotonic() - started < 120
+
+
+def test_an_interactive_tag_opens_no_dialog_when_ci_is_set(
+    stuck: BehaveProject, shop, llm: ScriptedLLMServer
+) -> None:
+    """The tag is the strongest source of settings, and no other layer turns it off: the
+    steering rules themselves keep the dialog shut under CI, with a terminal attached."""
+    stuck.write(
+        "features/shop.feature", FEATURE.replace("  Scenario:", "  @interactive\n  Scenario:")
+    )
+    session = Session(stuck, shop, llm, interactive_define=False, CI="true")
+    assert session.child.isatty()
+    assert session.finish() == 1
+    assert "guidance>" not in session.output
+    assert "CI is set: @interactive is ignored" in session.output
+    assert "IncurableStepError: the cached step failed and cannot be healed" in session.output
+    assert [r.purpose for r in llm.requests] == ["classify"]
 
 
 def test_stdin_from_dev_null_never_blocks(
