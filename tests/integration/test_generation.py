@@ -266,3 +266,53 @@ def test_behave_reports_a_provider_that_is_down(
     assert result.returncode == 1, result
     assert "ProviderUnavailableError" in result.output and "unavailable" in result.output
     assert not (project.cache_dir / "shop.feature.json").exists()
+
+
+ADD_THE_MUG = (
+    "def step(page) -> None:\n"
+    '    mug = page.get_by_role("listitem").filter(has_text="Blue Mug")\n'
+    '    mug.get_by_role("button", name="Add to cart").click()\n'
+    '    expect(page.get_by_role("link", name=re.compile("^Cart"))).to_have_text("Cart (1)")\n'
+)
+ADD_THE_TEA = (
+    "def step(page) -> None:\n"
+    '    tea = page.get_by_role("listitem").filter(has_text="Green Tea")\n'
+    '    tea.get_by_role("button", name="Add to cart").click()\n'
+    '    expect(page.get_by_role("link", name=re.compile("^Cart"))).to_have_text("Cart (2)")\n'
+)
+NEXT_PRODUCT = "add the next product to the cart"
+
+
+def order_two_products(t: PrettyPlay) -> list[str]:
+    """The same sentence twice: two steps, two cache entries; what the cart holds after."""
+    t.step("open the shop")
+    t.step("accept the cookie banner")
+    first = t.step(NEXT_PRODUCT)
+    second = t.step(NEXT_PRODUCT)
+    assert (first.key.occurrence, second.key.occurrence) == (1, 2)
+    t.page.goto("/cart")
+    return t.page.get_by_role("list", name="Cart items").get_by_role("listitem").all_inner_texts()
+
+
+def test_a_repeated_sentence_has_an_entry_per_occurrence_each_replayed_in_its_place(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+) -> None:
+    llm_env.on("generate", code_answer(OPEN_SHOP), step="open the shop")
+    llm_env.on("generate", code_answer(ACCEPT), step="cookie")
+    llm_env.on("generate", code_answer(ADD_THE_MUG), code_answer(ADD_THE_TEA), step="next product")
+    llm_env.on("gate", CLEAN_GATE, repeat=True)
+    with PrettyPlay("shopping", config=config_for(shop, tmp_path)) as t:
+        generated = order_two_products(t)
+    assert [" ".join(item.split()[:2]) for item in generated] == ["Blue Mug", "Green Tea"]
+    # the second request knows the first occurrence ran before it
+    second = llm_env.requests_for("generate")[3].content("user")
+    assert f"- {NEXT_PRODUCT} (action, passed)" in second
+    entries = json.loads(cache_text(tmp_path, "shopping"))["tests"]["shopping"]
+    stored = {e["occurrence"]: e["code"] for e in entries if e["sentence"] == NEXT_PRODUCT}
+    assert stored == {1: ADD_THE_MUG.splitlines(), 2: ADD_THE_TEA.splitlines()}
+
+    llm_env.reset()
+    strict = config_for(shop, tmp_path, strict=True)
+    with PrettyPlay("shopping", config=strict) as t:
+        assert order_two_products(t) == generated
+    assert llm_env.requests == []
