@@ -165,3 +165,33 @@ def test_prune_removes_exactly_the_obsolete_entries(tmp_path: Path) -> None:
         assert (cache_dir / name).read_text() == before[cache_dir / name]
     again = project.run()
     assert "prettyplay: cache: 0 entries written, 0 obsolete" in again.output
+
+
+def test_a_failed_tests_unused_entries_are_never_obsolete(project: BehaveProject, shop) -> None:
+    """A test that fails never reaches its later steps: their entries are unused, not obsolete.
+    An entry of a scenario that no longer exists is."""
+    project.write(
+        "features/shop.feature",
+        """\
+        Feature: Shop
+          Scenario: Stops early
+            Given I open the shop
+            Then the heading says Welcome
+            And the heading says Demo Shop
+        """,
+    )
+    store = CacheStore(project.cache_dir, validate=check_code)
+    deleted = CacheKey("shop.feature::Deleted", "step", "I open the shop")
+    for key, code in [
+        (CacheKey("shop.feature::Stops early", "step", "I open the shop"), OPEN_SHOP),
+        (CacheKey("shop.feature::Stops early", "expect", "the heading says Welcome"), WELCOME),
+        (CacheKey("shop.feature::Stops early", "expect", "the heading says Demo Shop"), HEADING),
+        (deleted, OPEN_SHOP),
+    ]:
+        store.write(CacheEntry(key, code, "generated"))
+    result = project.run("-D", f"prettyplay.base_url={shop.url}")
+    assert result.returncode == 1, result
+    assert "1 step passed, 0 failed, 1 error, 1 skipped" in result.output
+    assert "prettyplay: cache: 0 entries written, 1 obsolete" in result.output
+    listed = json.loads((project.cache_dir / ".obsolete-entries").read_text())
+    assert [(row["test"], row["sentence"]) for row in listed] == [(deleted.test, deleted.sentence)]
