@@ -13,7 +13,16 @@ from pathlib import Path
 import pytest
 
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.config import PrettyConfig
+from prettyplay_behave.engine import executor
+from prettyplay_behave.engine.history import Attempt
+from prettyplay_behave.engine.settle import Settler
+from prettyplay_behave.engine.step import ScenarioEntry
+from prettyplay_behave.llm.answers import Verdict
+from prettyplay_behave.report.html import write_report
+from prettyplay_behave.report.summary import RunSummary
 from prettyplay_behave.safety.policy import check_code
+from prettyplay_behave.safety.secrets import Secrets
 from tests.conftest import BehaveProject, copy_examples
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.shop_steps import ACCEPT, HEADING, OPEN_SHOP
@@ -195,3 +204,30 @@ def test_a_failed_tests_unused_entries_are_never_obsolete(project: BehaveProject
     assert "prettyplay: cache: 0 entries written, 1 obsolete" in result.output
     listed = json.loads((project.cache_dir / ".obsolete-entries").read_text())
     assert [(row["test"], row["sentence"]) for row in listed] == [(deleted.test, deleted.sentence)]
+
+
+def test_the_html_report_redacts_every_text_it_shows(browser, tmp_path: Path) -> None:
+    """Whatever reaches the report (an answer echoing a value, a URL that carries one) is shown
+    with the secret's placeholder, never its value."""
+    canary = "canary-R3p0rt-9x"
+    secrets = Secrets({"TOKEN": canary})
+    secrets.require(["TOKEN"], "log in with ${TOKEN}")
+    page = browser.new_page()
+    try:
+        test = executor.TestRun(f"login {canary}", PrettyConfig(), page, Settler(page))
+        url = f"http://127.0.0.1:8000/welcome?token={canary}"
+        attempt = Attempt("red", url, url, f"# {canary}\n", f"Actual value: {canary}")
+        entry = ScenarioEntry(
+            "step", f"log in as {canary}", "failed", group=f"the {canary} group",
+            code=f"# {canary}\n", history=[attempt], failure="incurable",
+        )  # fmt: skip
+        entry.verdicts.append(Verdict("incurable", f"it shows {canary}", f"type {canary}"))
+        test.scenario.append(entry)
+        summary = RunSummary.of([test], {}, 0, None, 1.0)
+        html = write_report(tmp_path, [test], summary, secrets.redact).read_text()
+    finally:
+        page.close()
+    assert canary not in html
+    for shown in ["login ${TOKEN}", "Actual value: ${TOKEN}", "welcome?token=${TOKEN}",
+                  "it shows ${TOKEN}", "type ${TOKEN}", "log in as ${TOKEN}"]:  # fmt: skip
+        assert shown in html, shown

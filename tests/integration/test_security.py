@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import threading
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -55,10 +56,8 @@ def order_as_a_secret_customer(project: BehaveProject) -> None:
     store.write(CacheEntry(key, TO_CHECKOUT, "generated"))
 
 
-def test_a_canary_secret_never_leaves_the_machine(
-    project: BehaveProject, shop, llm: ScriptedLLMServer
-) -> None:
-    order_as_a_secret_customer(project)
+def script_the_secret_order(llm: ScriptedLLMServer) -> None:
+    """Answers for the secret order: every step generated, the last check red on purpose."""
     llm.on(
         "generate",
         code_answer(
@@ -94,6 +93,13 @@ def test_a_canary_secret_never_leaves_the_machine(
         json_answer({"label": "incurable", "explanation": "wrong name", "recommendation": "-"}),
     )
     llm.on("gate", CLEAN_GATE, repeat=True)
+
+
+def test_a_canary_secret_never_leaves_the_machine(
+    project: BehaveProject, shop, llm: ScriptedLLMServer
+) -> None:
+    order_as_a_secret_customer(project)
+    script_the_secret_order(llm)
     result = project.run(
         "--no-logcapture", "--logging-level=DEBUG",
         "-D", f"prettyplay.base_url={shop.url}", "-D", "prettyplay.generation_attempts=1",
@@ -112,6 +118,52 @@ def test_a_canary_secret_never_leaves_the_machine(
             assert CANARY.encode() not in path.read_bytes(), path
     assert CANARY not in result.output
     assert "Thank you, ${CANARY}" in result.output  # the failure render, redacted
+
+
+def files_holding(folder: Path, text: str) -> list[str]:
+    """The files under ``folder`` (and the members of zip files there) that hold ``text``."""
+    found = []
+    for path in sorted(folder.rglob("*")):
+        if not path.is_file():
+            continue
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as archive:
+                found += [
+                    f"{path}:{name}"
+                    for name in archive.namelist()
+                    if text.encode() in archive.read(name)
+                ]
+        elif text.encode() in path.read_bytes():
+            found.append(str(path))
+    return found
+
+
+@pytest.mark.parametrize("trace", ["retain-on-failure", "on"])
+def test_a_failing_test_with_a_secret_keeps_no_picture_of_it_unless_asked(
+    project: BehaveProject, shop, llm: ScriptedLLMServer, trace: str
+) -> None:
+    """Screenshots and traces cannot be redacted: a failing test that typed a secret keeps
+    neither, unless the trace policy is ``on``; the report's text never holds the value."""
+    order_as_a_secret_customer(project)
+    script_the_secret_order(llm)
+    result = project.run(
+        "-D", f"prettyplay.base_url={shop.url}", "-D", "prettyplay.generation_attempts=1",
+        "-D", "prettyplay.report_dir=report", "-D", f"prettyplay.trace={trace}",
+        env={**llm.env, "CANARY": CANARY},
+    )  # fmt: skip
+    assert result.returncode == 1, result
+    report = project.root / "report"
+    html = (report / "report.html").read_text()
+    assert "Thank you, ${CANARY}" in html  # the failure is shown, redacted
+    pictures = sorted(p.name for p in report.rglob("*") if p.suffix in (".png", ".zip"))
+    if trace == "on":
+        # asked for: both are kept, and the trace shows the value as the page did (documented)
+        assert pictures == ["failure.png", "trace.zip"]
+        assert files_holding(report, CANARY) != []
+        assert all(".zip:" in found for found in files_holding(report, CANARY))
+    else:
+        assert pictures == []
+        assert files_holding(report, CANARY) == []
 
 
 def test_a_missing_secret_fails_before_the_step_runs(
