@@ -15,14 +15,19 @@ from .errors import (
 
 if TYPE_CHECKING:
     from .authoring import Group, PrettyPlay
+    from .browser.snapshot import PageCaptureError
 
 
 def __getattr__(name: str) -> Any:
-    # The authoring surface pulls in Playwright; load it on first use only.
+    # The authoring surface and the page capture pull in Playwright; load them on first use only.
     if name in ("Group", "PrettyPlay"):
         from . import authoring
 
         return getattr(authoring, name)
+    if name == "PageCaptureError":
+        from .browser import snapshot
+
+        return snapshot.PageCaptureError
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -32,6 +37,7 @@ __all__ = [
     "ConfigError",
     "Group",
     "IncurableStepError",
+    "PageCaptureError",
     "PrettyConfig",
     "PrettyPlay",
     "PrettyPlayError",
