@@ -2,6 +2,7 @@
 # Set up a development environment and run the examples or the test suite.
 #   ./dev.sh examples [behave args]   replay the example features against the demo shop
 #   ./dev.sh test [pytest args]       lint, type-check and run the whole test suite
+#   ./dev.sh mutate [name ...]        break guarded behaviours one by one; their tests must fail
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -50,8 +51,13 @@ case "${1:-}" in
     "$VENV/bin/mypy"
     exec "$VENV/bin/pytest" "$@"
     ;;
+  mutate)
+    shift
+    setup
+    exec "$PY" -m tests.mutants "$@"
+    ;;
   *)
-    echo "usage: ./dev.sh examples [behave args] | ./dev.sh test [pytest args]" >&2
+    echo "usage: ./dev.sh examples [behave args] | ./dev.sh test [pytest args] | ./dev.sh mutate [name ...]" >&2
     exit 2
     ;;
 esac

@@ -1,0 +1,223 @@
+"""Targeted mutations: break one behaviour, run the tests that claim to cover it, expect red.
+
+Where a silent regression is a security hole or lost data (the code policy, the proxies, the
+sandbox, secrets and their redaction, the cache files, failure artifacts), a green suite must
+mean the behaviour is there. Each mutant below is one such behaviour broken by a small edit;
+the tests named beside it must fail. Run::
+
+    ./dev.sh mutate            # every mutant
+    ./dev.sh mutate policy     # the mutants whose name contains "policy"
+
+Each mutant is applied in place, its tests run with ``pytest -x``, and the file is restored
+(also on Ctrl+C); the working tree must be clean of changes to the mutated files. A mutant
+whose ``before`` text is no longer found fails loudly, so the list keeps up with the code.
+Survivors are printed and make the command exit 1. Mutants that cannot be told apart from the
+real code by any behaviour (equivalent mutants) are left out; docs/contributing.md names them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = "prettyplay_behave"
+
+POLICY_TESTS = ("tests/unit/test_policy.py",)
+SANDBOX_TESTS = ("tests/unit/test_policy.py", "tests/integration/test_sandbox.py")
+SECRET_TESTS = ("tests/unit/test_secrets.py", "tests/integration/test_security.py")
+CACHE_TESTS = ("tests/unit/test_cache.py", "tests/faults/test_cache_corruption.py")
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    file: str  # relative to the repository root
+    before: str  # found exactly once in the file
+    after: str
+    tests: tuple[str, ...]
+
+
+MUTANTS = (
+    # -- the code policy ------------------------------------------------------------------------
+    Mutant("policy: while loops pass", f"{PACKAGE}/safety/policy.py",
+           "    ast.Pass, ast.Assert, ast.Break, ast.Continue,\n",
+           "    ast.Pass, ast.Assert, ast.Break, ast.Continue, ast.While,\n", POLICY_TESTS),
+    Mutant("policy: underscore names pass", f"{PACKAGE}/safety/policy.py",
+           "-> None:\n        if name.startswith(\"_\"):", "-> None:\n        if False:",
+           POLICY_TESTS),
+    Mutant("policy: underscore attributes pass", f"{PACKAGE}/safety/policy.py",
+           "        if attr.startswith(\"_\"):", "        if False:", POLICY_TESTS),
+    Mutant("policy: refused builtins pass", f"{PACKAGE}/safety/policy.py",
+           "        if name in REFUSED_NAMES:", "        if False:", POLICY_TESTS),
+    Mutant("policy: any attribute passes", f"{PACKAGE}/safety/policy.py",
+           "        if attr not in ALLOWED_ATTRIBUTES:", "        if False:", POLICY_TESTS),
+    Mutant("policy: unknown names pass", f"{PACKAGE}/safety/policy.py",
+           "        if name not in PROVIDED_NAMES | BUILTIN_NAMES and name not in self.locals:",
+           "        if False:", POLICY_TESTS),
+    Mutant("policy: secret() anywhere", f"{PACKAGE}/safety/policy.py",
+           "            if id(node) not in self.secret_calls or not valid:",
+           "            if not valid:", POLICY_TESTS),
+    Mutant("policy: loops nest deeper", f"{PACKAGE}/safety/policy.py",
+           "        if loop_depth >= MAX_LOOP_DEPTH:", "        if loop_depth > MAX_LOOP_DEPTH:",
+           POLICY_TESTS),
+    Mutant("policy: any loop iterable", f"{PACKAGE}/safety/policy.py",
+           "        if not self._bounded(stmt.iter):", "        if False:", POLICY_TESTS),
+    Mutant("policy: goto any scheme", f"{PACKAGE}/safety/policy.py",
+           "            problem = navigation_problem(url.value)\n            if problem:",
+           "            problem = navigation_problem(url.value)\n            if False:",
+           POLICY_TESTS),
+    Mutant("policy: ** passes", f"{PACKAGE}/safety/policy.py",
+           '    ast.Pow: "the ** operator",\n', "", POLICY_TESTS),
+    Mutant("policy: scheme tricks pass", f"{PACKAGE}/safety/policy.py",
+           "    cleaned = _URL_IGNORED.sub(\"\", url).lstrip(_URL_LEADING)",
+           "    cleaned = url", POLICY_TESTS),
+    Mutant("policy: no size limit", f"{PACKAGE}/safety/policy.py",
+           "    if len(code) > MAX_CODE_CHARS:", "    if False:", POLICY_TESTS),
+    Mutant("policy: decorators pass", f"{PACKAGE}/safety/policy.py",
+           "        if fn.decorator_list:", "        if False:", POLICY_TESTS),
+    Mutant("policy: provided names rebound", f"{PACKAGE}/safety/policy.py",
+           "            if node.id in PROVIDED_NAMES | BUILTIN_NAMES:", "            if False:",
+           POLICY_TESTS),
+    # -- the capability proxies and the sandbox ---------------------------------------------------
+    Mutant("proxy: any attribute forwarded", f"{PACKAGE}/safety/proxy.py",
+           "        if name not in self._ALLOWED:", "        if False:", SANDBOX_TESTS),
+    Mutant("proxy: raw Playwright objects returned", f"{PACKAGE}/safety/proxy.py",
+           "        return {key: _wrap(item) for key, item in value.items()}\n    return None",
+           "        return {key: _wrap(item) for key, item in value.items()}\n    return value",
+           SANDBOX_TESTS),
+    Mutant("proxy: goto any scheme", f"{PACKAGE}/safety/proxy.py",
+           "        problem = navigation_problem(url)\n        if problem:",
+           "        problem = navigation_problem(url)\n        if False:", SANDBOX_TESTS),
+    Mutant("proxy: attributes assignable", f"{PACKAGE}/safety/proxy.py",
+           '        raise CodePolicyError(f"{self._LABEL}.{name} cannot be assigned by step code")',
+           "        object.__setattr__(self, name, value)", SANDBOX_TESTS),
+    Mutant("sandbox: loops unbounded", f"{PACKAGE}/safety/sandbox.py",
+           "    if len(items) > MAX_LOOP_ITEMS:", "    if False:", SANDBOX_TESTS),
+    Mutant("sandbox: range unbounded", f"{PACKAGE}/safety/sandbox.py",
+           "    if len(numbers) > MAX_LOOP_ITEMS:", "    if False:", SANDBOX_TESTS),
+    Mutant("sandbox: every builtin", f"{PACKAGE}/safety/sandbox.py",
+           '        "__builtins__": dict(_BUILTINS),', '        "__builtins__": builtins.__dict__,',
+           SANDBOX_TESTS),
+    Mutant("sandbox: the whole re module", f"{PACKAGE}/safety/sandbox.py",
+           '        "re": types.SimpleNamespace(**{name: getattr(re, name) for name in RE_NAMES}),',
+           '        "re": re,', SANDBOX_TESTS),
+    # -- secrets --------------------------------------------------------------------------------
+    Mutant("secrets: redaction off", f"{PACKAGE}/safety/secrets.py",
+           "            if value in text:\n", "            if False:\n", SECRET_TESTS),
+    Mutant("secrets: another step's secret", f"{PACKAGE}/safety/secrets.py",
+           "            if name not in own:", "            if False:", SECRET_TESTS),
+    Mutant("secrets: typed on any origin", f"{PACKAGE}/safety/secrets.py",
+           "            if not origin_allowed():", "            if False:", SECRET_TESTS),
+    Mutant("secrets: literal values pass", f"{PACKAGE}/safety/secrets.py",
+           "            (name for name, value in self._values.items() "
+           "if any(value in s for s in literals)),",
+           "            (name for name, value in self._values.items() if False),", SECRET_TESTS),
+    Mutant("secrets: log records unredacted", f"{PACKAGE}/safety/secrets.py",
+           "        if redacted != message:", "        if False:", SECRET_TESTS),
+    Mutant("secrets: requests unredacted", f"{PACKAGE}/engine/executor.py",
+           '        return [{**m, "content": self.secrets.redact(m["content"])} for m in messages]',
+           "        return messages", SECRET_TESTS),
+    # -- failure artifacts and the report ---------------------------------------------------------
+    Mutant("report: redaction off", f"{PACKAGE}/report/html.py",
+           '    environment.filters["redact"] = redact',
+           '    environment.filters["redact"] = lambda text: text',
+           ("tests/integration/test_reporting.py",)),
+    Mutant("report: URLs unredacted", "templates/report.html.j2",
+           "{{ attempt.url_before | redact }} → {{ attempt.url_after | redact }}",
+           "{{ attempt.url_before }} → {{ attempt.url_after }}",
+           ("tests/integration/test_reporting.py",)),
+    Mutant("artifacts: screenshot of a secret test", f"{PACKAGE}/report/artifacts.py",
+           '        if test.uses_secrets and test.config.trace != "on":\n            return None\n',
+           "", ("tests/integration/test_security.py",)),
+    Mutant("artifacts: trace of a secret test kept", f"{PACKAGE}/engine/executor.py",
+           "                self.test.drop_trace()", "                pass",
+           ("tests/integration/test_security.py",)),
+    Mutant("artifacts: passing tests keep traces", f"{PACKAGE}/report/artifacts.py",
+           '        if test.failed or test.config.trace == "on":', "        if True:",
+           ("tests/integration/test_reporting.py",)),
+    # -- the cache ------------------------------------------------------------------------------
+    Mutant("cache: entries unchecked on load", f"{PACKAGE}/cache.py",
+           "    try:\n        validate(code)\n", "    try:\n        pass\n", CACHE_TESTS),
+    Mutant("cache: conflict markers pass", f"{PACKAGE}/cache.py",
+           "        if line_text.startswith(_CONFLICT_MARKERS):", "        if False:", CACHE_TESTS),
+    Mutant("cache: duplicate keys pass", f"{PACKAGE}/cache.py",
+           "        if key in result:\n            raise _DuplicateKeyError(key)",
+           "        if False:\n            raise _DuplicateKeyError(key)", CACHE_TESTS),
+    Mutant("cache: a write forgets the other writers", f"{PACKAGE}/cache.py",
+           "_parse(path, old, validate, test_prefix) if old is not None else {}",
+           "{}",
+           ("tests/unit/test_cache.py", "tests/integration/test_cache_processes.py")),
+    Mutant("cache: unchanged files rewritten", f"{PACKAGE}/cache.py",
+           "            if new == old:\n                return False, tests",
+           "            if False:\n                return False, tests", CACHE_TESTS),
+    Mutant("cache: a broken file is overwritten", f"{PACKAGE}/cache.py",
+           "        if path in self._broken:\n            raise CacheError(\n"
+           '                f"refusing to overwrite',
+           "        if False:\n            raise CacheError(\n"
+           '                f"refusing to overwrite', CACHE_TESTS),
+    Mutant("cache: paths leave the cache folder", f"{PACKAGE}/cache.py",
+           '    if ".." in parts:', "    if False:", CACHE_TESTS),
+    Mutant("cache: not atomic", f"{PACKAGE}/cache.py",
+           "            _replace(path, new)", "            path.write_bytes(new)",
+           ("tests/faults/test_disk_faults.py", "tests/faults/test_signals.py")),
+    Mutant("cache: used entries obsolete", f"{PACKAGE}/cache.py",
+           "                    if (path, test_key, _slot(e.key)) not in self._used",
+           "                    if True", CACHE_TESTS),
+    Mutant("cache: a failed test's entries obsolete", f"{PACKAGE}/runtime.py",
+           "if not failed.get(k.test, False)]", "]",
+           ("tests/integration/test_reporting.py",)),
+    Mutant("cache: one occurrence for all", f"{PACKAGE}/engine/executor.py",
+           "spec.data, self._seen[triple])", "spec.data, 1)",
+           ("tests/integration/test_generation.py",)),
+    # -- the steering rules ---------------------------------------------------------------------
+    Mutant("steering: opens under CI", f"{PACKAGE}/engine/steering.py",
+           '        and not os.environ.get("CI")\n', "", ("tests/integration/test_steering.py",)),
+)  # fmt: skip
+
+
+def run(mutant: Mutant) -> tuple[bool, float]:
+    """Apply ``mutant``, run its tests, restore the file; (killed, seconds)."""
+    path = ROOT / mutant.file
+    original = path.read_text(encoding="utf-8")
+    found = original.count(mutant.before)
+    if found != 1:
+        raise SystemExit(f"mutant {mutant.name!r}: its text is found {found} times in {path}")
+    started = time.monotonic()
+    try:
+        path.write_text(original.replace(mutant.before, mutant.after), encoding="utf-8")
+        tests = subprocess.run(
+            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+             *mutant.tests],
+            cwd=ROOT, capture_output=True, text=True,
+        )  # fmt: skip
+    finally:
+        path.write_text(original, encoding="utf-8")
+    return tests.returncode != 0, time.monotonic() - started
+
+
+def main(argv: list[str]) -> int:
+    chosen = [m for m in MUTANTS if not argv or any(a in m.name for a in argv)]
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", *sorted({m.file for m in chosen})],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    if dirty:
+        raise SystemExit(f"commit or stash these files first, a mutant edits them:\n{dirty}")
+    survivors = []
+    for mutant in chosen:
+        killed, seconds = run(mutant)
+        print(f"{'killed  ' if killed else 'SURVIVED'} {seconds:5.1f} s  {mutant.name}", flush=True)
+        if not killed:
+            survivors.append(mutant.name)
+    print(f"{len(chosen) - len(survivors)} of {len(chosen)} mutants killed")
+    for name in survivors:
+        print(f"  survived: {name}")
+    return 1 if survivors else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
