@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from prettyplay_behave import PrettyConfig
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
@@ -28,6 +30,11 @@ MARKER_VARIABLE = "FAULT_TEST_RUN"
 
 # Waits far longer than any test does: the step is still running when the fault strikes.
 NEVER = 'def step(page) -> None:\n    page.locator("#never").wait_for(timeout=60000)\n'
+
+# With DEBUG=pw:api the Playwright driver logs every API call to its stderr; it logs this line
+# once a NEVER step waits on its locator.
+PLAYWRIGHT_API_LOG = {"DEBUG": "pw:api"}
+WAITING_ON_NEVER = 'waiting for locator("#never") to be visible'
 
 
 def wait_for(condition: Callable[[], object], timeout: float, what: str) -> None:
@@ -156,9 +163,22 @@ def temp_files(folder: Path) -> list[str]:
 # -- behave runs that receive signals -----------------------------------------------------------
 
 
+@contextmanager
+def playwright_api_log(path: Path) -> Iterator[Path]:
+    """A Playwright driver started inside the block logs its API calls to ``path`` for the rest
+    of its life: it writes them to its stderr, which is this process's ``sys.stderr`` at its
+    start."""
+    with path.open("w") as log, pytest.MonkeyPatch.context() as patch:
+        for name, value in PLAYWRIGHT_API_LOG.items():
+            patch.setenv(name, value)
+        patch.setattr(sys, "stderr", log)
+        yield path
+
+
 @dataclass
 class BehaveProcess:
-    """``python -m behave`` in a session of its own, so a signal reaches it alone."""
+    """``python -m behave`` in a session of its own, so a signal reaches it alone; its output
+    (stdout and stderr, and those of the Playwright driver) goes to ``output_file``."""
 
     project: BehaveProject
     args: tuple[str, ...]
@@ -173,17 +193,22 @@ class BehaveProcess:
         }
         environ.update(self.env)
         environ[MARKER_VARIABLE] = self.marker
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "behave", "--no-color", "-f", "plain", *self.args],
-            cwd=self.project.root,
-            env=environ,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-            preexec_fn=default_interrupt,
-        )
+        self.output_file = self.project.root / f"behave-{self.marker}.out"
+        with self.output_file.open("wb") as output:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "behave", "--no-color", "-f", "plain", *self.args],
+                cwd=self.project.root,
+                env=environ,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=default_interrupt,
+            )
         self.output = ""
+
+    def output_so_far(self) -> str:
+        """What the run has written until now (behave's own output may still be buffered)."""
+        return self.output_file.read_text(errors="replace")
 
     def browser_processes(self) -> set[int]:
         """The processes below the run now: the Playwright driver and every Chromium process."""
@@ -203,18 +228,20 @@ class BehaveProcess:
     def finish(self, timeout: float) -> int:
         """The exit code; the run is killed (and the test fails) when it outlives ``timeout``."""
         try:
-            self.output, _ = self.process.communicate(timeout=timeout)
+            self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.kill()
             raise AssertionError(
                 f"the run did not end within {timeout} s:\n{self.output}"
             ) from None
+        self.output = self.output_so_far()
         return self.process.returncode
 
     def kill(self) -> None:
         with suppress(OSError):
             os.killpg(self.process.pid, signal.SIGKILL)
-        self.output, _ = self.process.communicate()
+        self.process.wait()
+        self.output = self.output_so_far()
         kill_all(marked_processes(self.marker))
 
 

@@ -13,19 +13,24 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 
 from prettyplay_behave import IncurableStepError, PrettyPlay, PrettyPlayError
 from prettyplay_behave.runtime import Runtime
 from tests.conftest import BehaveProject
 from tests.faults.support import (
     NEVER,
+    PLAYWRIGHT_API_LOG,
+    WAITING_ON_NEVER,
     api_config,
     assert_no_processes_left,
     behave_process,
     command_name,
     descendants,
     folder_bytes,
+    kill_all,
     plant,
+    playwright_api_log,
     wait_for,
 )
 from tests.support.llm_server import ScriptedLLMServer
@@ -40,18 +45,27 @@ def browser_processes(before: set[int]) -> set[int]:
 
 
 class KillOnStep:
-    """A hook that kills the given processes shortly after the step named ``sentence`` starts."""
+    """A hook that kills the given processes once the step named ``sentence`` has started and
+    waits on its NEVER locator, as the Playwright driver's API log tells."""
 
-    def __init__(self, sentence: str, pids: set[int]) -> None:
-        self.sentence, self.pids = sentence, pids
+    def __init__(self, sentence: str, pids: set[int], driver_log: Path) -> None:
+        self.sentence, self.pids, self.driver_log = sentence, pids, driver_log
         self.thread = threading.Thread(target=self._kill, daemon=True)
+        self.failure: AssertionError | None = None
 
     def on_step_started(self, sentence: str) -> None:
         if sentence == self.sentence:
             self.thread.start()
 
     def _kill(self) -> None:
-        time.sleep(0.5)  # the step is settling or waiting on its locator by now
+        try:
+            wait_for(
+                lambda: WAITING_ON_NEVER in self.driver_log.read_text(),
+                30,
+                "the step to wait on its locator",
+            )
+        except AssertionError as failure:
+            self.failure = failure
         for pid in self.pids:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
@@ -78,14 +92,15 @@ def make_runtime(shop, tmp_path: Path, no_llm) -> Iterator[Callable[[], Runtime]
             runtime.close()
 
 
-def kill_mid_step(runtime: Runtime) -> tuple[IncurableStepError, float, set[int]]:
+def kill_mid_step(runtime: Runtime, driver_log: Path) -> tuple[IncurableStepError, float, set[int]]:
     """Run the waiting step and kill the browser during it; the error, its time, the killed."""
     before = descendants(os.getpid())
-    doomed = PrettyPlay("doomed", runtime=runtime)
-    assert doomed.page.url == "about:blank"  # the browser is up before anything is killed
+    with playwright_api_log(driver_log):  # the runtime's driver starts with its first page
+        doomed = PrettyPlay("doomed", runtime=runtime)
+        assert doomed.page.url == "about:blank"  # the browser is up before anything is killed
     killed = browser_processes(before)
     assert killed, "no browser process found"
-    killer = KillOnStep("wait for something that never comes", killed)
+    killer = KillOnStep("wait for something that never comes", killed, driver_log)
     runtime.events.add(killer)
     started = time.monotonic()
     try:
@@ -95,6 +110,8 @@ def kill_mid_step(runtime: Runtime) -> tuple[IncurableStepError, float, set[int]
         elapsed = time.monotonic() - started
         killer.thread.join(timeout=10)
         doomed.close()  # closing what a dead browser held must not raise
+    if killer.failure:
+        raise killer.failure
     return caught.value, elapsed, killed
 
 
@@ -103,7 +120,7 @@ def test_a_browser_killed_mid_step_fails_the_step_and_the_next_test_relaunches(
 ) -> None:
     runtime = make_runtime()
     cache_before = folder_bytes(tmp_path / "cache")
-    error, elapsed, killed = kill_mid_step(runtime)
+    error, elapsed, killed = kill_mid_step(runtime, tmp_path / "driver.log")
     render = error.render()
     assert render.startswith(
         "IncurableStepError: the cached step failed (the LLM is unavailable to heal it)\n---\n"
@@ -124,9 +141,9 @@ def test_a_browser_killed_mid_step_fails_the_step_and_the_next_test_relaunches(
 
 
 def test_a_killed_browser_is_not_reported_as_a_blocked_navigation(
-    make_runtime: Callable[[], Runtime],
+    make_runtime: Callable[[], Runtime], tmp_path: Path
 ) -> None:
-    error, _, _ = kill_mid_step(make_runtime())
+    error, _, _ = kill_mid_step(make_runtime(), tmp_path / "driver.log")
     assert "allowed_origins" not in error.render()
     assert error.error.startswith("TargetClosedError")
 
@@ -180,8 +197,11 @@ def test_a_crashed_page_fails_the_step_and_the_next_test_works(
     runtime = make_runtime()
     crashed = PrettyPlay("doomed", runtime=runtime)
     crashed.step("open the shop")
-    with pytest.raises(Exception, match="ERR_ABORTED at chrome://crash"):
+    with pytest.raises(
+        PlaywrightError, match=r"^Page\.goto: net::ERR_ABORTED at chrome://crash\n"
+    ) as aborted:
         crashed.page.goto("chrome://crash")  # the renderer dies; the browser lives on
+    assert type(aborted.value) is PlaywrightError  # not a TargetClosedError
     started = time.monotonic()
     with pytest.raises(PrettyPlayError) as caught:
         crashed.step("wait for something that never comes")
@@ -198,7 +218,8 @@ def test_a_crashed_page_fails_the_step_and_the_next_test_works(
         assert message.startswith("the cached step failed (the LLM is unavailable to heal it)")
         assert "Locator.wait_for: Target crashed" in message
         assert "never settled" not in message  # a crashed page is not a busy page
-    assert elapsed < 5  # well within settle_ms=1000 plus the locator's own wait
+    # at once: no timeout is waited out (the action's 10 s, the snapshot's 15 s, the locator's 60 s)
+    assert elapsed < 8
     with PrettyPlay("next", runtime=runtime) as following:
         assert following.step("open the shop").origin == "replayed"
         following.expect("the heading says Demo Shop")
@@ -215,7 +236,6 @@ Feature: Faults
 
   Scenario: The browser dies
     Given I open the shop
-    And the browser dies in a moment
     When I wait for something that never comes
     Then the heading says Demo Shop
 
@@ -224,33 +244,7 @@ Feature: Faults
     Then the heading says Demo Shop
 """
 FAULT_STEPS = """\
-import os
-import signal
-import threading
-import time
-
-from behave import given, when
-
-
-def chromium_below(root):
-    children = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                stat = open(f"/proc/{name}/stat").read()
-            except OSError:
-                continue
-            children.setdefault(int(stat.rpartition(")")[2].split()[1]), []).append(int(name))
-    found, stack = [], [root]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            stack.append(child)
-            try:
-                if "chrom" in open(f"/proc/{child}/comm").read():
-                    found.append(child)
-            except OSError:
-                pass
-    return found
+from behave import when
 
 
 @when("the page crashes")
@@ -259,22 +253,6 @@ def crash_the_page(context):
         context.page.goto("chrome://crash")
     except Exception as error:
         assert "ERR_ABORTED" in str(error), error
-
-
-@given("the browser dies in a moment")
-def kill_the_browser_soon(context):
-    doomed = chromium_below(os.getpid())
-    assert doomed, "no browser process found"
-
-    def kill():
-        time.sleep(1.0)
-        for pid in doomed:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-
-    threading.Thread(target=kill, daemon=True).start()
 """
 
 
@@ -298,8 +276,12 @@ def test_behave_errors_the_crashed_scenarios_and_runs_the_next_one(
         project,
         "-D", f"prettyplay.base_url={shop.url}",
         "-D", "prettyplay.settle_ms=1000",
-        env=llm.env,
+        env={**llm.env, **PLAYWRIGHT_API_LOG},
     ) as run:  # fmt: skip
+        # the browser dies while the second scenario's step waits on its locator
+        wait_for(lambda: WAITING_ON_NEVER in run.output_so_far(), 60, "the waiting step")
+        browser = {pid for pid in run.browser_processes() if "chrom" in command_name(pid)}
+        kill_all(browser)
         returncode = run.finish(timeout=90)
     output = run.output
     assert returncode == 1, output

@@ -4,7 +4,6 @@ request stays within its budget, and settling is bounded by settle_ms."""
 from __future__ import annotations
 
 import logging
-import resource
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -162,18 +161,13 @@ SHOWN = (
     '    expect(page.get_by_role("heading", level=1)).to_have_text("Catalogue")\n'
 )
 TOKEN_BUDGET = 8_000
-RSS_LIMIT_MB = 2_048
 
 
 @pytest.mark.slow
 def test_a_huge_page_keeps_the_request_within_the_snapshot_budget(
-    pages: PageServer,
-    page_on,
-    tmp_path: Path,
-    llm_env: ScriptedLLMServer,
-    record_property,
-    capsys: pytest.CaptureFixture[str],
+    pages: PageServer, page_on, tmp_path: Path, llm_env: ScriptedLLMServer, record_property
 ) -> None:
+    # what such a page costs in time and memory is bench/huge_page.py's figure
     pages.pages["/"] = HUGE
     llm_env.on("generate", code_answer(SHOWN))
     llm_env.on("gate", CLEAN_GATE)
@@ -181,24 +175,17 @@ def test_a_huge_page_keeps_the_request_within_the_snapshot_budget(
     page.goto("/")
     assert page.locator("a").count() == ITEMS
     config = api_config(pages.url, tmp_path / "cache", llm_timeout=30.0)
-    started = time.monotonic()
     with PrettyPlay("catalogue", config=config, page=page) as t:
         assert t.expect("the catalogue heading is shown").origin == "generated"
-    elapsed = time.monotonic() - started
+    assert [r.purpose for r in llm_env.requests] == ["generate", "gate"]
     request = llm_env.requests_for("generate")[0]
     tokens = len(request.text) // 4
+    record_property("request_tokens", tokens)
     assert tokens < TOKEN_BUDGET
     user = request.content("user")
     # the run of 20,000 items is collapsed; what surrounds it is kept
     assert "more listitem entries like the above" in user
     assert 'link "Item 0"' in user and 'button "Load more"' in user
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
-    record_property("request_tokens", tokens)
-    record_property("peak_rss_mb", peak_mb)
-    with capsys.disabled():
-        print(f"\n  huge page: request {tokens} tokens, peak RSS {peak_mb} MB, {elapsed:.1f} s")
-    assert peak_mb < RSS_LIMIT_MB
-    assert elapsed < 60
 
 
 BUSY = """\

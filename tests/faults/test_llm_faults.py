@@ -93,12 +93,13 @@ def test_an_unreachable_provider_is_unavailable_in_bounded_time_and_writes_nothi
         with pytest.raises(ProviderUnavailableError) as caught:
             t.step("open the shop")
         elapsed = time.monotonic() - started
-        # the client stays down for the run: the next step fails at once, with no request
+        assert t.runtime.llm.calls == 1
+        # the client stays down for the run: the next step fails without sending a request
         sent = len(llm_env.requests)
-        again = time.monotonic()
         with pytest.raises(ProviderUnavailableError) as second:
             t.step("accept the cookie banner")
-        assert time.monotonic() - again < 2
+        assert not t.runtime.llm.available
+        assert t.runtime.llm.calls == 1
         assert len(llm_env.requests) == sent
         assert t.page.url == "about:blank"  # no code ever ran
     message = str(caught.value)
@@ -112,8 +113,9 @@ def test_an_unreachable_provider_is_unavailable_in_bounded_time_and_writes_nothi
             "or prettyplay.llm_retries"
         )
     assert str(second.value) == message
-    # every attempt waits at most llm_timeout; the client's backoff between them is < 1 s
-    assert elapsed < timeout * (retries + 1) + 3
+    # each attempt gave up at llm_timeout: long before the server's 30 s answer, or the
+    # system's connect timeout (about two minutes)
+    assert elapsed < 15
     if fault == "read timeout":
         assert len(llm_env.requests_for("generate")) == retries + 1
     assert folder_bytes(tmp_path / "cache") == {}
@@ -161,9 +163,8 @@ def test_a_transient_failure_is_retried_and_the_step_written_once(
     generates = llm_env.requests_for("generate")
     gap = generates[1].time - generates[0].time
     if first is RETRY_AFTER_SECONDS:
-        assert 0.9 <= gap < 3  # the server's retry-after is honoured, not more
-    else:
-        assert gap < 3
+        # the server's retry-after is honoured (the client's own backoff is about 0.5 s)
+        assert gap >= 0.9
 
 
 # -- misconfiguration fails fast ------------------------------------------------------------------
@@ -191,16 +192,13 @@ def test_a_misconfiguration_fails_fast_naming_the_setting(
     llm_env.on("generate", reply, repeat=True)
     config = api_config(shop.url, tmp_path / "cache", llm_retries=3)
     with PrettyPlay("visit", config=config, page=page) as t:
-        started = time.monotonic()
         with pytest.raises(ConfigError) as caught:
             t.step("open the shop")
-        elapsed = time.monotonic() - started
     message = str(caught.value)
     assert message.startswith(f"setting {setting!r} = ")
     assert says in message
     assert "test-key" not in message  # the key itself is never shown
-    assert len(llm_env.requests) == 1  # no retry loop
-    assert elapsed < 3
+    assert len(llm_env.requests) == 1  # no retry loop (llm_retries=3)
     assert folder_bytes(tmp_path / "cache") == {}
 
 

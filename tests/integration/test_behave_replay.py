@@ -12,7 +12,7 @@ from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
 from tests.conftest import BehaveProject, copy_examples
 from tests.escapes import ESCAPES
-from tests.support.llm_server import ScriptedLLMServer
+from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer
 from tests.support.shop_steps import HEADING, OPEN_SHOP
 
 FEATURE = """\
@@ -63,11 +63,47 @@ def test_strict_miss_names_step_and_cache_file_with_zero_requests(
     assert cache_files(project.cache_dir) == before
 
 
-def test_strict_tag_applies_to_one_scenario(project: BehaveProject, shop) -> None:
-    project.write("features/shop.feature", "@strict\n" + FEATURE)
-    result = project.run("-D", f"prettyplay.base_url={shop.url}")
+TWO_SCENARIOS = """\
+Feature: Shop
+  @strict
+  Scenario: Strict visit
+    Given I open the shop
+    Then the heading says Demo Shop
+
+  Scenario: Visit
+    Given I open the shop
+    Then the heading says Demo Shop
+"""
+
+
+def test_strict_tag_applies_to_one_scenario(
+    project: BehaveProject, shop, llm: ScriptedLLMServer
+) -> None:
+    project.write("features/shop.feature", TWO_SCENARIOS)
+    llm.on("generate", code_answer(OPEN_SHOP), step="I open the shop")
+    llm.on("generate", code_answer(HEADING), step="the heading says Demo Shop")
+    llm.on("gate", CLEAN_GATE, repeat=True)
+    result = project.run("-D", f"prettyplay.base_url={shop.url}", env=llm.env)
     assert result.returncode == 1, result
-    assert "strict: replay only" in result.output
+    assert "1 scenario passed, 0 failed, 1 error, 0 skipped" in result.output
+    strict = result.output[: result.output.index("Scenario: Visit")]
+    untagged = result.output[result.output.index("Scenario: Visit") :]
+    # the tagged scenario is replay only: its first step has no cached code and asks nothing
+    assert "Given I open the shop ... error" in strict
+    assert "IncurableStepError: no cached code for this step (strict: replay only)" in strict
+    assert "step: I open the shop" in strict
+    assert "(test 'shop.feature::Strict visit', occurrence 1)" in strict
+    # the untagged one generates both steps with the LLM and passes
+    assert "Given I open the shop ... passed" in untagged
+    assert "Then the heading says Demo Shop ... passed" in untagged
+    assert [(r.purpose, r.step) for r in llm.requests] == [
+        ("generate", "I open the shop"),
+        ("gate", "I open the shop"),
+        ("generate", "the heading says Demo Shop"),
+        ("gate", "the heading says Demo Shop"),
+    ]
+    entries = json.loads((project.cache_dir / "shop.feature.json").read_text())["tests"]
+    assert list(entries) == ["Visit"]
 
 
 def test_a_miss_without_llm_names_the_settings(project: BehaveProject, shop) -> None:

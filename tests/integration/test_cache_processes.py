@@ -7,11 +7,13 @@ import sys
 from pathlib import Path
 
 from prettyplay_behave.cache import load_file
+from tests.faults.support import wait_for
 
 PROCESSES = 4
 ENTRIES = 50
 
-# Each writer waits for the go file, so all of them write at the same time.
+# Each writer says it is ready (imports done, store made), then waits for the go file, which
+# the test writes once every writer is ready: all of them write at the same time.
 WRITER = """
 import sys, time
 from pathlib import Path
@@ -19,6 +21,7 @@ from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 
 cache_dir, go, worker, count = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 store = CacheStore(cache_dir, lambda code: None)
+go.with_name(f"ready-{worker}").touch()
 while not go.exists():
     time.sleep(0.005)
 for n in range(count):
@@ -35,6 +38,12 @@ def test_concurrent_writers_keep_every_entry(tmp_path: Path) -> None:
         )
         for worker in range(PROCESSES)
     ]
+    ready = [tmp_path / f"ready-{worker}" for worker in range(PROCESSES)]
+    wait_for(
+        lambda: all(path.exists() for path in ready) or any(w.poll() is not None for w in writers),
+        120,
+        "every writer to be ready",
+    )
     go.touch()
     for writer in writers:
         assert writer.wait(timeout=120) == 0

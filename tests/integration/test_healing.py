@@ -128,7 +128,8 @@ def test_a_broken_product_fails_red_and_is_never_healed(
     )
     result = project.run("-D", f"prettyplay.base_url={fresh_shop.url}", env=llm.env)
     assert result.returncode == 1, result
-    assert "1 step failed" in result.output or "1 failed" in result.output
+    assert "Then the order is confirmed ... failed" in result.output
+    assert "1 step passed, 1 failed, 0 skipped" in result.output
     assert "ProductDefectError: the product does not do what the step says\n" in result.output
     assert "step: the order is confirmed" in result.output
     assert "explanation: the order status says the payment service is unavailable" in result.output

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from prettyplay_behave.config import (
@@ -11,19 +13,35 @@ from prettyplay_behave.config import (
     resolve_config,
 )
 from prettyplay_behave.errors import ConfigError
+from tests.conftest import ROOT
 
-TABLE_KEYS = {
-    "base_url", "model", "classification_model", "llm_timeout", "llm_retries", "strict",
-    "interactive", "generation_attempts", "healing_attempts", "speed", "headless", "browser",
-    "browser_executable", "browser_endpoint", "cache_dir", "instructions", "action_timeout_ms",
-    "settle_ms", "allowed_origins", "report_dir", "max_llm_calls", "templates_dir",
-}  # fmt: skip
+MANUAL = ROOT / "docs" / "configuration.md"
 
 
-def test_every_key_of_the_manual_exists() -> None:
-    assert set(KEYS) == TABLE_KEYS | {"trace"}  # trace: the artifact policy of report_dir
+def documented_keys() -> list[str]:
+    """The first column of the table under "## The keys" in docs/configuration.md."""
+    section = MANUAL.read_text(encoding="utf-8").split("\n## The keys\n", 1)[1]
+    rows = []
+    for line in section.lstrip("\n").splitlines():
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    header, rule, *body = rows
+    assert header[0] == "key" and set(rule[0]) == {"-"}, header
+    keys = []
+    for row in body:
+        found = re.fullmatch(r"`(\w+)`", row[0])
+        assert found, f"not a key in {MANUAL.name}: {row[0]}"
+        keys.append(found.group(1))
+    return keys
+
+
+def test_the_manual_documents_every_key_and_no_other() -> None:
+    documented = documented_keys()
+    assert len(documented) == len(set(documented)), "a key is documented twice"
+    assert set(documented) == set(KEYS)
     config = PrettyConfig()
-    assert all(hasattr(config, key) for key in TABLE_KEYS)
+    assert all(hasattr(config, key) for key in documented)
 
 
 def test_defaults() -> None:

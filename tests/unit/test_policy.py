@@ -197,9 +197,11 @@ GOOD_STEPS: dict[str, str] = {
     "subscripts": step(
         """
         names = page.get_by_role("cell").all_inner_texts()
+        assert names
         data = {"first": names[0], "rest": names[1:]}
         data["count"] = len(names)
-        assert data["first"] == sorted(names)[0] or not names
+        assert data["count"] == len(data["rest"]) + 1
+        assert sorted(names)[0] <= data["first"]
         """
     ),
 }

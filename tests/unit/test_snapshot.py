@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 import unicodedata
 
 import pytest
@@ -68,8 +67,9 @@ def test_small_snapshot_is_unchanged() -> None:
 
 
 def test_large_list_fits_the_budget_and_keeps_what_follows_it() -> None:
+    # a megabyte of snapshot; how long its compaction takes is bench/snapshot_tokens.py's figure
     snapshot = product_list(10_000)
-    assert estimate_tokens(snapshot) > 100_000
+    assert len(snapshot) > 1_000_000 and estimate_tokens(snapshot) > 100_000
 
     result = compact(snapshot, 6000)
 
@@ -92,14 +92,6 @@ def test_large_list_fits_the_budget_and_keeps_what_follows_it() -> None:
 def test_compaction_is_deterministic() -> None:
     snapshot = product_list(3000)
     assert compact(snapshot, 2000) == compact(snapshot, 2000)
-
-
-def test_one_megabyte_compacts_well_under_a_second() -> None:
-    snapshot = product_list(10_000)
-    assert len(snapshot) > 1_000_000
-    started = time.perf_counter()
-    compact(snapshot, 6000)
-    assert time.perf_counter() - started < 1.0
 
 
 def test_long_text_is_shortened() -> None:
