@@ -35,6 +35,7 @@ from prettyplay_behave.browser.snapshot import capture, estimate_tokens  # noqa:
 from prettyplay_behave.demo.server import DemoShop  # noqa: E402
 from prettyplay_behave.engine.step import StepSpec  # noqa: E402
 from prettyplay_behave.llm.prompts import Prompts  # noqa: E402
+from prettyplay_behave.vocabulary import Kind  # noqa: E402
 from tests.support.changed_ui import CART, CHECKOUT  # noqa: E402
 from tests.support.llm_server import (  # noqa: E402
     RecordedRequest,
@@ -116,7 +117,7 @@ def large_page_request(items: int) -> tuple[int, bool]:
         state = capture(page)
         browser.close()
     messages = Prompts().render(
-        "generate", step=StepSpec("step", "click Checkout"), base_url="http://shop.test",
+        "generate", step=StepSpec(Kind.ACTION, "click Checkout"), base_url="http://shop.test",
         page=state, scenario=[], history=[], group=None, instructions="",
     )  # fmt: skip
     text = "\n".join(m["content"] for m in messages)

@@ -2,7 +2,7 @@
 
 Replays every cached example scenario through the Python API against the demo shop and times,
 per step: the whole step (``StepExecutor.run``), the step code itself on the page
-(``run_step``: the page's own time), the settle wait, and the policy check and compile. The
+(``call_step``: the page's own time), the settle wait, and the policy check and compile. The
 rest is bookkeeping (cache lookup, records, hooks). Medians over all steps of several rounds.
 
     .venv/bin/python bench/step_overhead.py [--rounds 3]
@@ -25,8 +25,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from prettyplay_behave import PrettyConfig, PrettyPlay  # noqa: E402
+from prettyplay_behave.browser import settle  # noqa: E402
 from prettyplay_behave.demo.server import DemoShop  # noqa: E402
-from prettyplay_behave.engine import executor, settle  # noqa: E402
+from prettyplay_behave.engine import cycle, execute  # noqa: E402
 from prettyplay_behave.runtime import Runtime  # noqa: E402
 
 TIMES: dict[str, list[float]] = defaultdict(list)
@@ -56,9 +57,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=3)
     rounds = parser.parse_args().rounds
-    executor.StepExecutor.run = timing("step", executor.StepExecutor.run)  # type: ignore[method-assign]
-    executor.run_step = timing("page", executor.run_step)
-    executor.compile_step = timing("policy and compile", executor.compile_step)
+    cycle.Engine.run = timing("step", cycle.Engine.run)  # type: ignore[method-assign]
+    execute.call_step = timing("page", execute.call_step)
+    execute.compile_step = timing("policy and compile", execute.compile_step)
     settle.Settler.settle = timing("settle", settle.Settler.settle)  # type: ignore[method-assign]
     cache_dir = ROOT / "features" / ".prettyplay"
     with DemoShop() as shop, tempfile.TemporaryDirectory():

@@ -11,41 +11,47 @@
 
 from __future__ import annotations
 
-import time
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from .config import PrettyConfig
-from .engine.executor import failure_label
-from .engine.recovery import GroupRecovery
-from .engine.step import ACTION, CHECK, ScenarioEntry, StepSpec, Trace
-from .errors import IncurableStepError
+from .config import PrettyConfig, TestConfig
+from .engine.group import GroupRun
+from .engine.step import GroupStepRecord, ScenarioEntry, StepSpec
 from .report.artifacts import folder_name
 from .runtime import Runtime
+from .vocabulary import Kind
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
 
-    from .engine.executor import TestRun
+    from .engine.step import TestRun
 
 
 class PrettyPlay:
-    """One test. ``name`` is its cache namespace; without a ``page`` it owns a browser."""
+    """One test. ``name`` is its cache namespace; without a ``page`` it owns a browser.
+
+    ``config`` is the run's settings (a ``PrettyConfig``); a test of a shared ``runtime`` may
+    instead be given its own ``TestConfig``.
+    """
 
     def __init__(
         self,
         name: str,
-        config: PrettyConfig | None = None,
+        config: PrettyConfig | TestConfig | None = None,
         page: Page | None = None,
         *,
         runtime: Runtime | None = None,
     ) -> None:
         if not name.strip():
             raise ValueError("a test needs a name: it is the cache namespace")
+        if runtime is None and config is not None and not isinstance(config, PrettyConfig):
+            raise TypeError("a test that owns its runtime needs a PrettyConfig")
         self.name = name
-        self.config = config or (runtime.config if runtime else PrettyConfig())
         self._owns_runtime = runtime is None
-        self.runtime = runtime or Runtime(self.config)
+        self.runtime = runtime or Runtime(config if isinstance(config, PrettyConfig) else None)
+        if isinstance(config, PrettyConfig):
+            config = config.for_test()
+        self.config: TestConfig = config or self.runtime.config.for_test()
         if self._owns_runtime:  # a test on its own writes a report of its own
             self.runtime.report_name = f"report-{folder_name(name)}.html"
         self._page = page
@@ -55,6 +61,7 @@ class PrettyPlay:
 
     @property
     def run(self) -> TestRun:
+        """The test's state; its browser context and page open on first use."""
         if self._run is None:
             self._run = self.runtime.open_test(self.name, self.config, self._page)
         return self._run
@@ -62,6 +69,10 @@ class PrettyPlay:
     @property
     def page(self) -> Page:
         return self.run.page
+
+    def mark_failed(self) -> None:
+        """Something outside prettyplay (a user's own step) failed this test."""
+        self.run.failed_elsewhere = True
 
     def close(self) -> None:
         if self._run is not None:
@@ -82,48 +93,50 @@ class PrettyPlay:
         self, sentence: str, tries: int = 1, delay: float | None = None, *, data: str = ""
     ) -> ScenarioEntry:
         """An action, performed on the live page."""
-        return self._do(StepSpec(ACTION, sentence, data, tries, delay), None)
+        return self.perform(StepSpec(Kind.ACTION, sentence, data, tries, delay))
 
     def expect(
         self, sentence: str, tries: int = 1, delay: float | None = None, *, data: str = ""
     ) -> ScenarioEntry:
         """A check, asserted on the live page."""
-        return self._do(StepSpec(CHECK, sentence, data, tries, delay), None)
+        return self.perform(StepSpec(Kind.CHECK, sentence, data, tries, delay))
+
+    def perform(self, spec: StepSpec) -> ScenarioEntry:
+        """A step as written (what ``step`` and ``expect`` build)."""
+        return self.runtime.engine.run(self.run, spec)
 
     def group(self, prompt: str, speed: int | None = None, delay: float | None = None) -> Group:
         """A block of steps with a shared goal (``prompt``) that heals as a unit."""
         return Group(self, prompt, speed, delay)
-
-    def _do(self, spec: StepSpec, group: str | None) -> ScenarioEntry:
-        return self.runtime.executor.run(self.run, spec, group)
 
 
 class Group:
     """A group block. ``speed`` paces the steps after the first; ``delay`` precedes the first."""
 
     def __init__(self, test: PrettyPlay, prompt: str, speed: int | None, delay: float | None):
-        if not prompt or not prompt.strip():
-            raise ValueError("a group needs a prompt naming its shared goal; got an empty one")
-        if speed is not None and not 0 <= speed <= 100:
-            raise ValueError(f"group speed must be 0 to 100, not {speed}")
-        if delay is not None and delay < 0:
-            raise ValueError(f"group delay must be 0 or more seconds, not {delay}")
         self.test = test
-        self.prompt = prompt
-        self.speed = speed
-        self.delay = delay
-        self.traces: list[Trace] = []
-        self._members: list[ScenarioEntry] = []  # the executed steps, for the recovery row
-        self._steps_run = 0
+        self._run = GroupRun(test.runtime.engine, prompt, speed, delay)
 
     @property
-    def pace_ms(self) -> int:
-        """The plain wait before every step after the first (never the browser's slow_mo)."""
-        return 0 if self.speed is None else int((100 - self.speed) * 30)
+    def prompt(self) -> str:
+        return self._run.prompt
+
+    @property
+    def traces(self) -> list[GroupStepRecord]:
+        """One verbatim record per executed group step, in execution order."""
+        return self._run.traces
+
+    def start(self) -> Group:
+        """Open the block (what ``with`` does on entry)."""
+        self._run.start()
+        return self
+
+    def finish(self, failed: bool) -> None:
+        """Close the block (what ``with`` does on exit)."""
+        self._run.finish(failed)
 
     def __enter__(self) -> Group:
-        self.test.runtime.events.emit("on_group_started", self.prompt)
-        return self
+        return self.start()
 
     def __exit__(
         self,
@@ -131,64 +144,20 @@ class Group:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        events = self.test.runtime.events
-        events.emit("on_group_failed" if exc is not None else "on_group_passed", self.prompt)
-        events.emit("on_group_finished", self.prompt)
+        self.finish(exc is not None)
 
     def step(
         self, sentence: str, tries: int = 1, delay: float | None = None, *, data: str = ""
     ) -> ScenarioEntry:
         """An action inside the group."""
-        return self._do(StepSpec(ACTION, sentence, data, tries, delay))
+        return self.perform(StepSpec(Kind.ACTION, sentence, data, tries, delay))
 
     def expect(
         self, sentence: str, tries: int = 1, delay: float | None = None, *, data: str = ""
     ) -> ScenarioEntry:
         """A check inside the group."""
-        return self._do(StepSpec(CHECK, sentence, data, tries, delay))
+        return self.perform(StepSpec(Kind.CHECK, sentence, data, tries, delay))
 
-    def _do(self, spec: StepSpec) -> ScenarioEntry:
-        pause = (self.delay or 0) if self._steps_run == 0 else self.pace_ms / 1000
-        if pause:
-            time.sleep(pause)
-        self._steps_run += 1
-        run = self.test.run
-        url_before = run.page.url
-        try:
-            entry = self.test._do(spec, self.prompt)
-        except BaseException as failure:
-            self.traces.append(Trace(spec.sentence, "failed", url_before, run.page.url))
-            failed = run.scenario[-1] if run.scenario and run.scenario[-1].spec is spec else None
-            if failed is None:
-                raise
-            self._members.append(failed)
-            if not self._recoverable(failure):
-                raise
-            assert isinstance(failure, IncurableStepError)
-            runtime = self.test.runtime
-            recovery = GroupRecovery(runtime.executor, run, self.prompt, self.traces, self._members)
-            usage_before = runtime.llm.total_usage
-            try:
-                recovery.recover(failed, failure)
-            except BaseException as final:
-                failed.failure = failure_label(final)
-                raise
-            finally:
-                # the group's requests are booked on the step whose failure started them
-                usage = runtime.llm.total_usage
-                failed.requests += usage.requests - usage_before.requests
-                failed.tokens += usage.total_tokens - usage_before.total_tokens
-            failed.outcome = "recovered"
-            return failed
-        self.traces.append(Trace(spec.sentence, entry.outcome, url_before, run.page.url))
-        self._members.append(entry)
-        return entry
-
-    def _recoverable(self, failure: BaseException) -> bool:
-        """Strict runs only classify; a product defect is never recovered."""
-        run = self.test.run
-        return (
-            isinstance(failure, IncurableStepError)
-            and not run.config.strict
-            and self.test.runtime.llm.available
-        )
+    def perform(self, spec: StepSpec) -> ScenarioEntry:
+        """A step of the group as written."""
+        return self._run.run(self.test.run, spec)

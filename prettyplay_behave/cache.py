@@ -40,14 +40,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prettyplay_behave.errors import CacheError, CodePolicyError
+from .errors import CacheError, CodePolicyError
+from .vocabulary import Kind, Origin
 
 FORMAT = 1
 # In the cache folder, written by a full run: the entries no step used (JSON, no .json ending,
 # so no scan of cache files takes it for one).
 OBSOLETE_FILE = ".obsolete-entries"
-KINDS = ("step", "expect")
-ORIGINS = ("generated", "healed", "steered", "recovered")
+KINDS = tuple(str(kind) for kind in Kind)
+ORIGINS = tuple(str(origin) for origin in Origin if origin.stored)
 SEPARATOR = "::"
 
 _FIELDS = {"code", "data", "kind", "occurrence", "origin", "sentence"}
@@ -75,7 +76,7 @@ class CacheEntry:
 
     key: CacheKey
     code: str
-    origin: str
+    origin: str  # an Origin's value; checked when the entry is written
 
     def __post_init__(self) -> None:
         # One canonical form: the file stores lines, so code always ends in exactly one newline.
@@ -243,14 +244,14 @@ def _parse_entry(where: str, raw: Any, test_name: str, validate: Validate) -> Ca
         raise CacheError(f"{where}: unknown origin {raw['origin']!r} (expected one of {ORIGINS})")
 
     key = CacheKey(
-        test_name, raw["kind"], raw["sentence"], "\n".join(raw.get("data", [])), occurrence
+        test_name, Kind(raw["kind"]), raw["sentence"], "\n".join(raw.get("data", [])), occurrence
     )
     code = "\n".join(raw["code"])
     try:
         validate(code)
     except CodePolicyError as exc:
         raise CacheError(f"{where} {_describe(key)}: the code is refused: {exc}") from exc
-    return CacheEntry(key, code, raw["origin"])
+    return CacheEntry(key, code, Origin(raw["origin"]))
 
 
 def _describe(key: CacheKey) -> str:

@@ -1,9 +1,19 @@
-"""PrettyConfig: every setting, where it comes from, and its validation.
+"""Settings: each written once, with its parser, its check and its scope.
+
+Every setting is one field below, declared with :func:`setting`: its default, how a text value
+(from a tag, ``-D``, the environment or a config file) is parsed, what a good value is, and the
+message for a bad one. Its scope is the class it is declared in:
+
+- :class:`TestConfig`: read by each test (a scenario tag may set it for one scenario);
+- :class:`RunConfig`: read once per run (the browser, the LLM client, the cache, the report).
+
+:class:`PrettyConfig`, the public type, holds both: the run's settings and the defaults of every
+test. ``config.for_test(tags)`` gives one test's :class:`TestConfig`.
 
 Sources, strongest first: a scenario tag (``@prettyplay.<key>=<value>``, plus the ``@strict`` and
-``@interactive`` shorthands), ``-D prettyplay.<key>=<value>``, the environment variable
-``PRETTYPLAY_<KEY>``, the behave config file's userdata, the default. A bad value fails at start
-with a :class:`ConfigError` naming the key, the value and the source it came from.
+``@interactive`` shorthands; per-test keys only), ``-D prettyplay.<key>=<value>``, the
+environment variable ``PRETTYPLAY_<KEY>``, the behave config file's userdata, the default. A bad
+value fails at start with a :class:`ConfigError` naming the key, the value and its source.
 """
 
 from __future__ import annotations
@@ -20,87 +30,12 @@ PREFIX = "prettyplay."
 ENV_PREFIX = "PRETTYPLAY_"
 BROWSERS = ("chromium", "firefox", "webkit")
 TRACE_POLICIES = ("off", "on", "retain-on-failure")
+TAG_SHORTHANDS = ("strict", "interactive")
 
 DEFAULT_MODEL = "gpt-4.1-mini"
 
 
-@dataclass(frozen=True)
-class PrettyConfig:
-    """The settings of a run; see docs/configuration.md for each key."""
-
-    base_url: str | None = None
-    model: str = DEFAULT_MODEL
-    classification_model: str | None = None
-    llm_timeout: float = 60.0
-    llm_retries: int = 2
-    strict: bool = False
-    interactive: bool = False
-    generation_attempts: int = 3
-    healing_attempts: int = 2
-    speed: int = 100
-    headless: bool = True
-    browser: str = "chromium"
-    browser_executable: str | None = None
-    browser_endpoint: str | None = None
-    cache_dir: str | None = None
-    instructions: str = ""
-    action_timeout_ms: int = 10_000
-    settle_ms: int = 2_000
-    allowed_origins: tuple[str, ...] = ()
-    report_dir: str | None = None
-    trace: str = "retain-on-failure"
-    max_llm_calls: int | None = None
-    templates_dir: str | None = None
-    hooks: tuple[object, ...] = field(default=(), compare=False)
-
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            if f.name in _RULES:
-                validate(f.name, getattr(self, f.name), "PrettyConfig")
-        if isinstance(self.allowed_origins, list):
-            object.__setattr__(self, "allowed_origins", tuple(self.allowed_origins))
-        if isinstance(self.hooks, list):
-            object.__setattr__(self, "hooks", tuple(self.hooks))
-
-    @property
-    def verdict_model(self) -> str:
-        """The model of classification, group diagnosis and the compliance gate."""
-        return self.classification_model or self.model
-
-    @property
-    def slow_mo_ms(self) -> int:
-        return int((100 - self.speed) * 30)
-
-    @property
-    def origins(self) -> tuple[str, ...]:
-        """Where step code may navigate: the setting, else the origin of ``base_url``."""
-        if self.allowed_origins:
-            return tuple(origin_of(origin) for origin in self.allowed_origins)
-        return (origin_of(self.base_url),) if self.base_url else ()
-
-    def replace(self, **changes: Any) -> PrettyConfig:
-        return dataclasses.replace(self, **changes)
-
-
-DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-def origin_of(url: str) -> str:
-    """``scheme://host[:port]`` as browsers compare it: lower case, no default port."""
-    parts = urlsplit(url)
-    scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
-    if ":" in host:  # an IPv6 address keeps its brackets
-        host = f"[{host}]"
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    if port is None or port == DEFAULT_PORTS.get(scheme):
-        return f"{scheme}://{host}"
-    return f"{scheme}://{host}:{port}"
-
-
-# -- parsing text values (from tags, -D, the environment and config files) -------------------
+# -- parsing text values ------------------------------------------------------------------------
 
 
 def _parse_bool(text: str) -> bool:
@@ -126,69 +61,19 @@ def _parse_float(text: str) -> float:
         raise ValueError("expected a number") from None
 
 
-def _parse_optional(parse: Callable[[str], Any]) -> Callable[[str], Any]:
-    def parse_or_none(text: str) -> Any:
-        return None if text.strip().lower() in ("", "none", "auto") else parse(text)
-
-    return parse_or_none
+def _parse_str(text: str) -> str:
+    return text
 
 
 def _parse_origins(text: str) -> tuple[str, ...]:
     return tuple(part.strip().rstrip("/") for part in text.split(",") if part.strip())
 
 
-def _parse_str(text: str) -> str:
-    return text
+# -- checking typed values ----------------------------------------------------------------------
 
 
-_PARSERS: dict[str, Callable[[str], Any]] = {
-    "base_url": _parse_optional(_parse_str),
-    "model": _parse_str,
-    "classification_model": _parse_optional(_parse_str),
-    "llm_timeout": _parse_float,
-    "llm_retries": _parse_int,
-    "strict": _parse_bool,
-    "interactive": _parse_bool,
-    "generation_attempts": _parse_int,
-    "healing_attempts": _parse_int,
-    "speed": _parse_int,
-    "headless": _parse_bool,
-    "browser": _parse_str,
-    "browser_executable": _parse_optional(_parse_str),
-    "browser_endpoint": _parse_optional(_parse_str),
-    "cache_dir": _parse_optional(_parse_str),
-    "instructions": _parse_str,
-    "action_timeout_ms": _parse_int,
-    "settle_ms": _parse_int,
-    "allowed_origins": _parse_origins,
-    "report_dir": _parse_optional(_parse_str),
-    "trace": _parse_str,
-    "max_llm_calls": _parse_optional(_parse_int),
-    "templates_dir": _parse_optional(_parse_str),
-}
-
-KEYS = tuple(_PARSERS)
-
-
-# -- validating typed values ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Rule:
-    test: Callable[[Any], bool]
-    problem: str
-    optional: bool = False
-
-
-def _check(test: Callable[[Any], bool], problem: str, optional: bool = False) -> _Rule:
-    return _Rule(test, problem, optional)
-
-
-def validate(key: str, value: Any, source: str, written: str | None = None) -> None:
-    """Raise a ConfigError naming key, value (as written) and source when the value is bad."""
-    rule = _RULES[key]
-    if not (rule.optional and value is None) and not rule.test(value):
-        raise ConfigError(key, value if written is None else written, source, rule.problem)
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool)
 
 
 def _is_int(value: Any) -> bool:
@@ -197,6 +82,14 @@ def _is_int(value: Any) -> bool:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_name(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
 
 
 def _is_http_url(value: Any) -> bool:
@@ -217,48 +110,204 @@ def _is_endpoint(value: Any) -> bool:
     return isinstance(value, str) and urlsplit(value).scheme in ("ws", "wss", "http", "https")
 
 
-_RULES: dict[str, _Rule] = {
-    "base_url": _check(_is_http_url, "expected an http(s) URL such as http://localhost:8000", True),
-    "model": _check(lambda v: isinstance(v, str) and bool(v.strip()), "expected a model name"),
-    "classification_model": _check(
-        lambda v: isinstance(v, str) and bool(v.strip()), "expected a model name", True
-    ),
-    "llm_timeout": _check(lambda v: _is_number(v) and v > 0, "expected seconds greater than 0"),
-    "llm_retries": _check(lambda v: _is_int(v) and 0 <= v <= 10, "expected 0 to 10"),
-    "strict": _check(lambda v: isinstance(v, bool), "expected true or false"),
-    "interactive": _check(lambda v: isinstance(v, bool), "expected true or false"),
-    "generation_attempts": _check(lambda v: _is_int(v) and 1 <= v <= 20, "expected 1 to 20"),
-    "healing_attempts": _check(lambda v: _is_int(v) and 0 <= v <= 20, "expected 0 to 20"),
-    "speed": _check(lambda v: _is_int(v) and 0 <= v <= 100, "expected 0 to 100"),
-    "headless": _check(lambda v: isinstance(v, bool), "expected true or false"),
-    "browser": _check(lambda v: v in BROWSERS, f"expected one of {', '.join(BROWSERS)}"),
-    "browser_executable": _check(lambda v: isinstance(v, str), "expected a path", True),
-    "browser_endpoint": _check(_is_endpoint, "expected a ws://, wss:// or http:// URL", True),
-    "cache_dir": _check(lambda v: isinstance(v, str) and bool(v), "expected a folder", True),
-    "instructions": _check(lambda v: isinstance(v, str), "expected text"),
-    "action_timeout_ms": _check(lambda v: _is_int(v) and v > 0, "expected milliseconds > 0"),
-    "settle_ms": _check(lambda v: _is_int(v) and v >= 0, "expected milliseconds >= 0"),
-    "allowed_origins": _check(
-        _is_origin_list, "expected comma-separated origins such as http://localhost:8000"
-    ),
-    "report_dir": _check(lambda v: isinstance(v, str) and bool(v), "expected a folder", True),
-    "trace": _check(lambda v: v in TRACE_POLICIES, f"expected one of {', '.join(TRACE_POLICIES)}"),
-    "max_llm_calls": _check(lambda v: _is_int(v) and v >= 0, "expected a count >= 0", True),
-    "templates_dir": _check(lambda v: isinstance(v, str) and bool(v), "expected a folder", True),
-}
+def _between(low: int, high: int | None = None) -> Callable[[Any], bool]:
+    return lambda v: _is_int(v) and v >= low and (high is None or v <= high)
 
 
-# -- resolving the sources --------------------------------------------------------------------
+# -- one setting --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Setting:
+    """How one key is read from text and checked."""
+
+    parse: Callable[[str], Any]
+    check: Callable[[Any], bool]
+    problem: str  # what a good value is, for the ConfigError of a bad one
+    optional: bool = False  # None (written as "none", "auto" or nothing) means unset
+
+    def read(self, text: str) -> Any:
+        if self.optional and text.strip().lower() in ("", "none", "auto"):
+            return None
+        return self.parse(text)
+
+    def accepts(self, value: Any) -> bool:
+        return (self.optional and value is None) or self.check(value)
+
+
+def setting(
+    default: Any,
+    parse: Callable[[str], Any],
+    check: Callable[[Any], bool],
+    problem: str,
+    *,
+    optional: bool = False,
+) -> Any:
+    """A config field: its default and its :class:`Setting`."""
+    return field(default=default, metadata={"setting": Setting(parse, check, problem, optional)})
+
+
+def settings_of(cls: type) -> dict[str, Setting]:
+    """The settings a config class declares (its own and its bases'), by key."""
+    return {f.name: f.metadata["setting"] for f in fields(cls) if "setting" in f.metadata}
+
+
+def _validate(config: object) -> None:
+    for key, rule in settings_of(type(config)).items():
+        value = getattr(config, key)
+        if not rule.accepts(value):
+            raise ConfigError(key, value, type(config).__name__, rule.problem)
+
+
+# -- the two scopes -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TestConfig:
+    """The settings of one test; a scenario tag may change any of them."""
+
+    __test__ = False  # a product class, not a pytest test class
+
+    base_url: str | None = setting(
+        None, _parse_str, _is_http_url, "expected an http(s) URL such as http://localhost:8000",
+        optional=True,
+    )  # fmt: skip
+    strict: bool = setting(False, _parse_bool, _is_bool, "expected true or false")
+    interactive: bool = setting(False, _parse_bool, _is_bool, "expected true or false")
+    generation_attempts: int = setting(3, _parse_int, _between(1, 20), "expected 1 to 20")
+    healing_attempts: int = setting(2, _parse_int, _between(0, 20), "expected 0 to 20")
+    instructions: str = setting("", _parse_str, _is_text, "expected text")
+    action_timeout_ms: int = setting(10_000, _parse_int, _between(1), "expected milliseconds > 0")
+    settle_ms: int = setting(2_000, _parse_int, _between(0), "expected milliseconds >= 0")
+    allowed_origins: tuple[str, ...] = setting(
+        (), _parse_origins, _is_origin_list,
+        "expected comma-separated origins such as http://localhost:8000",
+    )  # fmt: skip
+    trace: str = setting(
+        "retain-on-failure", _parse_str, lambda v: v in TRACE_POLICIES,
+        f"expected one of {', '.join(TRACE_POLICIES)}",
+    )  # fmt: skip
+
+    def __post_init__(self) -> None:
+        if isinstance(self.allowed_origins, list):
+            object.__setattr__(self, "allowed_origins", tuple(self.allowed_origins))
+        _validate(self)
+
+    @property
+    def origins(self) -> tuple[str, ...]:
+        """Where step code may navigate: the setting, else the origin of ``base_url``."""
+        if self.allowed_origins:
+            return tuple(origin_of(origin) for origin in self.allowed_origins)
+        return (origin_of(self.base_url),) if self.base_url else ()
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """The settings read once per run: the browser, the LLM client, the cache, the report."""
+
+    model: str = setting(DEFAULT_MODEL, _parse_str, _is_name, "expected a model name")
+    classification_model: str | None = setting(
+        None, _parse_str, _is_name, "expected a model name", optional=True
+    )
+    llm_timeout: float = setting(
+        60.0, _parse_float, lambda v: _is_number(v) and v > 0, "expected seconds greater than 0"
+    )
+    llm_retries: int = setting(2, _parse_int, _between(0, 10), "expected 0 to 10")
+    max_llm_calls: int | None = setting(
+        None, _parse_int, _between(0), "expected a count >= 0", optional=True
+    )
+    speed: int = setting(100, _parse_int, _between(0, 100), "expected 0 to 100")
+    headless: bool = setting(True, _parse_bool, _is_bool, "expected true or false")
+    browser: str = setting(
+        "chromium", _parse_str, lambda v: v in BROWSERS, f"expected one of {', '.join(BROWSERS)}"
+    )
+    browser_executable: str | None = setting(
+        None, _parse_str, _is_text, "expected a path", optional=True
+    )
+    browser_endpoint: str | None = setting(
+        None, _parse_str, _is_endpoint, "expected a ws://, wss:// or http:// URL", optional=True
+    )
+    cache_dir: str | None = setting(None, _parse_str, _is_name, "expected a folder", optional=True)
+    report_dir: str | None = setting(None, _parse_str, _is_name, "expected a folder", optional=True)
+    templates_dir: str | None = setting(
+        None, _parse_str, _is_name, "expected a folder", optional=True
+    )
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    @property
+    def verdict_model(self) -> str:
+        """The model of classification, group diagnosis and the compliance gate."""
+        return self.classification_model or self.model
+
+    @property
+    def slow_mo_ms(self) -> int:
+        return int((100 - self.speed) * 30)
+
+
+@dataclass(frozen=True)
+class PrettyConfig(RunConfig, TestConfig):
+    """The settings of a run and the defaults of its tests; see docs/configuration.md."""
+
+    hooks: tuple[object, ...] = field(default=(), compare=False)
+
+    def __post_init__(self) -> None:
+        TestConfig.__post_init__(self)
+        if isinstance(self.hooks, list):
+            object.__setattr__(self, "hooks", tuple(self.hooks))
+
+    def replace(self, **changes: Any) -> PrettyConfig:
+        return dataclasses.replace(self, **changes)
+
+    def for_test(self, tags: Iterable[str] = (), scenario: str = "") -> TestConfig:
+        """One test's settings: the run's defaults with the scenario's tag settings on top.
+
+        A tag that names a run-wide key is a ConfigError naming the key, the tag and the
+        scenario: it could only be ignored.
+        """
+        values = {key: getattr(self, key) for key in TEST_KEYS}
+        values.update(tag_settings(tags, scenario))
+        return TestConfig(**values)
+
+
+TEST_KEYS = tuple(settings_of(TestConfig))
+RUN_KEYS = tuple(settings_of(RunConfig))
+KEYS = tuple(settings_of(PrettyConfig))
+SETTINGS = settings_of(PrettyConfig)
+
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def origin_of(url: str) -> str:
+    """``scheme://host[:port]`` as browsers compare it: lower case, no default port."""
+    parts = urlsplit(url)
+    scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
+    if ":" in host:  # an IPv6 address keeps its brackets
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port is None or port == DEFAULT_PORTS.get(scheme):
+        return f"{scheme}://{host}"
+    return f"{scheme}://{host}:{port}"
+
+
+# -- resolving the sources ----------------------------------------------------------------------
 
 
 def _typed(key: str, text: str, source: str) -> Any:
-    if key not in _PARSERS:
+    if key not in SETTINGS:
         raise ConfigError(PREFIX + key, text, source, f"unknown setting; known: {', '.join(KEYS)}")
+    rule = SETTINGS[key]
     try:
-        value = _PARSERS[key](text)
+        value = rule.read(text)
     except ValueError as exc:
         raise ConfigError(key, text, source, str(exc)) from None
-    validate(key, value, source, written=text)
+    if not rule.accepts(value):
+        raise ConfigError(key, text, source, rule.problem)
     return value
 
 
@@ -277,21 +326,32 @@ def _env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
     for name, text in environ.items():
         if name.startswith(ENV_PREFIX):
             key = name[len(ENV_PREFIX) :].lower()
-            if key not in _PARSERS:
+            if key not in SETTINGS:
                 raise ConfigError(name, text, "environment", "unknown setting")
             layer[key] = _typed(key, text, f"environment variable {name}")
     return layer
 
 
-def tag_settings(tags: Iterable[str]) -> dict[str, Any]:
-    """Settings written as scenario tags: ``@strict``, ``@interactive``, ``@prettyplay.key=v``."""
+def tag_settings(tags: Iterable[str], scenario: str = "") -> dict[str, Any]:
+    """Settings written as scenario tags: ``@strict``, ``@interactive``, ``@prettyplay.key=v``.
+
+    Only per-test keys may be set this way; a run-wide key is a ConfigError.
+    """
     layer: dict[str, Any] = {}
+    where = f" of scenario {scenario!r}" if scenario else ""
     for tag in tags:
-        if tag in ("strict", "interactive"):
+        if tag in TAG_SHORTHANDS:
             layer[tag] = True
         elif tag.startswith(PREFIX):
             name, _, text = tag.partition("=")
-            layer.update(_layer([(name, text)], f"tag @{tag}"))
+            key, source = name[len(PREFIX) :], f"tag @{tag}{where}"
+            if key in RUN_KEYS:
+                raise ConfigError(
+                    key, text, source,
+                    "a run-wide setting cannot be set per scenario; set it with -D, the "
+                    f"environment or the config file (a tag may set: {', '.join(TEST_KEYS)})",
+                )  # fmt: skip
+            layer.update(_layer([(name, text)], source))
     return layer
 
 
@@ -308,9 +368,3 @@ def resolve_config(
     settings.update(_env_layer(environ or {}))
     settings.update(_layer((defines or {}).items(), "command line -D"))
     return (base or PrettyConfig()).replace(**settings)
-
-
-def for_scenario(config: PrettyConfig, tags: Iterable[str]) -> PrettyConfig:
-    """The run's config with a scenario's tag settings on top."""
-    settings = tag_settings(tags)
-    return config.replace(**settings) if settings else config

@@ -15,6 +15,8 @@ A terminal error reads the same everywhere (behave's output, JUnit, the steering
 
 from __future__ import annotations
 
+from .vocabulary import FailureKind
+
 SECTION = "---"
 
 
@@ -128,3 +130,15 @@ def describe_exception(exc: BaseException) -> tuple[str, str]:
     first = text.splitlines()[0] if text else ""
     name = type(exc).__name__
     return (f"{name}: {first}" if first else name), (f"{name}: {text}" if text else name)
+
+
+def failure_kind(exc: BaseException) -> FailureKind:
+    """How a step that raised ``exc`` is counted in the summary and the report."""
+    kinds: tuple[tuple[type[BaseException], FailureKind], ...] = (
+        (ProductDefectError, FailureKind.PRODUCT_DEFECT),
+        (IncurableStepError, FailureKind.INCURABLE),
+        (ProviderUnavailableError, FailureKind.UNAVAILABLE),
+        (ConfigError, FailureKind.CONFIGURATION),
+        (CacheError, FailureKind.CACHE),
+    )
+    return next((kind for error, kind in kinds if isinstance(exc, error)), FailureKind.ERROR)

@@ -9,10 +9,14 @@ from typing import TYPE_CHECKING
 
 from .browser.guard import NavigationGuard
 from .browser.session import BrowserSession
+from .browser.settle import Settler
 from .cache import OBSOLETE_FILE, CacheKey, CacheStore
-from .engine.executor import StepExecutor, TestRun
-from .engine.settle import Settler
+from .config import PrettyConfig
+from .engine.advisor import Advisor
+from .engine.cycle import Engine
+from .engine.step import TestRun
 from .events import Events, log
+from .interactive import TerminalSteering
 from .llm.client import LLMClient
 from .llm.prompts import Prompts
 from .report.artifacts import Artifacts
@@ -24,7 +28,7 @@ from .safety.secrets import RedactingFilter, Secrets
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Page
 
-    from .config import PrettyConfig
+    from .config import TestConfig
 
 DEFAULT_CACHE_DIR = Path("features") / ".prettyplay"
 
@@ -32,16 +36,19 @@ DEFAULT_CACHE_DIR = Path("features") / ".prettyplay"
 class Runtime:
     """The run's shared parts; the browser starts only when a test needs a page."""
 
-    def __init__(self, config: PrettyConfig, default_cache_dir: Path = DEFAULT_CACHE_DIR) -> None:
-        self.config = config
+    def __init__(
+        self, config: PrettyConfig | None = None, default_cache_dir: Path = DEFAULT_CACHE_DIR
+    ) -> None:
+        self.config = config = config or PrettyConfig()
         self.events = Events(config.hooks)
         self.cache = CacheStore(Path(config.cache_dir or default_cache_dir), validate=check_code)
         self.llm = LLMClient(config)
         self.secrets = Secrets()
         self._redacting = RedactingFilter(self.secrets)
         log.addFilter(self._redacting)
-        prompts = Prompts(config.templates_dir)
-        self.executor = StepExecutor(self.cache, self.llm, prompts, self.events, self.secrets)
+        advisor = Advisor(self.llm, Prompts(config.templates_dir), self.secrets)
+        steering = TerminalSteering()
+        self.engine = Engine(self.cache, advisor, self.events, self.secrets, steering)
         self._session: BrowserSession | None = None
         self.tests: list[TestRun] = []
         self.started = time.monotonic()
@@ -55,7 +62,7 @@ class Runtime:
             self._session = BrowserSession(self.config)
         return self._session
 
-    def open_test(self, name: str, config: PrettyConfig, page: Page | None = None) -> TestRun:
+    def open_test(self, name: str, config: TestConfig, page: Page | None = None) -> TestRun:
         """A test on the given page, or on a fresh context and page of the run's browser."""
         context: BrowserContext | None = None
         if page is None:
@@ -104,7 +111,7 @@ class Runtime:
     def summary(self, obsolete: int | None = None) -> RunSummary:
         wall_time = time.monotonic() - self.started
         return RunSummary.of(
-            self.tests, self.llm.usage, self.executor.cache_writes, obsolete, wall_time
+            self.tests, self.llm.usage, self.engine.cache_writes, obsolete, wall_time
         )
 
     def close(self, summary: RunSummary | None = None) -> None:

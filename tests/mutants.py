@@ -118,9 +118,9 @@ MUTANTS = (
            "            (name for name, value in self._values.items() if False),", SECRET_TESTS),
     Mutant("secrets: log records unredacted", f"{PACKAGE}/safety/secrets.py",
            "        if redacted != message:", "        if False:", SECRET_TESTS),
-    Mutant("secrets: requests unredacted", f"{PACKAGE}/engine/executor.py",
-           '        return [{**m, "content": self.secrets.redact(m["content"])} for m in messages]',
-           "        return messages", SECRET_TESTS),
+    Mutant("secrets: requests unredacted", f"{PACKAGE}/engine/advisor.py",
+           '[{**m, "content": self.secrets.redact(m["content"])} for m in messages]', "messages",
+           SECRET_TESTS),
     # -- failure artifacts and the report ---------------------------------------------------------
     Mutant("report: redaction off", f"{PACKAGE}/report/html.py",
            '    environment.filters["redact"] = redact',
@@ -133,8 +133,8 @@ MUTANTS = (
     Mutant("artifacts: screenshot of a secret test", f"{PACKAGE}/report/artifacts.py",
            '        if test.uses_secrets and test.config.trace != "on":\n            return None\n',
            "", ("tests/integration/test_security.py",)),
-    Mutant("artifacts: trace of a secret test kept", f"{PACKAGE}/engine/executor.py",
-           "                self.test.drop_trace()", "                pass",
+    Mutant("artifacts: trace of a secret test kept", f"{PACKAGE}/engine/step.py",
+           'if self.tracing and self.config.trace != "on":', "if False:",
            ("tests/integration/test_security.py",)),
     Mutant("artifacts: passing tests keep traces", f"{PACKAGE}/report/artifacts.py",
            '        if test.failed or test.config.trace == "on":', "        if True:",
@@ -170,12 +170,12 @@ MUTANTS = (
     Mutant("cache: a failed test's entries obsolete", f"{PACKAGE}/runtime.py",
            "if not failed.get(k.test, False)]", "]",
            ("tests/integration/test_reporting.py",)),
-    Mutant("cache: one occurrence for all", f"{PACKAGE}/engine/executor.py",
+    Mutant("cache: one occurrence for all", f"{PACKAGE}/engine/step.py",
            "spec.data, self._seen[triple])", "spec.data, 1)",
            ("tests/integration/test_generation.py",)),
     # -- the steering rules ---------------------------------------------------------------------
     Mutant("steering: opens under CI", f"{PACKAGE}/engine/steering.py",
-           '        and not os.environ.get("CI")\n', "", ("tests/integration/test_steering.py",)),
+           ' and not os.environ.get("CI")', "", ("tests/integration/test_steering.py",)),
 )  # fmt: skip
 
 

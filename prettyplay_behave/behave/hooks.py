@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import PrettyConfig, for_scenario, resolve_config
+from ..config import PrettyConfig, resolve_config
 from ..errors import CacheError, PrettyPlayError
 from ..events import record
 from .mapping import group_tags, scenario_namespace, step_spec
@@ -62,6 +62,15 @@ def run_config(context: Any) -> PrettyConfig:
     return config
 
 
+def check_scenario_tags(context: Any, config: PrettyConfig) -> None:
+    """Every scenario's tag settings, checked before anything runs: a bad value or a run-wide
+    key fails the run at start, naming the tag and the scenario."""
+    runner = getattr(context, "_runner", None)
+    for feature in getattr(runner, "features", []):
+        for scenario in feature.walk_scenarios():
+            config.for_test(scenario.effective_tags, scenario.name)
+
+
 def before_all(context: Any) -> None:
     # imported here, not at the top: a dry run never loads the engine and Playwright
     from ..runtime import Runtime
@@ -71,6 +80,7 @@ def before_all(context: Any) -> None:
     for name in ("httpx", "httpx2", "httpcore"):
         logging.getLogger(name).setLevel(logging.WARNING)
     config = run_config(context)
+    check_scenario_tags(context, config)
     features_dir = Path(context.config.base_dir or "features")
     runtime = Runtime(config, default_cache_dir=features_dir / ".prettyplay")
     for hook in getattr(context, "prettyplay_hooks", []):
@@ -92,11 +102,12 @@ def before_scenario(context: Any, scenario: Any) -> None:
     name = scenario_namespace(
         scenario.filename, context.config.base_dir or "features", scenario.name
     )
-    test = PrettyPlay(name, for_scenario(runtime.config, tags), runtime=runtime)
+    config = runtime.config.for_test(tags, scenario.name)
+    test = PrettyPlay(name, config, runtime=runtime)
     group = None
     grouping = group_tags(tags)
     if grouping is not None:
-        group = test.group(scenario.name, speed=grouping.speed, delay=grouping.delay).__enter__()
+        group = test.group(scenario.name, speed=grouping.speed, delay=grouping.delay).start()
     context.prettyplay_scenario = ScenarioState(test, group)
     context.page = test.page
 
@@ -134,10 +145,9 @@ def after_scenario(context: Any, scenario: Any) -> None:
     failed = scenario.status.has_failed()
     try:
         if failed:
-            state.test.run.failed_elsewhere = True  # a user's own step may have failed it
+            state.test.mark_failed()  # a user's own step may have failed it
         if state.group is not None:
-            failure = RuntimeError("scenario failed") if failed else None
-            state.group.__exit__(type(failure) if failure else None, failure, None)
+            state.group.finish(failed)
     finally:
         state.test.close()
 
@@ -176,7 +186,7 @@ def after_all(context: Any) -> None:
         runtime.close(summary)
 
 
-def run_step(context: Any) -> None:
+def run_current_step(context: Any) -> None:
     """Run the current step through prettyplay (called by the generic step definition)."""
     state: ScenarioState | None = getattr(context, "prettyplay_scenario", None)
     if state is None or state.current_step is None:
@@ -189,9 +199,9 @@ def run_step(context: Any) -> None:
     own_steps = context.scenario.steps
     try:
         if state.group is not None and any(step is own for own in own_steps):
-            state.group._do(spec)
+            state.group.perform(spec)
         else:
-            state.test._do(spec, None)
+            state.test.perform(spec)
     except PrettyPlayError as failure:
         # The message says all there is; the engine's frames would only bury it.
         raise failure.with_traceback(None) from None

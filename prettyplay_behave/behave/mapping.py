@@ -8,7 +8,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine.step import ACTION, CHECK, StepSpec
+from ..engine.step import StepSpec
+from ..vocabulary import Kind
 
 # A trailing "[tries=2, delay=0.5]" annotation.
 _ANNOTATION = re.compile(r"\s*\[\s*(\w+\s*=\s*[^\]=,]+(?:\s*,\s*\w+\s*=\s*[^\]=,]+)*)\s*\]\s*$")
@@ -57,7 +58,7 @@ def step_data(text: str | None, table: Any) -> str:
 def step_spec(step_type: str, name: str, text: str | None = None, table: Any = None) -> StepSpec:
     """Given/When (and And/But after them) are actions; Then (and after it) are checks."""
     sentence, parameters = split_annotation(name)
-    kind = CHECK if step_type == "then" else ACTION
+    kind = Kind.CHECK if step_type == "then" else Kind.ACTION
     return StepSpec(kind, sentence, step_data(text, table), **parameters)
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from behave.matchers import Matcher
 from behave.runner import the_step_registry as registry
 
-from .hooks import run_step
+from .hooks import run_current_step
 
 
 class FallbackMatcher(Matcher):
@@ -44,7 +44,7 @@ class FallbackMatcher(Matcher):
 
 def prettyplay_step(context: Any) -> None:
     """A plain-language step, run (or replayed from the cache) by prettyplay."""
-    run_step(context)
+    run_current_step(context)
 
 
 if not any(isinstance(matcher, FallbackMatcher) for matcher in registry.steps["step"]):

@@ -19,7 +19,7 @@ from ..errors import ConfigError
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Page, Playwright
 
-    from ..config import PrettyConfig
+    from ..config import RunConfig, TestConfig
 
 log = logging.getLogger("prettyplay")
 
@@ -47,7 +47,7 @@ def find_system_chromium() -> str | None:
 class BrowserSession:
     """Owns Playwright and the browser of a run; hands out a context and page per test."""
 
-    def __init__(self, config: PrettyConfig) -> None:
+    def __init__(self, config: RunConfig) -> None:
         self.config = config
         self._playwright: Playwright | None = None
         self._browser: Browser | None = None
@@ -116,7 +116,7 @@ class BrowserSession:
             )
         return system
 
-    def new_page(self, config: PrettyConfig) -> tuple[BrowserContext, Page]:
+    def new_page(self, config: TestConfig) -> tuple[BrowserContext, Page]:
         """A fresh context (with ``base_url``) and page for one test.
 
         A browser that died since the last test (killed, crashed) is launched again: its

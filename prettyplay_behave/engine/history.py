@@ -8,23 +8,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-GREEN = "green"
-RED = "red"
-UNPARSEABLE = "unparseable answer"
-POLICY_VIOLATION = "policy violation"
-GATE_VIOLATION = "gate violation"
-REJECTED = "rejected by the engineer, not executed"
-OUTCOMES = (GREEN, RED, UNPARSEABLE, POLICY_VIOLATION, GATE_VIOLATION, REJECTED)
+from ..vocabulary import Outcome
 
 
 @dataclass(frozen=True)
 class Attempt:
-    outcome: str
+    outcome: Outcome
     url_before: str
     url_after: str
     code: str
     text: str
     failed_check: bool = False  # a check whose assertion failed: the product may be at fault
+
+    @property
+    def headline(self) -> str:
+        """The first line of the outcome text (or the outcome label): the ``error:`` line."""
+        return self.text.splitlines()[0] if self.text else str(self.outcome)
 
     def render(self) -> str:
         return (

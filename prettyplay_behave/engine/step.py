@@ -1,30 +1,48 @@
-"""What the engine knows of one step and of the scenario around it."""
+"""What the engine knows of one step, and of the test around it.
+
+``TestRun`` is the one owner of a test's state while it runs: its page and its instruments, the
+scenario so far, the occurrence counts of the cache address, the recovery cycles of its groups
+and what its artifacts need to know.
+"""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from playwright.sync_api import Error as PlaywrightError
 
 from ..cache import CacheKey
+from ..vocabulary import FailureKind, Kind, Origin, StepStatus
 from .history import Attempt
 
-ACTION = "step"
-CHECK = "expect"
+if TYPE_CHECKING:
+    from playwright.sync_api import BrowserContext, Page
+
+    from ..browser.guard import NavigationGuard
+    from ..browser.settle import Settler
+    from ..config import TestConfig
+    from ..llm.answers import Verdict
 
 
 @dataclass(frozen=True)
 class StepSpec:
-    """One step as written: an action (``step``) or a check (``expect``)."""
+    """One step as written: an action or a check, its sentence and data, tries and delay."""
 
-    kind: str
+    kind: Kind
     sentence: str
     data: str = ""
     tries: int = 1
     delay: float | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in (ACTION, CHECK):
-            raise ValueError(f"step kind must be {ACTION!r} or {CHECK!r}, not {self.kind!r}")
+        try:
+            object.__setattr__(self, "kind", Kind(self.kind))
+        except ValueError:
+            kinds = " or ".join(repr(str(k)) for k in Kind)
+            raise ValueError(f"step kind must be {kinds}, not {self.kind!r}") from None
         if not self.sentence.strip():
             raise ValueError("a step needs a sentence")
         if self.tries < 1:
@@ -42,26 +60,87 @@ class StepSpec:
 class ScenarioEntry:
     """An executed step of the test, as later requests see it; group membership is permanent."""
 
-    kind: str
-    sentence: str
-    outcome: str
+    spec: StepSpec
+    key: CacheKey
     group: str | None = None
-    origin: str = ""
+    outcome: StepStatus = StepStatus.RUNNING
+    origin: Origin | None = None
     code: str = ""
     history: list[Attempt] = field(default_factory=list)
-    spec: StepSpec | None = None
-    key: CacheKey | None = None
-    verdicts: list[Any] = field(default_factory=list)  # classifications and diagnoses
-    failure: str = ""  # the label of a failure: product_defect, incurable, unavailable, ...
+    verdicts: list[Verdict] = field(default_factory=list)  # classifications and diagnoses
+    failure: FailureKind | None = None
     requests: int = 0  # LLM requests made for this step
     tokens: int = 0
 
+    @property
+    def kind(self) -> Kind:
+        return self.spec.kind
+
+    @property
+    def sentence(self) -> str:
+        return self.spec.sentence
+
 
 @dataclass(frozen=True)
-class Trace:
-    """One executed group step, verbatim: recovery never rewrites it."""
+class GroupStepRecord:
+    """One executed group step, verbatim (a trace of ``g.traces``): recovery never rewrites it."""
 
     sentence: str
-    outcome: str
+    outcome: StepStatus
     url_before: str
     url_after: str
+
+
+@dataclass
+class TestRun:
+    """The state of one test around its steps."""
+
+    __test__ = False  # a product class, not a pytest test class
+
+    name: str
+    config: TestConfig
+    page: Page
+    settler: Settler
+    owned_context: BrowserContext | None = None
+    guard: NavigationGuard | None = None
+    tracing: bool = False  # a Playwright trace is being recorded for this test
+    uses_secrets: bool = False  # then screenshots and traces are kept only when asked for
+    failed_elsewhere: bool = False  # a step outside prettyplay (a user's own) failed
+    screenshot: Path | None = None  # artifacts of a failure, kept in report_dir
+    trace_file: Path | None = None
+    started: float = field(default_factory=time.monotonic)
+    duration: float = 0.0
+    scenario: list[ScenarioEntry] = field(default_factory=list)
+    recovery_cycles: dict[str, int] = field(default_factory=dict)  # per group prompt
+    _seen: dict[tuple[Kind, str, str], int] = field(default_factory=dict)
+
+    def key_for(self, spec: StepSpec) -> CacheKey:
+        """The cache address: identical earlier steps of this test count as occurrences."""
+        triple = (spec.kind, spec.sentence, spec.data)
+        self._seen[triple] = self._seen.get(triple, 0) + 1
+        return CacheKey(self.name, spec.kind, spec.sentence, spec.data, self._seen[triple])
+
+    @property
+    def failed(self) -> bool:
+        return self.failed_elsewhere or any(e.outcome is StepStatus.FAILED for e in self.scenario)
+
+    def uses_secret(self) -> None:
+        """A step names a secret: stop and discard the trace unless traces are asked for
+        (a picture of the page cannot be redacted)."""
+        self.uses_secrets = True
+        if self.tracing and self.config.trace != "on":
+            self.tracing = False
+            self.page.context.tracing.stop()
+
+    def close(self) -> None:
+        """Close the context this test opened (a page handed in stays open)."""
+        self.duration = time.monotonic() - self.started
+        context, self.owned_context = self.owned_context, None
+        if context is None:
+            return
+        try:
+            context.close()
+        except PlaywrightError:
+            browser = context.browser
+            if browser is not None and browser.is_connected():
+                raise  # a browser that is gone took its contexts with it; anything else is real

@@ -10,15 +10,15 @@ import ast
 import json
 import re
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
+
+from ..vocabulary import GroupLabel, Purpose, StepLabel
 
 # A step is a few lines; an answer this long is a runaway generation, not code to read.
 MAX_ANSWER_CHARS = 100_000
 
-STEP_LABELS = ("product_defect", "rot", "fixable", "incurable")
-GROUP_LABELS = ("recoverable", "product_defect", "incurable")
 DIMENSIONS = ("instructions", "adequacy")
 SEVERITIES = ("high", "medium", "low")
 
@@ -37,7 +37,7 @@ class UnparseableAnswer(ValueError):
 class Verdict:
     """A classify or diagnose verdict; ``root_step`` only for a diagnosis."""
 
-    label: str
+    label: StepLabel | GroupLabel
     explanation: str
     recommendation: str
     root_step: str | None = None
@@ -167,8 +167,9 @@ def _text(data: dict[str, Any], key: str, where: str = "the verdict") -> str:
     return value
 
 
-def _choice(data: dict[str, Any], key: str, allowed: tuple[str, ...], where: str) -> str:
+def _choice(data: dict[str, Any], key: str, allowed: Iterable[str], where: str) -> str:
     value = _text(data, key, where).strip().lower()
+    allowed = [str(word) for word in allowed]
     if value not in allowed:
         raise UnparseableAnswer(f"{where}: {key} {data[key]!r} is not one of {', '.join(allowed)}")
     return value
@@ -176,20 +177,20 @@ def _choice(data: dict[str, Any], key: str, allowed: tuple[str, ...], where: str
 
 def _step_verdict(data: dict[str, Any]) -> Verdict:
     return Verdict(
-        label=_choice(data, "label", STEP_LABELS, "the verdict"),
+        label=StepLabel(_choice(data, "label", StepLabel, "the verdict")),
         explanation=_text(data, "explanation"),
         recommendation=_text(data, "recommendation"),
     )
 
 
 def _group_verdict(data: dict[str, Any]) -> Verdict:
-    label = _choice(data, "label", GROUP_LABELS, "the diagnosis")
+    label = GroupLabel(_choice(data, "label", GroupLabel, "the diagnosis"))
     if "root_step" not in data:
         raise UnparseableAnswer("the diagnosis lacks the field 'root_step'")
     root = data["root_step"]
     if root is not None and not isinstance(root, str):
         raise UnparseableAnswer("the diagnosis: the field 'root_step' must be a string")
-    if label == "recoverable" and not (root and root.strip()):
+    if label is GroupLabel.RECOVERABLE and not (root and root.strip()):
         raise UnparseableAnswer("a recoverable diagnosis must name its root_step")
     return Verdict(
         label=label,
@@ -220,16 +221,17 @@ def _gate_verdict(data: dict[str, Any]) -> GateVerdict:
     return GateVerdict(tuple(findings))
 
 
-_VERDICT_PARSERS: dict[str, Callable[[dict[str, Any]], Verdict | GateVerdict]] = {
-    "classify": _step_verdict,
-    "diagnose": _group_verdict,
-    "gate": _gate_verdict,
+_VERDICT_PARSERS: dict[Purpose, Callable[[dict[str, Any]], Verdict | GateVerdict]] = {
+    Purpose.CLASSIFY: _step_verdict,
+    Purpose.DIAGNOSE: _group_verdict,
+    Purpose.GATE: _gate_verdict,
 }
 
 
-def parse_verdict(text: str, purpose: str) -> Verdict | GateVerdict:
-    """The verdict of a ``classify``, ``diagnose`` or ``gate`` answer."""
-    if purpose not in _VERDICT_PARSERS:
+def parse_verdict(text: str, purpose: Purpose | str) -> Verdict | GateVerdict:
+    """The verdict of an answer to a verdict purpose (classify, diagnose, gate)."""
+    parser = _VERDICT_PARSERS.get(Purpose.of(purpose))
+    if parser is None:
         raise ValueError(f"no verdict for purpose {purpose!r}; expected classify, diagnose or gate")
     _check_size(text)
-    return _VERDICT_PARSERS[purpose](_json_object(text))
+    return parser(_json_object(text))

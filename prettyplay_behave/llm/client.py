@@ -24,12 +24,13 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 from ..errors import ConfigError, ProviderUnavailableError
+from ..vocabulary import Purpose
 
 if TYPE_CHECKING:
     import openai
@@ -38,8 +39,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("prettyplay")
 
-PURPOSES = ("generate", "heal", "classify", "diagnose", "gate", "steer")
-VERDICT_PURPOSES = ("classify", "diagnose", "gate")
 PURPOSE_HEADER = "X-Prettyplay-Purpose"
 STEP_HEADER = "X-Prettyplay-Step"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -86,7 +85,7 @@ class LLMClient:
         self.api_key = env.get("OPENAI_API_KEY") or None
         self.base_url = env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
         self.calls = 0
-        self._usage: dict[str, Usage] = {}
+        self._usage: dict[Purpose, Usage] = {}
         self._down: str | None = None
         self._openai: openai.OpenAI | None = None
         self._lock = threading.Lock()
@@ -124,7 +123,7 @@ class LLMClient:
     # -- usage ---------------------------------------------------------------------------------
 
     @property
-    def usage(self) -> dict[str, Usage]:
+    def usage(self) -> dict[Purpose, Usage]:
         """Requests and tokens of this run, by purpose."""
         with self._lock:
             return dict(self._usage)
@@ -135,18 +134,14 @@ class LLMClient:
 
     # -- requests ------------------------------------------------------------------------------
 
-    def ask(
-        self, purpose: str, *, step: str, messages: list[dict[str, str]], verdict: bool = False
-    ) -> Answer:
-        """One completion for ``purpose`` about the step whose sentence is ``step``.
+    def ask(self, purpose: Purpose | str, *, step: str, messages: list[dict[str, str]]) -> Answer:
+        """One completion for ``purpose`` (or its name) about the step whose sentence is ``step``.
 
-        Verdict requests (classify, diagnose, gate, or any with ``verdict=True``) use the
-        verdict model. Raises ProviderUnavailableError or ConfigError as the module tells.
+        Verdict purposes use the verdict model. Raises ProviderUnavailableError or ConfigError
+        as the module tells.
         """
-        if purpose not in PURPOSES:
-            raise ValueError(f"unknown purpose {purpose!r}; expected one of {', '.join(PURPOSES)}")
-        verdict = verdict or purpose in VERDICT_PURPOSES
-        model = self.config.verdict_model if verdict else self.config.model
+        purpose = Purpose.of(purpose)
+        model = self.config.verdict_model if purpose.verdict else self.config.model
         with self._lock:
             # Counted before sending, so a request past the cap is never sent.
             self.require()
@@ -156,35 +151,40 @@ class LLMClient:
         started = time.monotonic()
         answer: Answer | None = None
         try:
-            completion = client.chat.completions.create(
-                model=model,
-                messages=messages,  # type: ignore[arg-type]
-                temperature=0,
-                extra_headers={PURPOSE_HEADER: purpose, STEP_HEADER: quote(step, safe="")},
-                timeout=self.config.llm_timeout,
-            )
-            answer = _answer(completion, _display(self.base_url))
-        except ProviderUnavailableError:
-            raise
-        except Exception as exc:
-            self._raise_for(exc, model, verdict)
-            raise
+            answer = self._complete(client, purpose, model, step, messages)
         finally:
             tokens = (answer.prompt_tokens + answer.completion_tokens) if answer else 0
-            log.debug(
-                "LLM request %s with %s: %s, %d tokens in %.1f s",
-                purpose,
-                model,
-                answer.finish_reason if answer else "failed",
-                tokens,
-                time.monotonic() - started,
-                extra={"event": "llm_request", "purpose": purpose, "tokens": tokens},
-            )
+            log.debug("LLM request %s with %s: %s, %d tokens in %.1f s", purpose, model,
+                      answer.finish_reason if answer else "failed", tokens,
+                      time.monotonic() - started,
+                      extra={"event": "llm_request", "purpose": str(purpose),
+                             "tokens": tokens})  # fmt: skip
         with self._lock:
             self._add(purpose, Usage(0, answer.prompt_tokens, answer.completion_tokens))
         return answer
 
-    def _add(self, purpose: str, usage: Usage) -> None:
+    def _complete(
+        self,
+        client: openai.OpenAI,
+        purpose: Purpose,
+        model: str,
+        step: str,
+        messages: list[dict[str, str]],
+    ) -> Answer:
+        try:
+            completion = client.chat.completions.create(
+                model=model,
+                messages=messages,  # type: ignore[arg-type]
+                temperature=0,
+                extra_headers={PURPOSE_HEADER: str(purpose), STEP_HEADER: quote(step, safe="")},
+                timeout=self.config.llm_timeout,
+            )
+        except Exception as exc:
+            self._raise_for(exc, model, purpose.verdict)
+            raise
+        return _answer(completion, _display(self.base_url))
+
+    def _add(self, purpose: Purpose, usage: Usage) -> None:
         self._usage[purpose] = self._usage.get(purpose, Usage()) + usage
 
     def _client(self) -> openai.OpenAI:
@@ -209,18 +209,11 @@ class LLMClient:
         where = _display(self.base_url)
         attempts = f"llm_retries={self.config.llm_retries}"
         if isinstance(exc, openai.APITimeoutError):
-            self._mark_down(
-                f"no answer from {where} within llm_timeout={self.config.llm_timeout:g} s "
-                f"({attempts}); check that the server is up, or raise prettyplay.llm_timeout "
-                "or prettyplay.llm_retries",
-                exc,
-            )
+            self._mark_down(_TIMED_OUT.format(where=where, attempts=attempts,
+                                              timeout=self.config.llm_timeout), exc)  # fmt: skip
         if isinstance(exc, openai.APIConnectionError):
-            self._mark_down(
-                f"cannot connect to {where} ({_cause(exc)}; {attempts}); check OPENAI_BASE_URL "
-                "and that the server is running",
-                exc,
-            )
+            self._mark_down(_UNREACHABLE.format(where=where, attempts=attempts,
+                                                cause=_cause(exc)), exc)  # fmt: skip
         if not isinstance(exc, openai.APIStatusError):
             if isinstance(exc, openai.OpenAIError):
                 raise ProviderUnavailableError(
@@ -228,63 +221,68 @@ class LLMClient:
                     f"({type(exc).__name__}: {exc}); check the server behind OPENAI_BASE_URL"
                 ) from exc
             return
-        status, message = exc.status_code, _server_message(exc)
-        if status == 401:
-            raise ConfigError(
-                "OPENAI_API_KEY",
-                HIDDEN,
-                KEY_SOURCE,
-                f"{where} rejected the API key (401: {message}); set a valid OPENAI_API_KEY "
-                "(and check that OPENAI_BASE_URL names the intended server)",
-            ) from None
-        if status == 403:
-            raise ConfigError(
-                "OPENAI_API_KEY",
-                HIDDEN,
-                KEY_SOURCE,
-                f"{where} refused the request (403: {message}); check the account permissions "
-                f"of OPENAI_API_KEY for the model {model!r}",
-            ) from None
-        if status == 404:
+        status, code = exc.status_code, _error_code(exc)
+        facts = {"where": where, "attempts": attempts, "status": status, "model": model,
+                 "message": _server_message(exc)}  # fmt: skip
+        for applies, outcome, text in _STATUS_FAILURES:
+            if applies(status, code):
+                self._fail(outcome, text.format(**facts), model, verdict, exc)
+        raise ProviderUnavailableError(
+            "the LLM is unavailable: " + _REFUSED.format(**facts)
+        ) from None
+
+    def _fail(self, outcome: str, text: str, model: str, verdict: bool, exc: Exception) -> None:
+        if outcome == "down":
+            self._mark_down(text, exc)
+        if outcome == "model":
             key = (
                 "classification_model" if verdict and self.config.classification_model else "model"
             )
-            raise ConfigError(
-                f"prettyplay.{key}",
-                model,
-                "the run's settings",
-                f"{where} does not know the model {model!r} (404: {message}); set "
-                f"prettyplay.{key} to a model the server offers (or check that OPENAI_BASE_URL "
-                "ends with the API path, such as /v1)",
-            ) from None
-        if status == 429 and _error_code(exc) == "insufficient_quota":
-            raise ConfigError(
-                "OPENAI_API_KEY",
-                HIDDEN,
-                KEY_SOURCE,
-                f"the account quota is exhausted (429 insufficient_quota: {message}); check "
-                "the plan and billing of the account behind OPENAI_API_KEY, or use another key",
-            ) from None
-        if status == 429:
-            self._mark_down(
-                f"{where} kept rate-limiting the requests (429, {attempts}: {message}); "
-                "wait and run again, or lower the load on the server",
-                exc,
-            )
-        if status >= 500 or status in (408, 409):
-            self._mark_down(
-                f"{where} kept failing (HTTP {status}, {attempts}: {message}); check the "
-                "server behind OPENAI_BASE_URL or run again later",
-                exc,
-            )
-        raise ProviderUnavailableError(
-            f"the LLM is unavailable: {where} refused the request (HTTP {status}: {message}); "
-            f"check OPENAI_BASE_URL and the model {model!r}"
-        ) from None
+            text = text.replace("{key}", key)
+            raise ConfigError(f"prettyplay.{key}", model, "the run's settings", text) from None
+        raise ConfigError("OPENAI_API_KEY", HIDDEN, KEY_SOURCE, text) from None
 
     def _mark_down(self, why: str, exc: Exception) -> None:
         self._down = f"the LLM is unavailable: {why}"
         raise ProviderUnavailableError(self._down) from exc
+
+
+_TIMED_OUT = (
+    "no answer from {where} within llm_timeout={timeout:g} s ({attempts}); check that the server "
+    "is up, or raise prettyplay.llm_timeout or prettyplay.llm_retries"
+)
+_UNREACHABLE = (
+    "cannot connect to {where} ({cause}; {attempts}); check OPENAI_BASE_URL and that the server "
+    "is running"
+)
+_REFUSED = (
+    "{where} refused the request (HTTP {status}: {message}); check OPENAI_BASE_URL and the "
+    "model {model!r}"
+)
+
+# What an HTTP error status means, first match wins: "key" and "model" are misconfigurations
+# (a ConfigError naming the setting), "down" leaves the LLM unavailable for the rest of the run.
+_STATUS_FAILURES: tuple[tuple[Callable[[int, str | None], bool], str, str], ...] = (
+    (lambda status, code: status == 401, "key",
+     "{where} rejected the API key (401: {message}); set a valid OPENAI_API_KEY (and check that "
+     "OPENAI_BASE_URL names the intended server)"),
+    (lambda status, code: status == 403, "key",
+     "{where} refused the request (403: {message}); check the account permissions of "
+     "OPENAI_API_KEY for the model {model!r}"),
+    (lambda status, code: status == 404, "model",
+     "{where} does not know the model {model!r} (404: {message}); set prettyplay.{{key}} to a "
+     "model the server offers (or check that OPENAI_BASE_URL ends with the API path, such as "
+     "/v1)"),
+    (lambda status, code: status == 429 and code == "insufficient_quota", "key",
+     "the account quota is exhausted (429 insufficient_quota: {message}); check the plan and "
+     "billing of the account behind OPENAI_API_KEY, or use another key"),
+    (lambda status, code: status == 429, "down",
+     "{where} kept rate-limiting the requests (429, {attempts}: {message}); wait and run again, "
+     "or lower the load on the server"),
+    (lambda status, code: status >= 500 or status in (408, 409), "down",
+     "{where} kept failing (HTTP {status}, {attempts}: {message}); check the server behind "
+     "OPENAI_BASE_URL or run again later"),
+)  # fmt: skip
 
 
 def _answer(completion: Any, where: str) -> Answer:

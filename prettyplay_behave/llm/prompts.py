@@ -1,10 +1,10 @@
 """Rendering the request messages from the jinja2 templates in ``templates/``.
 
-Every purpose has one template, ``<purpose>.j2``, that defines two blocks: ``system`` and
-``user``. Shared pieces live in partials (``_page.j2``, ``_history.j2``, ...). A folder given as
-``templates_dir`` overrides any template by name; the shipped ones fill the rest. Undefined
-context fields are errors (StrictUndefined): callers pass ``None``, ``""`` or ``[]`` for what does
-not apply.
+Every purpose has one template (``Purpose.template``: ``<purpose>.j2``) that defines two blocks:
+``system`` and ``user``. Shared pieces live in partials (``_page.j2``, ``_history.j2``, ...).
+A folder given as ``templates_dir`` overrides any template by name; the shipped ones fill the
+rest. Undefined context fields are errors (StrictUndefined): callers pass ``None``, ``""`` or
+``[]`` for what does not apply.
 """
 
 from __future__ import annotations
@@ -13,13 +13,12 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
+from ..resources import templates_folder
+from ..vocabulary import Purpose
 
 if TYPE_CHECKING:
     import jinja2
 
-from ..resources import templates_folder
-
-PURPOSES = ("generate", "heal", "classify", "diagnose", "gate", "steer")
 ROLES = ("system", "user")
 
 
@@ -40,13 +39,11 @@ class Prompts:
             self._environment = _environment(self.templates_dir)
         return self._environment
 
-    def render(self, purpose: str, **context: Any) -> list[dict[str, str]]:
-        """The ``system`` and ``user`` messages of one request."""
+    def render(self, purpose: Purpose | str, **context: Any) -> list[dict[str, str]]:
+        """The ``system`` and ``user`` messages of one request for ``purpose`` (or its name)."""
         import jinja2
 
-        if purpose not in PURPOSES:
-            raise ValueError(f"unknown purpose {purpose!r}; expected one of {', '.join(PURPOSES)}")
-        template = self.environment.get_template(f"{purpose}.j2")
+        template = self.environment.get_template(Purpose.of(purpose).template)
         missing = [role for role in ROLES if role not in template.blocks]
         if missing:
             raise ConfigError(

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..engine.executor import TestRun
+    from ..engine.step import TestRun
 
 
 def folder_name(test_name: str) -> str:
@@ -66,6 +66,6 @@ class Artifacts:
         if test.failed or test.config.trace == "on":
             path = self.folder(test) / "trace.zip"
             tracing.stop(path=str(path))
-            test.trace = path
+            test.trace_file = path
         else:
             tracing.stop()

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ..resources import templates_folder
 
 if TYPE_CHECKING:
-    from ..engine.executor import TestRun
+    from ..engine.step import TestRun
     from .summary import RunSummary
 
 REPORT_NAME = "report.html"

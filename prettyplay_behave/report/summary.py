@@ -9,20 +9,20 @@ from typing import TYPE_CHECKING
 
 from colorama import Fore, Style
 
-if TYPE_CHECKING:
-    from ..engine.executor import TestRun
-    from ..llm.client import Usage
+from ..vocabulary import FailureKind, Origin, Purpose, StepStatus
 
-ORIGINS = ("replayed", "generated", "healed", "recovered", "steered")
+if TYPE_CHECKING:
+    from ..engine.step import TestRun
+    from ..llm.client import Usage
 
 
 @dataclass
 class RunSummary:
     tests: int = 0
     tests_failed: int = 0
-    steps: Counter[str] = field(default_factory=Counter)  # passed steps by origin
-    failed: Counter[str] = field(default_factory=Counter)  # failed steps by label
-    usage: Mapping[str, Usage] = field(default_factory=dict)
+    steps: Counter[Origin] = field(default_factory=Counter)  # passed steps by origin
+    failed: Counter[FailureKind] = field(default_factory=Counter)  # failed steps by kind
+    usage: Mapping[Purpose, Usage] = field(default_factory=dict)
     cache_written: int = 0
     obsolete: int | None = None  # None: not a full run, obsolete entries unknown
     wall_time: float = 0.0
@@ -31,7 +31,7 @@ class RunSummary:
     def of(
         cls,
         tests: Sequence[TestRun],
-        usage: Mapping[str, Usage],
+        usage: Mapping[Purpose, Usage],
         cache_written: int,
         obsolete: int | None,
         wall_time: float,
@@ -39,8 +39,8 @@ class RunSummary:
         summary = cls(len(tests), sum(t.failed for t in tests), usage=dict(usage))
         for test in tests:
             for entry in test.scenario:
-                if entry.outcome == "failed":
-                    summary.failed[entry.failure or "error"] += 1
+                if entry.outcome is StepStatus.FAILED:
+                    summary.failed[entry.failure or FailureKind.ERROR] += 1
                 elif entry.origin:
                     summary.steps[entry.origin] += 1
         summary.cache_written, summary.obsolete, summary.wall_time = (
@@ -52,7 +52,7 @@ class RunSummary:
 
     def lines(self) -> list[str]:
         passed = sum(self.steps.values())
-        origins = ", ".join(f"{self.steps[o]} {o}" for o in ORIGINS)
+        origins = ", ".join(f"{self.steps[o]} {o}" for o in Origin)
         failed = sum(self.failed.values())
         labels = ", ".join(f"{n} {label}" for label, n in sorted(self.failed.items()))
         lines = [

@@ -76,7 +76,7 @@ def compile_step(code: str, *, secret: Callable[[str], object] | None = None) ->
     return step
 
 
-def run_step(
+def call_step(
     step_fn: StepFunction, page: Page, *, on_navigate: Callable[[str], object] | None = None
 ) -> None:
     """Run a compiled step on ``page``; whatever the step raises propagates unchanged."""

@@ -155,7 +155,7 @@ def test_a_transient_failure_is_retried_and_the_step_written_once(
     with PrettyPlay("visit", config=config, page=page) as t:
         entry = t.step("open the shop")
         assert (entry.origin, t.page.url) == ("generated", shop.url + "/")
-        assert t.runtime.executor.cache_writes == 1
+        assert t.runtime.engine.cache_writes == 1
     assert [r.purpose for r in llm_env.requests] == ["generate", "generate", "gate", "gate"]
     assert writes == [tmp_path / "cache" / "visit.json"]
     document = json.loads(writes[0].read_text())

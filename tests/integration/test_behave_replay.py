@@ -230,3 +230,36 @@ def test_bad_settings_fail_at_start_naming_key_value_and_source(project: BehaveP
     assert result.returncode == 1, result
     assert "ConfigError" in result.output
     assert "'speed' = '140' (from command line -D): expected 0 to 100" in result.output
+
+
+@pytest.mark.parametrize(
+    ("tag", "message"),
+    [
+        # a run-wide key: a tag could only be ignored
+        ("prettyplay.model=other", "setting 'model' = 'other' (from tag @prettyplay.model=other "
+         "of scenario 'Tagged'): a run-wide setting cannot be set per scenario"),
+        # a per-test key with a bad value
+        ("prettyplay.healing_attempts=many", "setting 'healing_attempts' = 'many' (from tag "
+         "@prettyplay.healing_attempts=many of scenario 'Tagged'): expected a whole number"),
+    ],
+)  # fmt: skip
+def test_a_bad_scenario_tag_stops_the_run_before_any_scenario(
+    project: BehaveProject, shop, tag: str, message: str
+) -> None:
+    project.write(
+        "features/shop.feature",
+        f"""\
+        Feature: Shop
+          Scenario: First
+            Given I open the shop
+
+          @{tag}
+          Scenario: Tagged
+            Given I open the shop
+        """,
+    )
+    plant(project, "shop.feature::First", "step", "I open the shop", OPEN_SHOP)
+    result = project.run("-D", f"prettyplay.base_url={shop.url}")
+    assert result.returncode == 1, result
+    assert f"ConfigError: {message}" in result.output
+    assert "0 scenarios passed" in result.output  # not even the untagged one ran

@@ -16,7 +16,8 @@ import pytest
 
 from prettyplay_behave.config import PrettyConfig
 from prettyplay_behave.errors import ConfigError, ProviderUnavailableError
-from prettyplay_behave.llm.client import PURPOSES, Answer, LLMClient, Usage
+from prettyplay_behave.llm.client import Answer, LLMClient, Usage
+from prettyplay_behave.vocabulary import Purpose
 from tests.support.llm_server import (
     Reply,
     ScriptedLLMServer,
@@ -74,12 +75,12 @@ def closed_port() -> int:
 
 def test_every_request_names_its_purpose_and_step(server):
     sentence = 'type «Grüße, Zoë» into the "Note" field & press Enter'
-    for purpose in PURPOSES:
+    for purpose in Purpose:
         server.on(purpose, "ok")
     client = client_for(server)
-    for purpose in PURPOSES:
+    for purpose in Purpose:
         client.ask(purpose, step=sentence, messages=MESSAGES)
-    assert [r.purpose for r in server.requests] == list(PURPOSES)
+    assert [r.purpose for r in server.requests] == list(Purpose)
     for request in server.requests:
         assert request.headers["x-prettyplay-step"] == quote(sentence, safe="")
         assert request.headers["x-prettyplay-step"].isascii()
@@ -90,7 +91,7 @@ def test_every_request_names_its_purpose_and_step(server):
 def test_the_model_and_temperature_follow_the_purpose(server):
     server.on(None, "ok", repeat=True)
     client = client_for(server, model="gen-model", classification_model="verdict-model")
-    for purpose in PURPOSES:
+    for purpose in Purpose:
         ask(client, purpose)
     models = {r.purpose: r.model for r in server.requests}
     assert models == {
@@ -194,7 +195,7 @@ def test_a_server_error_is_retried(server):
     client = client_for(server)
     assert ask(client).text == CODE
     assert len(server.requests) == 2
-    assert client.calls == 1 and client.usage["generate"].requests == 1
+    assert client.calls == 1 and client.usage[Purpose.GENERATE].requests == 1
 
 
 def test_a_rate_limit_is_retried_after_the_server_asked_delay(server):

@@ -12,17 +12,18 @@ from pathlib import Path
 
 import pytest
 
+from prettyplay_behave.browser.settle import Settler
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.cache import CacheKey as Key
 from prettyplay_behave.config import PrettyConfig
-from prettyplay_behave.engine import executor
+from prettyplay_behave.engine import step
 from prettyplay_behave.engine.history import Attempt
-from prettyplay_behave.engine.settle import Settler
-from prettyplay_behave.engine.step import ScenarioEntry
 from prettyplay_behave.llm.answers import Verdict
 from prettyplay_behave.report.html import write_report
 from prettyplay_behave.report.summary import RunSummary
 from prettyplay_behave.safety.policy import check_code
 from prettyplay_behave.safety.secrets import Secrets
+from prettyplay_behave.vocabulary import FailureKind, Kind, Outcome, StepLabel, StepStatus
 from tests.conftest import BehaveProject, copy_examples
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.shop_steps import ACCEPT, HEADING, OPEN_SHOP
@@ -214,14 +215,16 @@ def test_the_html_report_redacts_every_text_it_shows(browser, tmp_path: Path) ->
     secrets.require(["TOKEN"], "log in with ${TOKEN}")
     page = browser.new_page()
     try:
-        test = executor.TestRun(f"login {canary}", PrettyConfig(), page, Settler(page))
+        test = step.TestRun(f"login {canary}", PrettyConfig().for_test(), page, Settler(page))
         url = f"http://127.0.0.1:8000/welcome?token={canary}"
-        attempt = Attempt("red", url, url, f"# {canary}\n", f"Actual value: {canary}")
-        entry = ScenarioEntry(
-            "step", f"log in as {canary}", "failed", group=f"the {canary} group",
-            code=f"# {canary}\n", history=[attempt], failure="incurable",
+        attempt = Attempt(Outcome.RED, url, url, f"# {canary}\n", f"Actual value: {canary}")
+        spec = step.StepSpec(Kind.ACTION, f"log in as {canary}")
+        entry = step.ScenarioEntry(
+            spec, Key(test.name, spec.kind, spec.sentence), group=f"the {canary} group",
+            outcome=StepStatus.FAILED, code=f"# {canary}\n", history=[attempt],
+            failure=FailureKind.INCURABLE,
         )  # fmt: skip
-        entry.verdicts.append(Verdict("incurable", f"it shows {canary}", f"type {canary}"))
+        entry.verdicts.append(Verdict(StepLabel.INCURABLE, f"it shows {canary}", f"type {canary}"))
         test.scenario.append(entry)
         summary = RunSummary.of([test], {}, 0, None, 1.0)
         html = write_report(tmp_path, [test], summary, secrets.redact).read_text()

@@ -17,7 +17,7 @@ from prettyplay_behave.safety.proxy import (
     PageProxy,
     expect_for_steps,
 )
-from prettyplay_behave.safety.sandbox import compile_step, run_step
+from prettyplay_behave.safety.sandbox import call_step, compile_step
 from tests.support.pages import PageServer
 
 FORM = """<!doctype html>
@@ -60,7 +60,7 @@ def step(page) -> None:
     assert page.get_by_role("listitem").all_inner_texts() == ["Apples", "Pears"]
 """
     step = compile_step(code, secret={"PASSWORD": "hunter2"}.__getitem__)
-    run_step(step, page)
+    call_step(step, page)
     assert page.get_by_label("Name").input_value() == "Ada"
     assert page.get_by_label("Password").input_value() == "hunter2"
 
@@ -144,21 +144,21 @@ def test_step_errors_propagate_unchanged(page: Page) -> None:
         'def step(page):\n    page.get_by_role("button", name="Missing").click(timeout=300)\n'
     )
     with pytest.raises(PlaywrightTimeoutError):
-        run_step(missing, page)
+        call_step(missing, page)
     failing = compile_step('def step(page):\n    assert page.title() == "Other", "wrong title"\n')
     with pytest.raises(AssertionError, match="wrong title"):
-        run_step(failing, page)
+        call_step(failing, page)
     red = compile_step(
         'def step(page):\n    expect(page.get_by_test_id("out")).to_have_text("x", timeout=300)\n'
     )
     with pytest.raises(AssertionError):
-        run_step(red, page)
+        call_step(red, page)
 
 
 def test_secret_needs_a_resolver(page: Page) -> None:
     step = compile_step('def step(page):\n    page.get_by_label("Name").fill(secret("NAME"))\n')
     with pytest.raises(CodePolicyError, match="no secret resolver"):
-        run_step(step, page)
+        call_step(step, page)
 
 
 @pytest.mark.parametrize(
@@ -172,7 +172,7 @@ def test_secret_needs_a_resolver(page: Page) -> None:
 def test_loops_are_bounded_at_run_time(page: Page, body: str) -> None:
     step = compile_step(f"def step(page):\n    {body}\n")
     with pytest.raises(CodePolicyError, match="at most 1000"):
-        run_step(step, page)
+        call_step(step, page)
 
 
 def test_loop_walks_a_snapshot(page: Page) -> None:
@@ -183,7 +183,7 @@ def test_loop_walks_a_snapshot(page: Page) -> None:
         "        items += [item]\n"
         "    assert items == [1, 2, 1, 2]\n"
     )
-    run_step(step, page)
+    call_step(step, page)
 
 
 def test_namespace_holds_only_the_allowlist(page: Page, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -197,4 +197,4 @@ def test_namespace_holds_only_the_allowlist(page: Page, monkeypatch: pytest.Monk
     ]:
         step = compile_step(f"def step(page):\n    {body}\n")
         with pytest.raises(error):
-            run_step(step, page)
+            call_step(step, page)

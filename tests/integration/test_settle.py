@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from prettyplay_behave.engine.settle import QUIET_MS, Settler
+from prettyplay_behave.browser.settle import QUIET_MS, Settler
 from tests.support.pages import PageServer
 
 # A chain of DOM changes a little shorter apart than the quiet period, then "Done".

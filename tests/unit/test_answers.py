@@ -15,6 +15,7 @@ from prettyplay_behave.llm.answers import (
     extract_code,
     parse_verdict,
 )
+from prettyplay_behave.vocabulary import GroupLabel, StepLabel
 
 CODE = 'def step(page) -> None:\n    page.get_by_role("button", name="Checkout").click()\n'
 
@@ -118,14 +119,14 @@ def verdict_reason(text: str, purpose: str) -> str:
 
 def test_bare_json_verdict():
     assert parse_verdict(f"  {json.dumps(CLASSIFY)}\n", "classify") == Verdict(
-        "rot", "the button was renamed", "heal"
+        StepLabel.ROT, "the button was renamed", "heal"
     )
 
 
 def test_fenced_json_verdict_with_prose():
     text = f"Here is my verdict:\n```json\n{json.dumps(DIAGNOSE, indent=2)}\n```\n"
     assert parse_verdict(text, "diagnose") == Verdict(
-        "recoverable",
+        GroupLabel.RECOVERABLE,
         "the email went to the wrong field",
         "use the field labelled Email",
         root_step="fill the email field",

@@ -8,8 +8,10 @@ import pytest
 
 from prettyplay_behave.config import (
     KEYS,
+    RUN_KEYS,
+    TEST_KEYS,
     PrettyConfig,
-    for_scenario,
+    TestConfig,
     resolve_config,
 )
 from prettyplay_behave.errors import ConfigError
@@ -18,8 +20,8 @@ from tests.conftest import ROOT
 MANUAL = ROOT / "docs" / "configuration.md"
 
 
-def documented_keys() -> list[str]:
-    """The first column of the table under "## The keys" in docs/configuration.md."""
+def documented_rows() -> list[list[str]]:
+    """The rows of the table under "## The keys" in docs/configuration.md."""
     section = MANUAL.read_text(encoding="utf-8").split("\n## The keys\n", 1)[1]
     rows = []
     for line in section.lstrip("\n").splitlines():
@@ -27,13 +29,42 @@ def documented_keys() -> list[str]:
             break
         rows.append([cell.strip() for cell in line.strip("|").split("|")])
     header, rule, *body = rows
-    assert header[0] == "key" and set(rule[0]) == {"-"}, header
+    assert header[:2] == ["key", "scope"] and set(rule[0]) == {"-"}, header
+    return body
+
+
+def documented_keys() -> list[str]:
+    """The first column of the table: the keys."""
     keys = []
-    for row in body:
+    for row in documented_rows():
         found = re.fullmatch(r"`(\w+)`", row[0])
         assert found, f"not a key in {MANUAL.name}: {row[0]}"
         keys.append(found.group(1))
     return keys
+
+
+def test_the_manual_tells_the_scope_of_every_key() -> None:
+    scopes = {row[0].strip("`"): row[1] for row in documented_rows()}
+    assert {key for key, scope in scopes.items() if scope == "test"} == set(TEST_KEYS)
+    assert {key for key, scope in scopes.items() if scope == "run"} == set(RUN_KEYS)
+
+
+@pytest.mark.parametrize("key", ["model", "browser", "report_dir", "max_llm_calls", "speed"])
+def test_a_tag_with_a_run_wide_key_names_the_key_the_tag_and_the_scenario(key: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        PrettyConfig().for_test([f"prettyplay.{key}=other"], "Order a tea")
+    error = caught.value
+    assert error.key == key
+    assert error.source == f"tag @prettyplay.{key}=other of scenario 'Order a tea'"
+    assert "a run-wide setting cannot be set per scenario" in error.problem
+
+
+def test_a_tag_with_a_per_test_key_sets_it_for_that_test_only() -> None:
+    config = PrettyConfig(healing_attempts=2)
+    tagged = config.for_test(["prettyplay.healing_attempts=5", "interactive"], "Order a tea")
+    assert (tagged.healing_attempts, tagged.interactive) == (5, True)
+    assert type(tagged) is TestConfig and not hasattr(tagged, "model")
+    assert config.for_test().healing_attempts == 2
 
 
 def test_the_manual_documents_every_key_and_no_other() -> None:
@@ -63,8 +94,8 @@ def test_precedence_tag_over_define_over_environment_over_file() -> None:
     defines = {"prettyplay.speed": "30"}
     config = resolve_config(file_values=file_values, environ=environ, defines=defines)
     assert (config.speed, config.model, config.llm_retries) == (30, "file-model", 4)
-    tagged = for_scenario(config, ["strict", "prettyplay.speed=40"])
-    assert (tagged.speed, tagged.strict) == (40, True)
+    tagged = config.for_test(["strict", "prettyplay.settle_ms=40"])
+    assert (tagged.settle_ms, tagged.strict) == (40, True)
     assert not config.strict
 
 
@@ -96,8 +127,8 @@ def test_bad_settings_name_key_value_and_source(
 
 
 def test_a_bad_tag_value_names_the_tag() -> None:
-    with pytest.raises(ConfigError, match=r"tag @prettyplay\.speed=fast"):
-        for_scenario(PrettyConfig(), ["prettyplay.speed=fast"])
+    with pytest.raises(ConfigError, match=r"tag @prettyplay\.settle_ms=fast"):
+        PrettyConfig().for_test(["prettyplay.settle_ms=fast"])
 
 
 def test_python_api_values_are_validated() -> None:

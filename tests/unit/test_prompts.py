@@ -10,7 +10,8 @@ import jinja2
 import pytest
 
 from prettyplay_behave.errors import ConfigError
-from prettyplay_behave.llm.prompts import PURPOSES, Prompts
+from prettyplay_behave.llm.prompts import Prompts
+from prettyplay_behave.vocabulary import Kind, Purpose
 
 GROUP = "accept cookies, fill and submit the order form"
 CANDIDATE = 'def step(page) -> None:\n    page.get_by_label("Email").fill(secret("EMAIL"))\n'
@@ -26,9 +27,11 @@ def context(**changes: Any) -> dict[str, Any]:
             url="http://localhost:8000/order", title="Order", snapshot=SNAPSHOT, fence="9f3a61c2"
         ),
         "scenario": [
-            Obj(kind="step", sentence="open the order page", outcome="passed", group=None),
-            Obj(kind="step", sentence="accept the cookie banner", outcome="passed", group=GROUP),
-            Obj(kind="expect", sentence="the banner is gone", outcome="failed", group=None),
+            Obj(kind=Kind.ACTION, sentence="open the order page", outcome="passed", group=None),
+            Obj(
+                kind=Kind.ACTION, sentence="accept the cookie banner", outcome="passed", group=GROUP
+            ),
+            Obj(kind=Kind.CHECK, sentence="the banner is gone", outcome="failed", group=None),
         ],
         "history": [
             Obj(
@@ -65,7 +68,7 @@ def user_text(purpose: str, **changes: Any) -> str:
     return PROMPTS.render(purpose, **context(**changes))[1]["content"]
 
 
-@pytest.mark.parametrize("purpose", PURPOSES)
+@pytest.mark.parametrize("purpose", list(Purpose))
 def test_every_purpose_renders_a_system_and_a_user_message(purpose):
     messages = PROMPTS.render(purpose, **context())
     assert [m["role"] for m in messages] == ["system", "user"]
@@ -127,7 +130,7 @@ def test_the_group_framing_appears_with_a_group(purpose):
 
 @pytest.mark.parametrize("purpose", ["generate", "heal", "steer", "gate", "classify"])
 def test_no_group_prompt_without_a_group(purpose):
-    scenario = [Obj(kind="step", sentence="open the order page", outcome="passed", group=None)]
+    scenario = [Obj(kind=Kind.ACTION, sentence="open the order page", outcome="passed", group=None)]
     user = user_text(purpose, group=None, scenario=scenario)
     assert "GROUP PROMPT" not in user
     assert "group step" not in user

@@ -1,0 +1,203 @@
+"""The request desk: every request to the LLM about a step, and how its answer is read.
+
+A code request (generate, heal, steer) gives code or an ``unparseable answer`` record. A verdict
+request (classify, diagnose) gives a :class:`Verdict`; a garbage answer degrades to
+``incurable`` with the raw answer logged, never a retry. The gate gives the candidate back green
+or as a ``gate violation``; a gate that cannot judge is terminal. Every request is rendered from
+its template and redacted of secret values before it leaves.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..browser.snapshot import PageState, capture
+from ..errors import (
+    IncurableStepError,
+    ProductDefectError,
+    ProviderUnavailableError,
+    StepFailedError,
+)
+from ..events import record
+from ..llm.answers import (
+    MAX_ANSWER_CHARS,
+    GateVerdict,
+    UnparseableAnswer,
+    Verdict,
+    extract_code,
+    parse_verdict,
+)
+from ..vocabulary import Outcome, Purpose, StepLabel
+from .execute import page_url
+from .history import Attempt
+
+if TYPE_CHECKING:
+    from ..llm.client import Answer, LLMClient
+    from ..llm.prompts import Prompts
+    from ..safety.secrets import Secrets
+    from .step import GroupStepRecord, ScenarioEntry, TestRun
+
+DEFECT_HEADLINE = "the product does not do what the step says"
+RUNAWAY_HEAD_CHARS = 2_000
+
+
+class Advisor:
+    """Asks the LLM about the steps of a run."""
+
+    def __init__(self, llm: LLMClient, prompts: Prompts, secrets: Secrets) -> None:
+        self.llm = llm
+        self.prompts = prompts
+        self.secrets = secrets
+
+    @property
+    def available(self) -> bool:
+        return self.llm.available
+
+    def require(self) -> None:
+        self.llm.require()
+
+    def page_state(self, test: TestRun) -> PageState:
+        return capture(test.page, redact=self.secrets.redact)
+
+    def _send(self, purpose: Purpose, entry: ScenarioEntry, **context: Any) -> Answer:
+        """Render, redact and send one request about ``entry``."""
+        messages = self.prompts.render(purpose, **context)
+        redacted = [{**m, "content": self.secrets.redact(m["content"])} for m in messages]
+        return self.llm.ask(purpose, step=entry.sentence, messages=redacted)
+
+    def _step_context(self, test: TestRun, entry: ScenarioEntry) -> dict[str, Any]:
+        return {
+            "step": entry.spec,
+            "base_url": test.config.base_url,
+            "scenario": test.scenario,
+            "history": entry.history,
+            "group": entry.group,
+            "instructions": test.config.instructions,
+        }
+
+    # -- code ----------------------------------------------------------------------------------
+
+    def code(
+        self,
+        purpose: Purpose,
+        test: TestRun,
+        entry: ScenarioEntry,
+        verdict: Verdict | None = None,
+        guidance: str = "",
+    ) -> str | Attempt:
+        """One code request; the code, or an ``unparseable answer`` record."""
+        context = self._step_context(test, entry)
+        page = self.page_state(test)
+        answer = self._send(purpose, entry, page=page, verdict=verdict, guidance=guidance,
+                            **context)  # fmt: skip
+        try:
+            return extract_code(answer.text)
+        except UnparseableAnswer as exc:
+            url = page_url(test.page)
+            text = f"{exc}\nfinish_reason: {answer.finish_reason}\nanswer:\n{quoted(answer.text)}"
+            return Attempt(Outcome.UNPARSEABLE, url, url, "", text)
+
+    # -- verdicts ------------------------------------------------------------------------------
+
+    def classify(self, test: TestRun, entry: ScenarioEntry) -> Verdict:
+        """One classify request about a red step."""
+        page = self.page_state(test)
+        answer = self._send(Purpose.CLASSIFY, entry, page=page, **self._step_context(test, entry))
+        return self._verdict(Purpose.CLASSIFY, entry, answer.text)
+
+    def diagnose(
+        self,
+        test: TestRun,
+        prompt: str,
+        records: Sequence[GroupStepRecord],
+        failed: ScenarioEntry,
+    ) -> Verdict:
+        """One diagnose request about a failed group step."""
+        context = self._step_context(test, failed)
+        context.update(group=prompt, traces=records, failed_step=failed.spec)
+        answer = self._send(Purpose.DIAGNOSE, failed, page=self.page_state(test), **context)
+        verdict = self._verdict(Purpose.DIAGNOSE, failed, answer.text)
+        record(logging.INFO, "group_diagnosed", "group %r diagnosed %s (root: %r): %s",
+               prompt, verdict.label, verdict.root_step, verdict.explanation,
+               label=verdict.label, root_step=verdict.root_step)  # fmt: skip
+        return verdict
+
+    def _verdict(self, purpose: Purpose, entry: ScenarioEntry, text: str) -> Verdict:
+        """The verdict of a classify or diagnose answer, kept on the entry."""
+        try:
+            verdict = parse_verdict(text, purpose)
+        except UnparseableAnswer as exc:
+            event, what, about = _DEGRADED[purpose]
+            subject = entry.group if purpose is Purpose.DIAGNOSE else entry.sentence
+            record(logging.WARNING, event,
+                   f"unparseable {what} of {about} (%s); taken as incurable; raw answer:\n%s",
+                   subject, exc, quoted(text), raw_answer=quoted(text))  # fmt: skip
+            verdict = Verdict(StepLabel.INCURABLE, f"the {what} answer was unparseable: {exc}", "")
+        assert isinstance(verdict, Verdict)
+        entry.verdicts.append(verdict)
+        if purpose is Purpose.CLASSIFY:
+            record(logging.INFO, "classified", "%r classified %s: %s",
+                   entry.sentence, verdict.label, verdict.explanation)  # fmt: skip
+        return verdict
+
+    # -- the compliance gate ------------------------------------------------------------------
+
+    def gate(
+        self, test: TestRun, entry: ScenarioEntry, green: Attempt, guidance: str = ""
+    ) -> Attempt:
+        """The compliance gate on a green candidate: green again, or a ``gate violation``."""
+        context = self._step_context(test, entry)
+        try:
+            answer = self._send(Purpose.GATE, entry, guidance=guidance, candidate=green.code,
+                                **context)  # fmt: skip
+            verdict = parse_verdict(answer.text, Purpose.GATE)
+        except (ProviderUnavailableError, UnparseableAnswer) as exc:
+            raise IncurableStepError(
+                "the compliance gate could not judge the candidate; nothing was written",
+                sentence=entry.spec.text,
+                error=f"{type(exc).__name__}: {exc}",
+                code=green.code,
+            ) from exc
+        assert isinstance(verdict, GateVerdict)
+        for finding in verdict.findings:
+            if not finding.blocking:
+                record(logging.WARNING, "gate_finding", "compliance gate (%s, %s) on %r: %s",
+                       finding.dimension, finding.severity, entry.sentence,
+                       finding.message)  # fmt: skip
+        if not verdict.blocking:
+            return green
+        findings = "\n".join(
+            f"{f.severity} {f.dimension}: {f.message}" for f in verdict.findings if f.blocking
+        )
+        return Attempt(
+            Outcome.GATE_VIOLATION, green.url_before, green.url_after, green.code, findings
+        )
+
+
+# a degraded verdict's log event, what it was and what it was about, by purpose
+_DEGRADED = {
+    Purpose.CLASSIFY: ("classification_degraded", "classification", "%r"),
+    Purpose.DIAGNOSE: ("group_diagnosis_degraded", "diagnosis", "group %r"),
+}
+
+
+def verdict_failure(verdict: Verdict, headline: str, failure: StepFailedError) -> StepFailedError:
+    """The terminal error a verdict calls for: a product defect (never healed), or the
+    ``failure`` as an incurable step under ``headline``, both carrying the verdict."""
+    if verdict.label == StepLabel.PRODUCT_DEFECT:
+        error_type: type[StepFailedError] = ProductDefectError
+        headline = DEFECT_HEADLINE
+    else:
+        error_type = IncurableStepError
+    return failure.recast(error_type, headline, verdict.explanation, verdict.recommendation)
+
+
+def quoted(answer: str) -> str:
+    """An answer as records and logs keep it: whole, unless it is past the answer size limit,
+    where its head stands for it (it would otherwise ride every later request of the step)."""
+    if len(answer) <= MAX_ANSWER_CHARS:
+        return answer
+    head = RUNAWAY_HEAD_CHARS
+    return f"{answer[:head]}\n… ({len(answer) - head:,} more characters of a runaway answer)"

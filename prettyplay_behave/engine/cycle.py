@@ -1,0 +1,264 @@
+"""The step cycle: replay from the cache, or generate; classify and heal what breaks.
+
+Routing of one step::
+
+    cache hit  -> replay -> green -> done (no LLM call)
+               -> red  -> strict: one classify request (when the LLM is there), fail with it
+                       -> classify: product_defect -> ProductDefectError (never healed)
+                                    rot | fixable  -> the heal loop -> gate -> write back
+                                    incurable      -> IncurableStepError
+    cache miss -> strict: IncurableStepError naming the step and the cache file
+               -> the generation loop -> policy -> execute -> gate -> write
+                  (a failed check is classified at once; an exhausted budget is classified)
+    terminal   -> the steering gate -> IncurableStepError / ProductDefectError
+
+Every non-green attempt joins the step's attempt history, which rides every later request of
+that step; record 0 of a heal is the failed replay. A step of a group on a normal run is never
+classified on its own: its failure goes to the group's recovery (:mod:`.group`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from ..cache import CacheEntry, CacheStore
+from ..errors import IncurableStepError, failure_kind
+from ..events import Events, record
+from ..safety.secrets import Secrets, secret_names
+from ..vocabulary import Origin, Outcome, Purpose, StepLabel, StepStatus
+from .advisor import Advisor, verdict_failure
+from .execute import execute
+from .history import Attempt
+from .steering import Steering, StuckStep, steering_allowed
+from .step import ScenarioEntry, StepSpec, TestRun
+
+if TYPE_CHECKING:
+    from ..cache import CacheKey
+    from ..errors import StepFailedError
+    from ..llm.answers import Verdict
+
+STRICT = " (strict: replay only)"
+
+
+class Engine:
+    """Runs the steps of every test of a run, with the run's cache, advisor, hooks and secrets;
+    ``steering`` is the part behind the steering gate (none: the gate never opens)."""
+
+    def __init__(
+        self,
+        cache: CacheStore,
+        advisor: Advisor,
+        events: Events,
+        secrets: Secrets,
+        steering: Steering | None = None,
+    ) -> None:
+        self.cache = cache
+        self.advisor = advisor
+        self.events = events
+        self.secrets = secrets
+        self.steering = steering
+        self.cache_writes = 0  # entries written (changed) in this run
+
+    def run(self, test: TestRun, spec: StepSpec, group: str | None = None) -> ScenarioEntry:
+        """Run one step of ``test`` (a member of ``group``, when given); its scenario entry."""
+        entry = ScenarioEntry(spec, test.key_for(spec), group)
+        self.events.emit("on_step_started", spec.sentence)
+        usage_before = self.advisor.llm.total_usage
+        try:
+            if spec.delay:
+                test.page.wait_for_timeout(spec.delay * 1000)
+            StepCycle(self, test, entry).run()
+            entry.outcome = StepStatus.PASSED
+        except BaseException as exc:
+            entry.outcome, entry.failure = StepStatus.FAILED, failure_kind(exc)
+            raise
+        finally:
+            usage = self.advisor.llm.total_usage
+            entry.requests = usage.requests - usage_before.requests
+            entry.tokens = usage.total_tokens - usage_before.total_tokens
+            test.scenario.append(entry)
+            self.events.emit("on_step_finished", spec.sentence, entry.outcome)
+        return entry
+
+    def execute(self, test: TestRun, spec: StepSpec, code: str) -> Attempt:
+        return execute(test, spec, code, self.secrets)
+
+    def write(self, test: TestRun, entry: ScenarioEntry, code: str, origin: Origin) -> None:
+        """Keep ``code`` as the step's cache entry, with its origin."""
+        changed = self.cache.write(CacheEntry(entry.key, code, origin))
+        self.cache_writes += changed
+        record(logging.INFO, "cache_write", "%s %s entry %r in %s",
+               "wrote" if changed else "kept", origin, entry.sentence,
+               self.cache.path_for(entry.key.test))  # fmt: skip
+        entry.code, entry.origin = code, origin
+
+    def steer(self, test: TestRun, entry: ScenarioEntry, failure: IncurableStepError) -> bool:
+        """The steering gate: True when the part behind it made the step green."""
+        if self.steering is None or not steering_allowed(test.config, self.advisor.available):
+            return False
+        return self.steering.steer(self._stuck(test, entry, failure))
+
+    def _stuck(self, test: TestRun, entry: ScenarioEntry, failure: IncurableStepError) -> StuckStep:
+        once = replace(entry.spec, tries=1)  # the settle window never re-arms inside the dialog
+
+        def keep(code: str, guidance: str) -> None:
+            self.write(test, entry, code, Origin.STEERED)
+            explanation = f"healed interactively with the engineer's guidance: {guidance}"
+            self.events.emit("on_healed", entry.sentence, explanation)
+
+        return StuckStep(
+            entry=entry,
+            failure=failure,
+            page=test.page,
+            ask=lambda guidance: self.advisor.code(Purpose.STEER, test, entry, guidance=guidance),
+            run=lambda code: self.execute(test, once, code),
+            gate=lambda green, guidance: self.advisor.gate(test, entry, green, guidance),
+            keep=keep,
+            snapshot=lambda: self.secrets.redact(test.page.locator("body").aria_snapshot()),
+        )
+
+
+class StepCycle:
+    """One step's way through the cycle."""
+
+    def __init__(self, engine: Engine, test: TestRun, entry: ScenarioEntry) -> None:
+        self.engine = engine
+        self.advisor = engine.advisor
+        self.test = test
+        self.config = test.config
+        self.entry = entry
+        self.spec = entry.spec
+        self.history = entry.history
+        self.in_recoverable_group = entry.group is not None and not test.config.strict
+
+    def run(self) -> None:
+        names = secret_names(self.spec.text)
+        self.engine.secrets.require(names, self.spec.text)
+        if names:
+            self.test.uses_secret()
+        try:
+            self.route()
+        except IncurableStepError as failure:
+            # a step of a recoverable group is steered once its group recovery gives up
+            if self.in_recoverable_group or not self.engine.steer(self.test, self.entry, failure):
+                raise
+
+    def route(self) -> None:
+        cached = self.engine.cache.lookup(self.entry.key)
+        if cached is not None:
+            self.replay(cached)
+        elif self.config.strict:
+            raise self.strict_miss(self.entry.key)
+        else:
+            self.advisor.require()
+            self.generate()
+
+    def strict_miss(self, key: CacheKey) -> IncurableStepError:
+        return IncurableStepError(
+            "no cached code for this step" + STRICT,
+            sentence=self.spec.text,
+            error=f"no {self.spec.kind} entry in {self.engine.cache.path_for(key.test)} "
+            f"(test {key.test!r}, occurrence {key.occurrence})",
+        )
+
+    # -- replay and its classification ---------------------------------------------------------
+
+    def replay(self, cached: CacheEntry) -> None:
+        attempt = self.engine.execute(self.test, self.spec, cached.code)
+        self.entry.code, self.entry.origin = cached.code, Origin.REPLAYED
+        self.history.append(attempt)
+        if attempt.outcome is Outcome.GREEN:
+            return
+        if not self.advisor.available:
+            why = STRICT if self.config.strict else " (the LLM is unavailable to heal it)"
+            raise self.terminal("the cached step failed" + why, attempt)
+        if self.in_recoverable_group:
+            raise self.terminal("the cached step failed", attempt)
+        verdict = self.advisor.classify(self.test, self.entry)
+        if self.config.strict:
+            raise self.verdict_failure(verdict, "the cached step failed")
+        if not self.healable(verdict):
+            raise self.verdict_failure(verdict, "the cached step failed and cannot be healed")
+        self.heal(verdict)
+
+    # -- the loops ---------------------------------------------------------------------------
+
+    def generate(self) -> None:
+        """Up to ``generation_attempts`` code requests; an exhausted budget is classified."""
+        budget = self.config.generation_attempts
+        for number in range(1, budget + 1):
+            record(logging.INFO, "generation", "generating %r (attempt %d of %d)",
+                   self.spec.sentence, number, budget)  # fmt: skip
+            if self.attempt(Purpose.GENERATE, None, Origin.GENERATED):
+                return
+        if self.in_recoverable_group:
+            raise self.terminal("the generation budget is exhausted", self.history[-1])
+        verdict = self.advisor.classify(self.test, self.entry)
+        raise self.verdict_failure(verdict, "the generation budget is exhausted")
+
+    def heal(self, verdict: Verdict) -> None:
+        """Up to ``healing_attempts`` heal requests, each carrying the whole history.
+
+        The verdict is a classification (``rot``/``fixable``) or, for a row step of a group,
+        the group diagnosis (``recoverable``).
+        """
+        self.engine.events.emit("on_healing_started", self.spec.sentence, verdict.label)
+        origin = Origin.RECOVERED if self.in_recoverable_group else Origin.HEALED
+        budget = self.config.healing_attempts
+        for number in range(1, budget + 1):
+            record(logging.INFO, "healing", "healing %r (%s, attempt %d of %d)",
+                   self.spec.sentence, verdict.label, number, budget)  # fmt: skip
+            if self.attempt(Purpose.HEAL, verdict, origin):
+                explanation = f"healed ({verdict.label}): {verdict.explanation}"
+                self.engine.events.emit("on_healed", self.spec.sentence, explanation)
+                return
+        raise self.verdict_failure(verdict, "the healing budget is exhausted")
+
+    def attempt(self, purpose: Purpose, verdict: Verdict | None, origin: Origin) -> bool:
+        """One request, its code run and gated; True when it was written to the cache.
+
+        A failed check is classified at once: a product defect or an incurable step ends the
+        loop, so an assertion the product fails is never silently regenerated.
+        """
+        code = self.advisor.code(purpose, self.test, self.entry, verdict)
+        if isinstance(code, Attempt):
+            self.history.append(code)
+            return False
+        attempt = self.engine.execute(self.test, self.spec, code)
+        if attempt.outcome is Outcome.GREEN:
+            attempt = self.advisor.gate(self.test, self.entry, attempt)
+        if attempt.outcome is not Outcome.GREEN:
+            self.history.append(attempt)
+            if attempt.failed_check and not self.in_recoverable_group:
+                check_verdict = self.advisor.classify(self.test, self.entry)
+                if not self.healable(check_verdict):
+                    raise self.verdict_failure(
+                        check_verdict, "the check failed and cannot be healed"
+                    )
+            return False
+        self.engine.write(self.test, self.entry, code, origin)
+        return True
+
+    @staticmethod
+    def healable(verdict: Verdict) -> bool:
+        return isinstance(verdict.label, StepLabel) and verdict.label.healable
+
+    # -- terminal errors -----------------------------------------------------------------------
+
+    def terminal(self, headline: str, attempt: Attempt) -> IncurableStepError:
+        return IncurableStepError(
+            headline,
+            sentence=self.spec.text,
+            error=attempt.headline,
+            details=attempt.text,
+            code=attempt.code,
+        )
+
+    def verdict_failure(self, verdict: Verdict, headline: str) -> StepFailedError:
+        """The terminal error a verdict calls for, about the step's last attempt."""
+        failure = verdict_failure(verdict, headline, self.terminal(headline, self.history[-1]))
+        if self.config.strict:
+            failure = failure.recast(type(failure), failure.headline + STRICT)
+        return failure

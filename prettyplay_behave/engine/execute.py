@@ -1,0 +1,97 @@
+"""The one way step code runs: policy, settle, run on the live page, one attempt record.
+
+Whatever the code does, the outcome is a record: ``green``, ``red`` (the error text, a bound
+that was hit, a page that never settled) or ``policy violation``. Every text is redacted of
+secret values before it leaves here.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from ..errors import CodePolicyError, describe_exception
+from ..events import record
+from ..safety.sandbox import call_step, compile_step
+from ..safety.secrets import Secrets, secret_names
+from ..vocabulary import Kind, Outcome
+from .history import Attempt
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
+
+    from ..safety.sandbox import StepFunction
+    from .step import StepSpec, TestRun
+
+
+def page_url(page: Page) -> str:
+    return "(closed)" if page.is_closed() else page.url
+
+
+def execute(test: TestRun, spec: StepSpec, code: str, secrets: Secrets) -> Attempt:
+    """Check, settle, run and re-run while ``spec.tries`` last; one record of the outcome.
+
+    A navigation outside the test's bounds makes the outcome red.
+    """
+    url_before = page_url(test.page)
+    try:
+        function = _compile(test, spec, code, secrets)
+    except CodePolicyError as exc:
+        text = secrets.redact(f"CodePolicyError: {exc}")
+        return Attempt(Outcome.POLICY_VIOLATION, url_before, url_before, secrets.redact(code), text)
+    for attempt_no in range(1, spec.tries + 1):
+        settled = test.settler.settle(test.config.settle_ms)
+        error: Exception | None = None
+        try:
+            call_step(function, test.page)
+        except Exception as exc:  # a red outcome, whatever raised it
+            error = exc
+        bound = _bound_hit(test)
+        if error is None and bound is None:
+            return Attempt(Outcome.GREEN, url_before, page_url(test.page), code, "")
+        if attempt_no < spec.tries and bound is None:
+            record(logging.DEBUG, "step_retry", "red execution %d of %d", attempt_no, spec.tries)
+            continue
+        return _red(test, spec, code, url_before, error, bound, settled, secrets)
+    raise AssertionError("unreachable: tries >= 1")
+
+
+def _compile(test: TestRun, spec: StepSpec, code: str, secrets: Secrets) -> StepFunction:
+    leaked = secrets.found_in(code)
+    if leaked:
+        raise CodePolicyError(f"the code holds the literal value of secret {leaked}")
+    guard, page = test.guard, test.page
+    resolver = secrets.resolver(
+        secret_names(spec.text), lambda: guard is None or guard.allows(page.url)
+    )
+    return compile_step(code, secret=resolver)
+
+
+def _bound_hit(test: TestRun) -> str | None:
+    """The message of a navigation bound the execution hit, if any."""
+    if test.guard is None or test.page.is_closed():
+        return None
+    return test.guard.problem(test.guard.take(), test.page.url)
+
+
+def _red(
+    test: TestRun,
+    spec: StepSpec,
+    code: str,
+    url_before: str,
+    error: Exception | None,
+    bound: str | None,
+    settled: bool,
+    secrets: Secrets,
+) -> Attempt:
+    texts = [bound] if bound else []
+    restored = test.guard.restore(test.page, url_before) if bound and test.guard else None
+    if restored:
+        texts.append(f"(the page was taken back to {restored})")
+    if error is not None:
+        texts.append(describe_exception(error)[1])
+    if not settled:
+        texts.append(f"(the page never settled within settle_ms={test.config.settle_ms})")
+    failed_check = spec.kind is Kind.CHECK and isinstance(error, AssertionError) and not bound
+    text = secrets.redact("\n".join(texts))
+    return Attempt(Outcome.RED, url_before, page_url(test.page), code, text, failed_check)

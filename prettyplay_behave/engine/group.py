@@ -1,0 +1,180 @@
+"""A group run: the steps of a group block, their traces, their pace and their recovery.
+
+A failing group step (a red replay or a generation failure) on a normal run is diagnosed with
+its group instead of healed alone. One recovery cycle: a ``diagnose`` request (the group prompt,
+the traces, the page and the failed step's history) decides ``recoverable | product_defect |
+incurable``; for ``recoverable`` every step from the root step through the failed one heals as
+its own unit with a fresh healing counter. A repeat failure starts a fresh diagnosis while
+cycles remain; cycles are capped per group prompt per test by ``healing_attempts``. A group
+that stays terminal passes the steering gate with its group context before it propagates.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from ..errors import IncurableStepError, StepFailedError, failure_kind
+from ..events import Events, record
+from ..vocabulary import GroupLabel, StepStatus
+from .advisor import verdict_failure
+from .cycle import StepCycle
+from .step import GroupStepRecord
+
+if TYPE_CHECKING:
+    from ..llm.answers import Verdict
+    from .cycle import Engine
+    from .step import ScenarioEntry, StepSpec, TestRun
+
+
+class GroupRun:
+    """One group block of one test. ``speed`` paces the steps after the first; ``delay``
+    precedes the first."""
+
+    def __init__(
+        self, engine: Engine, prompt: str, speed: int | None = None, delay: float | None = None
+    ) -> None:
+        if not prompt or not prompt.strip():
+            raise ValueError("a group needs a prompt naming its shared goal; got an empty one")
+        if speed is not None and not 0 <= speed <= 100:
+            raise ValueError(f"group speed must be 0 to 100, not {speed}")
+        if delay is not None and delay < 0:
+            raise ValueError(f"group delay must be 0 or more seconds, not {delay}")
+        self.engine = engine
+        self.events: Events = engine.events
+        self.prompt = prompt
+        self.speed = speed
+        self.delay = delay
+        self.traces: list[GroupStepRecord] = []
+        self.members: list[ScenarioEntry] = []  # the executed steps, for the recovery row
+        self._last_failed: ScenarioEntry | None = None  # of the recovery under way
+
+    @property
+    def pace_ms(self) -> int:
+        """The plain wait before every step after the first (never the browser's slow_mo)."""
+        return 0 if self.speed is None else int((100 - self.speed) * 30)
+
+    # -- the lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.events.emit("on_group_started", self.prompt)
+
+    def finish(self, failed: bool) -> None:
+        self.events.emit("on_group_failed" if failed else "on_group_passed", self.prompt)
+        self.events.emit("on_group_finished", self.prompt)
+
+    # -- a step of the group -----------------------------------------------------------------
+
+    def run(self, test: TestRun, spec: StepSpec) -> ScenarioEntry:
+        pause = (self.delay or 0) if not self.traces else self.pace_ms / 1000
+        if pause:
+            time.sleep(pause)
+        url_before = test.page.url
+        try:
+            entry = self.engine.run(test, spec, self.prompt)
+        except BaseException as failure:
+            self.traces.append(
+                GroupStepRecord(spec.sentence, StepStatus.FAILED, url_before, test.page.url)
+            )
+            failed = test.scenario[-1] if test.scenario and test.scenario[-1].spec is spec else None
+            if failed is None:
+                raise
+            self.members.append(failed)
+            if not self._recoverable(test, failure):
+                raise
+            assert isinstance(failure, IncurableStepError)
+            self._recover_booked(test, failed, failure)
+            failed.outcome = StepStatus.PASSED_AFTER_RECOVERY
+            return failed
+        self.traces.append(GroupStepRecord(spec.sentence, entry.outcome, url_before, test.page.url))
+        self.members.append(entry)
+        return entry
+
+    def _recoverable(self, test: TestRun, failure: BaseException) -> bool:
+        """Strict runs only classify; a product defect is never recovered."""
+        return (
+            isinstance(failure, IncurableStepError)
+            and not test.config.strict
+            and self.engine.advisor.available
+        )
+
+    def _recover_booked(
+        self, test: TestRun, failed: ScenarioEntry, failure: IncurableStepError
+    ) -> None:
+        """Recover, booking the group's requests on the step whose failure started them."""
+        llm = self.engine.advisor.llm
+        usage_before = llm.total_usage
+        try:
+            self.recover(test, failed, failure)
+        except BaseException as final:
+            failed.failure = failure_kind(final)
+            raise
+        finally:
+            usage = llm.total_usage
+            failed.requests += usage.requests - usage_before.requests
+            failed.tokens += usage.total_tokens - usage_before.total_tokens
+
+    # -- recovery ------------------------------------------------------------------------------
+
+    def recover(self, test: TestRun, failed: ScenarioEntry, failure: StepFailedError) -> None:
+        """Recover from ``failure`` of ``failed``, or raise the terminal error.
+
+        A terminal (not a product defect) passes the steering gate with the group context first.
+        """
+        try:
+            self._cycles(test, failed, failure)
+        except IncurableStepError as terminal:
+            stuck = self._last_failed or failed
+            if not self.engine.steer(test, stuck, terminal):
+                raise
+
+    def _cycles(self, test: TestRun, failed: ScenarioEntry, failure: StepFailedError) -> None:
+        self._last_failed = failed
+        cap = test.config.healing_attempts
+        while test.recovery_cycles.get(self.prompt, 0) < cap:
+            test.recovery_cycles[self.prompt] = test.recovery_cycles.get(self.prompt, 0) + 1
+            verdict = self.engine.advisor.diagnose(test, self.prompt, self.traces, failed)
+            repeat = self._run_row(test, self._row(verdict, failed, failure), verdict)
+            if repeat is None:
+                return
+            failed, failure = repeat
+            self._last_failed = failed
+        raise failure.recast(
+            IncurableStepError, f"the group's recovery cycles are exhausted ({cap})"
+        )
+
+    def _row(
+        self, verdict: Verdict, failed: ScenarioEntry, failure: StepFailedError
+    ) -> list[ScenarioEntry]:
+        """The steps to regenerate: from the root step through the failed step."""
+        if verdict.label != GroupLabel.RECOVERABLE:
+            raise verdict_failure(verdict, "the group cannot recover", failure)
+        last = self.members.index(failed)
+        root = next(
+            (i for i, m in enumerate(self.members[: last + 1]) if m.sentence == verdict.root_step),
+            None,
+        )
+        if root is None:
+            outside = f"the diagnosis traces the failure to {verdict.root_step!r}, a step outside"
+            raise failure.recast(
+                IncurableStepError, outside + " the group", verdict.explanation,
+                verdict.recommendation,
+            )  # fmt: skip
+        return list(self.members[root : last + 1])
+
+    def _run_row(
+        self, test: TestRun, row: list[ScenarioEntry], verdict: Verdict
+    ) -> tuple[ScenarioEntry, IncurableStepError] | None:
+        """Regenerate each row step on the current page, gated and written back per step.
+
+        Returns the step that failed again and its failure, or None when the whole row healed.
+        """
+        for entry in row:
+            try:
+                StepCycle(self.engine, test, entry).heal(verdict)
+            except IncurableStepError as repeat:
+                return entry, repeat
+            record(logging.INFO, "group_row_recovered", "group %r recovered step %r",
+                   self.prompt, entry.sentence)  # fmt: skip
+        return None

@@ -1,0 +1,152 @@
+"""The words of the step cycle, each written once.
+
+Every member is a ``str`` whose value is the word as it appears in cache files, requests, log
+records, the summary and the report, so it compares equal to that word and formats as it.
+Adding a purpose, an origin or a label is one member here (plus what is genuinely new: a
+template, a parser, a branch of the cycle).
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Word(str, Enum):
+    """A str-valued enum member that prints as its value on every Python version."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+    def __repr__(self) -> str:  # records print as they did with plain strings
+        return repr(str(self.value))
+
+
+class Kind(Word):
+    """What a step is: an action performs its sentence, a check asserts it."""
+
+    ACTION = "step"
+    CHECK = "expect"
+
+    @property
+    def noun(self) -> str:
+        """How requests and the report name the kind."""
+        return "check" if self is Kind.CHECK else "action"
+
+
+class Origin(Word):
+    """How a step's code came to be in this run. Every origin but ``replayed`` is written to
+    the cache as the entry's origin."""
+
+    REPLAYED = "replayed"
+    GENERATED = "generated"
+    HEALED = "healed"
+    RECOVERED = "recovered"
+    STEERED = "steered"
+
+    @property
+    def stored(self) -> bool:
+        """Whether a cache entry may carry this origin."""
+        return self is not Origin.REPLAYED
+
+    @property
+    def tone(self) -> str:
+        """The report's colour of the origin: code that ran as committed, or new code."""
+        return "plain" if self is Origin.REPLAYED else "new"
+
+
+class Outcome(Word):
+    """The outcome label of one record of a step's attempt history."""
+
+    GREEN = "green"
+    RED = "red"
+    UNPARSEABLE = "unparseable answer"
+    POLICY_VIOLATION = "policy violation"
+    GATE_VIOLATION = "gate violation"
+    REJECTED = "rejected by the engineer, not executed"
+
+    @property
+    def tone(self) -> str:
+        return "good" if self is Outcome.GREEN else "bad"
+
+
+class StepStatus(Word):
+    """Where a step of a test stands."""
+
+    RUNNING = "running"
+    PASSED = "passed"
+    FAILED = "failed"
+    # a group step that failed and was made green by its group's recovery
+    PASSED_AFTER_RECOVERY = "passed after recovery"
+
+    @property
+    def tone(self) -> str:
+        return "bad" if self is StepStatus.FAILED else "good"
+
+
+class StepLabel(Word):
+    """A classification of one red step."""
+
+    PRODUCT_DEFECT = "product_defect"
+    ROT = "rot"
+    FIXABLE = "fixable"
+    INCURABLE = "incurable"
+
+    @property
+    def healable(self) -> bool:
+        """The app changed or the code is wrong: new code may make the step green."""
+        return self in (StepLabel.ROT, StepLabel.FIXABLE)
+
+
+class GroupLabel(Word):
+    """A diagnosis of a failed group."""
+
+    RECOVERABLE = "recoverable"
+    PRODUCT_DEFECT = "product_defect"
+    INCURABLE = "incurable"
+
+
+class FailureKind(Word):
+    """How a failed step is counted in the summary and the report."""
+
+    PRODUCT_DEFECT = "product_defect"
+    INCURABLE = "incurable"
+    UNAVAILABLE = "unavailable"
+    CONFIGURATION = "configuration"
+    CACHE = "cache"
+    ERROR = "error"
+
+
+class Purpose(Word):
+    """What an LLM request is for: its ``X-Prettyplay-Purpose`` header, its template, and
+    whether it asks for a verdict (read as JSON, sent to the classification model) or code."""
+
+    verdict: bool
+
+    def __new__(cls, value: str, verdict: bool) -> Purpose:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.verdict = verdict
+        return member
+
+    GENERATE = "generate", False
+    HEAL = "heal", False
+    CLASSIFY = "classify", True
+    DIAGNOSE = "diagnose", True
+    GATE = "gate", True
+    STEER = "steer", False
+
+    @classmethod
+    def of(cls, value: str) -> Purpose:
+        """The purpose named ``value``; a ValueError names the known ones."""
+        for member in cls:
+            if member.value == value:
+                return member
+        raise ValueError(f"unknown purpose {value!r}; expected one of {', '.join(cls)}")
+
+    @property
+    def template(self) -> str:
+        """The jinja2 template that renders its messages."""
+        return f"{self.value}.j2"
