@@ -71,7 +71,7 @@ class Runtime:
         # navigation bounds from allowed_origins (default: the origin of base_url)
         guard = NavigationGuard(config.origins) if config.origins else None
         if guard is not None:
-            guard.install(page.context)
+            guard.install(page.context, page)
         settler = Settler(page, fresh=context is not None)
         test = TestRun(name, config, page, settler, owned_context=context, guard=guard)
         self.tests.append(test)

@@ -135,6 +135,8 @@ class TestRun:
     def close(self) -> None:
         """Close the context this test opened (a page handed in stays open)."""
         self.duration = time.monotonic() - self.started
+        if self.guard is not None:
+            self.guard.uninstall()
         context, self.owned_context = self.owned_context, None
         if context is None:
             return

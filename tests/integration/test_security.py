@@ -207,6 +207,24 @@ def test_code_holding_a_secret_value_is_refused(
     assert CANARY not in (tmp_path / "cache" / "t.json").read_text()
 
 
+def test_a_secret_value_written_into_the_settings_is_redacted_from_requests(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+) -> None:
+    """The last pass over each request catches what no earlier redaction saw: here a value
+    that an engineer pasted into the project's instructions."""
+    proper = 'def step(page) -> None:\n    page.goto("/login")\n'
+    proper += '    page.get_by_label("Password").fill(secret("CANARY"))\n'
+    llm_env.on("generate", code_answer(proper))
+    llm_env.on("gate", CLEAN_GATE)
+    rules = f"log in as ann with the password {CANARY.upper()} when asked"
+    config = api_config(shop.url, tmp_path, instructions=rules)
+    with PrettyPlay("t", config=config) as t:
+        t.step("type ${CANARY} into the password field of the login page")
+    for request in llm_env.requests:
+        text = request.text
+        assert CANARY.upper() not in text and "the password ${CANARY} when asked" in text
+
+
 PARTNER = (
     "def step(page) -> None:\n"
     '    page.goto("/")\n'
@@ -417,35 +435,52 @@ ASSETS_PAGE = """<!doctype html><title>Styled</title>
 
 
 class RecordingGuard(NavigationGuard):
-    """The navigation guard, noting every request its handler sees."""
+    """The navigation guard, noting every URL it is asked about and every request its routing
+    handler sees."""
 
     def __init__(self, origins: list[str]) -> None:
         super().__init__(origins)
+        self.judged: list[str] = []
         self.routed: list[str] = []
+
+    def allows(self, url: str) -> bool:
+        self.judged.append(url)
+        return super().allows(url)
 
     def _route(self, route: Route) -> None:
         self.routed.append(route.request.url)
         super()._route(route)
 
 
-def test_the_guard_routes_documents_and_fetches_but_not_static_assets(
-    pages: PageServer, browser
-) -> None:
+def load_the_assets_page(pages: PageServer, browser, bound) -> None:
     pages.pages.update({
         "/": ASSETS_PAGE,
         "/static/site.css": "h1 { color: rgb(0, 128, 0); }",
         "/static/site.js": "document.documentElement.dataset.script = 'ran';",
         "/data.json": '{"text": "loaded"}',
     })  # fmt: skip
-    guard = RecordingGuard([pages.url])
     context = browser.new_context(base_url=pages.url)
     try:
-        guard.install(context)
         page = context.new_page()
+        bound(context, page)
         page.goto("/")
         expect(page.locator("#data")).to_have_text("loaded")
         assert page.locator("h1").evaluate("h => getComputedStyle(h).color") == "rgb(0, 128, 0)"
         assert page.evaluate("document.documentElement.dataset.script") == "ran"
     finally:
         context.close()
+
+
+def test_the_browsers_interception_judges_documents_only(pages: PageServer, browser) -> None:
+    guard = RecordingGuard([pages.url])
+    load_the_assets_page(pages, browser, lambda context, page: guard.install(context, page))
+    guard.uninstall()
+    assert guard.judged == [f"{pages.url}/"] and guard.routed == []
+
+
+def test_the_routing_fallback_sees_documents_and_fetches_but_not_static_assets(
+    pages: PageServer, browser
+) -> None:
+    guard = RecordingGuard([pages.url])
+    load_the_assets_page(pages, browser, lambda context, page: guard.route(context))
     assert guard.routed == [f"{pages.url}/", f"{pages.url}/data.json"]
