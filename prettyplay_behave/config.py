@@ -178,6 +178,7 @@ class TestConfig:
     healing_attempts: int = setting(2, _parse_int, _between(0, 20), "expected 0 to 20")
     instructions: str = setting("", _parse_str, _is_text, "expected text")
     action_timeout_ms: int = setting(10_000, _parse_int, _between(1), "expected milliseconds > 0")
+    step_timeout_ms: int = setting(60_000, _parse_int, _between(1), "expected milliseconds > 0")
     settle_ms: int = setting(2_000, _parse_int, _between(0), "expected milliseconds >= 0")
     allowed_origins: tuple[str, ...] = setting(
         (), _parse_origins, _is_origin_list,

@@ -45,6 +45,10 @@ class CodePolicyError(PrettyPlayError):
         super().__init__(f"{where}{problem}")
 
 
+class StepTimeoutError(PrettyPlayError):
+    """One execution of step code ran past ``step_timeout_ms``; the execution is red."""
+
+
 class ProviderUnavailableError(PrettyPlayError):
     """The LLM cannot be reached (or is not configured) when a step needs it."""
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import CodePolicyError, describe_exception
 from ..events import record
+from ..safety.limits import MEMORY_HEADROOM, Budget
 from ..safety.sandbox import call_step, compile_step
 from ..safety.secrets import Secrets, secret_names
 from ..vocabulary import Kind, Outcome
@@ -22,6 +23,12 @@ if TYPE_CHECKING:
 
     from ..safety.sandbox import StepFunction
     from .step import StepSpec, TestRun
+
+
+MEMORY_PASSED = (
+    f"MemoryError: the step code asked for more memory than a step may take "
+    f"({MEMORY_HEADROOM >> 20} MiB more than the run held) and was stopped there"
+)
 
 
 def page_url(page: Page) -> str:
@@ -64,7 +71,8 @@ def _compile(test: TestRun, spec: StepSpec, code: str, secrets: Secrets) -> Step
     resolver = secrets.resolver(
         secret_names(spec.text), lambda: guard is None or guard.allows(page.url)
     )
-    return compile_step(code, secret=resolver)
+    budget = Budget(test.config.step_timeout_ms, test.config.action_timeout_ms)
+    return compile_step(code, secret=resolver, budget=budget)
 
 
 def _bound_hit(test: TestRun) -> str | None:
@@ -88,7 +96,9 @@ def _red(
     restored = test.guard.restore(test.page, url_before) if bound and test.guard else None
     if restored:
         texts.append(f"(the page was taken back to {restored})")
-    if error is not None:
+    if isinstance(error, MemoryError):
+        texts.append(MEMORY_PASSED)
+    elif error is not None:
         texts.append(describe_exception(error)[1])
     if not settled:
         texts.append(f"(the page never settled within settle_ms={test.config.settle_ms})")

@@ -16,6 +16,7 @@ from playwright.sync_api import FrameLocator, Keyboard, Locator, Mouse, Page
 from playwright.sync_api import expect as playwright_expect
 
 from ..errors import CodePolicyError
+from .limits import EXPECT_TIMEOUT_MS, Budget, bounded_call
 from .policy import (
     EXPECT_MATCHERS,
     FRAME_LOCATOR_ATTRIBUTES,
@@ -25,29 +26,43 @@ from .policy import (
     PAGE_ATTRIBUTES,
     navigation_problem,
 )
+from .regex import StepPattern
 
 _PLAIN = (str, int, float, bool, type(None))
 
 
 class _Proxy:
-    """Forwards the allowlisted attributes of one Playwright object; refuses the rest."""
+    """Forwards the allowlisted attributes of one Playwright object; refuses the rest.
 
-    __slots__ = ("_target",)
+    Every call runs within the execution's time budget (see :mod:`.limits`).
+    """
+
+    __slots__ = ("_budget", "_target")
     _LABEL: ClassVar[str] = "object"
     _ALLOWED: ClassVar[frozenset[str]] = frozenset()
 
-    def __init__(self, target: Any) -> None:
+    def __init__(self, target: Any, budget: Budget | None = None) -> None:
         object.__setattr__(self, "_target", target)
+        object.__setattr__(self, "_budget", budget or Budget.started())
+
+    @property
+    def _default_ms(self) -> float:
+        """What a call of this object waits when it names no timeout."""
+        return self._budget.action_timeout_ms
 
     def __getattr__(self, name: str) -> Any:
         if name not in self._ALLOWED:
             raise CodePolicyError(f"{self._LABEL}.{name} is not available to step code")
+        self._budget.check()
         value = getattr(self._target, name)
         if not callable(value):
-            return _wrap(value)
+            return _wrap(value, self._budget)
 
         def forward(*args: Any, **kwargs: Any) -> Any:
-            return _wrap(value(*_unwrap(args), **_unwrap(kwargs)))
+            result = bounded_call(
+                value, self._budget, self._default_ms, *_unwrap(args), **_unwrap(kwargs)
+            )
+            return _wrap(result, self._budget)
 
         return forward
 
@@ -68,9 +83,15 @@ class PageProxy(_Proxy):
     _LABEL = "page"
     _ALLOWED = PAGE_ATTRIBUTES
 
-    def __init__(self, page: Page, *, on_navigate: Callable[[str], object] | None = None) -> None:
+    def __init__(
+        self,
+        page: Page,
+        budget: Budget | None = None,
+        *,
+        on_navigate: Callable[[str], object] | None = None,
+    ) -> None:
         """``on_navigate`` sees each URL given to ``goto``, as written; it may raise to refuse."""
-        super().__init__(page)
+        super().__init__(page, budget)
         object.__setattr__(self, "_on_navigate", on_navigate)
 
     def goto(self, url: str, **kwargs: Any) -> None:
@@ -82,7 +103,7 @@ class PageProxy(_Proxy):
             raise CodePolicyError(f"page.goto: {problem}")
         if self._on_navigate is not None:
             self._on_navigate(url)
-        self._target.goto(url, **_unwrap(kwargs))
+        bounded_call(self._target.goto, self._budget, self._default_ms, url, **_unwrap(kwargs))
 
 
 class LocatorProxy(_Proxy):
@@ -124,6 +145,10 @@ class AssertionsProxy(_Proxy):
     _LABEL = "expect(...)"
     _ALLOWED = EXPECT_MATCHERS
 
+    @property
+    def _default_ms(self) -> float:
+        return EXPECT_TIMEOUT_MS
+
 
 _PROXIES: tuple[tuple[type, type[_Proxy]], ...] = (
     (Locator, LocatorProxy),
@@ -134,27 +159,31 @@ _PROXIES: tuple[tuple[type, type[_Proxy]], ...] = (
 
 
 def expect_for_steps(actual: Any, *args: Any, **kwargs: Any) -> AssertionsProxy:
-    """Playwright's ``expect`` for step code: unwraps proxies, returns only the matchers."""
+    """Playwright's ``expect`` for step code: unwraps proxies, returns only the matchers, which
+    run within the budget of ``actual`` (a proxy's) or a fresh one."""
+    budget = actual._budget if isinstance(actual, _Proxy) else None
     target = actual._target if isinstance(actual, (PageProxy, LocatorProxy)) else actual
-    return AssertionsProxy(playwright_expect(target, *args, **kwargs))
+    return AssertionsProxy(playwright_expect(target, *args, **kwargs), budget)
 
 
-def _wrap(value: Any) -> Any:
+def _wrap(value: Any, budget: Budget) -> Any:
     if isinstance(value, _PLAIN):
         return value
     for kind, proxy in _PROXIES:
         if isinstance(value, kind):
-            return proxy(value)
+            return proxy(value, budget)
     if isinstance(value, (list, tuple)):
-        return type(value)(_wrap(item) for item in value)
+        return type(value)(_wrap(item, budget) for item in value)
     if isinstance(value, dict):
-        return {key: _wrap(item) for key, item in value.items()}
+        return {key: _wrap(item, budget) for key, item in value.items()}
     return None
 
 
 def _unwrap(value: Any) -> Any:
     if isinstance(value, _Proxy):
         return value._target
+    if isinstance(value, StepPattern):  # Playwright takes the standard pattern
+        return value.standard
     if isinstance(value, (list, tuple)):
         return type(value)(_unwrap(item) for item in value)
     if isinstance(value, dict):

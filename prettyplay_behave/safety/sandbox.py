@@ -1,34 +1,40 @@
-"""Compile checked step code into a function, and run it against a proxied page."""
+"""Compile checked step code into a function, and run it against a proxied page, bounded.
+
+The checked code is rewritten before it is compiled, so that what the policy lets Python
+compute stays bounded (:mod:`.limits`): every ``for`` loop walks a snapshot through a guard that
+checks the time budget at each item; ``+``, ``*`` and ``%`` (and their augmented forms),
+f-strings, ``str.replace`` and ``str.join`` refuse results past the size caps. The names the
+rewrite adds start with ``__``, which step code cannot write.
+"""
 
 from __future__ import annotations
 
 import ast
 import builtins
-import itertools
-import re
-import types
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ..errors import CodePolicyError
-from .policy import BUILTIN_NAMES, MAX_LOOP_ITEMS, RE_NAMES, check_code
+from .limits import (
+    Budget,
+    bounded_items,
+    call_method,
+    capped,
+    grow,
+    memory_headroom,
+    numbers_sum,
+)
+from .policy import BUILTIN_NAMES, MAX_LOOP_ITEMS, check_code
 from .proxy import PageProxy, expect_for_steps
+from .regex import StepRegex
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
 
 StepFunction = Callable[[PageProxy], None]
 
-# The name for-loops are rewritten to call; it starts with "_", so step code cannot name it.
-_LOOP_GUARD = "__loop_items__"
-
-
-def _loop_items(iterable: Iterable[object]) -> tuple[object, ...]:
-    # A snapshot, so a loop cannot grow the list it walks over.
-    items = tuple(itertools.islice(iterable, MAX_LOOP_ITEMS + 1))
-    if len(items) > MAX_LOOP_ITEMS:
-        raise CodePolicyError(f"a for loop may run at most {MAX_LOOP_ITEMS} times")
-    return items
+_GROWING_OPERATORS: dict[type[ast.operator], str] = {ast.Add: "+", ast.Mult: "*", ast.Mod: "%"}
+_GROWING_METHODS = frozenset({"replace", "join"})
 
 
 def _bounded_range(*args: int) -> range:
@@ -44,31 +50,76 @@ def _no_secrets(name: str) -> object:
 
 _BUILTINS: dict[str, object] = {name: getattr(builtins, name) for name in BUILTIN_NAMES}
 _BUILTINS["range"] = _bounded_range
+_BUILTINS["sum"] = numbers_sum
 
 
-class _GuardLoops(ast.NodeTransformer):
-    """Rewrites ``for x in it`` to ``for x in __loop_items__(it)``."""
+def _helper(name: str) -> ast.Name:
+    return ast.Name(f"__{name}__", ast.Load())
+
+
+class _Bound(ast.NodeTransformer):
+    """Routes loops, growing operators, f-strings and growing methods through the limits."""
 
     def visit_For(self, node: ast.For) -> ast.For:
         self.generic_visit(node)
-        guard = ast.Name(_LOOP_GUARD, ast.Load())
-        node.iter = ast.copy_location(ast.Call(guard, [node.iter], []), node.iter)
+        node.iter = ast.copy_location(ast.Call(_helper("loop_items"), [node.iter], []), node.iter)
         return node
 
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        op = _GROWING_OPERATORS.get(type(node.op))
+        if op is None:
+            return node
+        call = ast.Call(_helper("grow"), [ast.Constant(op), node.left, node.right], [])
+        return ast.copy_location(call, node)
 
-def compile_step(code: str, *, secret: Callable[[str], object] | None = None) -> StepFunction:
-    """Check ``code`` against the policy and return its ``step`` function.
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
+        self.generic_visit(node)
+        op = _GROWING_OPERATORS.get(type(node.op))
+        if op is None or not isinstance(node.target, ast.Name):
+            return node  # the policy allows augmented assignment to a plain name only
+        current = ast.Name(node.target.id, ast.Load())
+        value = ast.Call(_helper("grow"), [ast.Constant(op), current, node.value], [])
+        return ast.copy_location(ast.Assign([node.target], value), node)
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.AST:
+        self.generic_visit(node)
+        return ast.copy_location(ast.Call(_helper("capped"), [node], []), node)
+
+    def visit_FormattedValue(self, node: ast.FormattedValue) -> ast.AST:
+        node.value = self.visit(node.value)  # a format spec stays an f-string part
+        return node
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        func = node.func
+        if not isinstance(func, ast.Attribute) or func.attr not in _GROWING_METHODS:
+            return node
+        args = [func.value, ast.Constant(func.attr), *node.args]
+        return ast.copy_location(ast.Call(_helper("call_method"), args, node.keywords), node)
+
+
+def compile_step(
+    code: str, *, secret: Callable[[str], object] | None = None, budget: Budget | None = None
+) -> StepFunction:
+    """Check ``code`` against the policy and return its ``step`` function, bounded by
+    ``budget`` (started by :func:`call_step`).
 
     ``secret`` resolves ``secret("NAME")`` calls; without it they raise CodePolicyError.
     """
     check_code(code)
-    tree = ast.fix_missing_locations(_GuardLoops().visit(ast.parse(code, "<step>")))
+    budget = budget or Budget(60_000)
+    tree = ast.fix_missing_locations(_Bound().visit(ast.parse(code, "<step>")))
     namespace: dict[str, object] = {
         "__builtins__": dict(_BUILTINS),
         "expect": expect_for_steps,
-        "re": types.SimpleNamespace(**{name: getattr(re, name) for name in RE_NAMES}),
+        "re": StepRegex(budget),
         "secret": secret or _no_secrets,
-        _LOOP_GUARD: _loop_items,
+        "__loop_items__": bounded_items(budget, MAX_LOOP_ITEMS),
+        "__grow__": grow,
+        "__capped__": capped,
+        "__call_method__": call_method,
+        "__budget__": budget,
     }
     exec(compile(tree, "<step>", "exec", dont_inherit=True), namespace)
     step = namespace["step"]
@@ -79,5 +130,13 @@ def compile_step(code: str, *, secret: Callable[[str], object] | None = None) ->
 def call_step(
     step_fn: StepFunction, page: Page, *, on_navigate: Callable[[str], object] | None = None
 ) -> None:
-    """Run a compiled step on ``page``; whatever the step raises propagates unchanged."""
-    step_fn(PageProxy(page, on_navigate=on_navigate))
+    """Run a compiled step on ``page`` within its budget; whatever the step raises propagates
+    unchanged (a ``MemoryError`` when it passed the memory headroom)."""
+    budget: Budget = _namespace(step_fn)["__budget__"]
+    budget.start()
+    with memory_headroom():
+        step_fn(PageProxy(page, budget, on_navigate=on_navigate))
+
+
+def _namespace(step_fn: StepFunction) -> dict[str, Any]:
+    return getattr(step_fn, "__globals__", {})
