@@ -132,13 +132,13 @@ _CONFUSABLES = {
     "ս": "u",
     "υ": "u",
 }
-# Matched on the folded text, within one line: the three words with up to ten separators
-# between them, and a "<" or "</" right before and ">" right after, which are rewritten too.
+# Matched on the folded text, within one line: the letters of the three words with any run of
+# separators between any two of them ("u n-t_r...", "untrusted ----- page"), and a "<" or "</"
+# right before and ">" right after, which are rewritten too.
 _SPACE = r"[^\S\r\n]*"
-_SEPARATOR = r"(?:[^\w\r\n]|_){0,10}"
-_MARKER = re.compile(
-    rf"(<{_SPACE}/?{_SPACE})?untrusted{_SEPARATOR}page{_SEPARATOR}data({_SPACE}>)?", re.IGNORECASE
-)
+_SEPARATOR = r"(?:[^\w\r\n]|_)*"
+_WORDS = _SEPARATOR.join("untrustedpagedata")
+_MARKER = re.compile(rf"(<{_SPACE}/?{_SPACE})?{_WORDS}({_SPACE}>)?", re.IGNORECASE)
 
 
 def neutralise(text: str) -> str:
@@ -150,7 +150,7 @@ def neutralise(text: str) -> str:
     """
     text = _INVISIBLE.sub("", text)
     if text.isascii():
-        return _MARKER.sub(_quote, text) if "untrusted" in text.lower() else text
+        return _MARKER.sub(_quote, text)
     return "".join(_neutralise_line(line) for line in text.splitlines(keepends=True))
 
 
@@ -175,6 +175,8 @@ def _neutralise_line(line: str) -> str:
 
 def _quote(match: re.Match[str]) -> str:
     opening, closing = match.group(1), match.group(2)
+    if match.string.startswith(QUOTED_MARKER, match.start()) and not closing:
+        return match.group(0)  # already quoted: neutralising twice changes nothing
     before = ("‹/" if "/" in opening else "‹") if opening else ""
     return before + QUOTED_MARKER + ("›" if closing else "")
 

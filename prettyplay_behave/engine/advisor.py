@@ -10,10 +10,11 @@ its template and redacted of secret values before it leaves.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..browser.snapshot import PageState, capture
+from ..browser.snapshot import PageState, capture, neutralise
 from ..errors import (
     IncurableStepError,
     ProductDefectError,
@@ -62,10 +63,16 @@ class Advisor:
         return capture(test.page, redact=self.secrets.redact)
 
     def _send(self, purpose: Purpose, entry: ScenarioEntry, **context: Any) -> Answer:
-        """Render, redact and send one request about ``entry``."""
-        messages = self.prompts.render(purpose, **context)
-        redacted = [{**m, "content": self.secrets.redact(m["content"])} for m in messages]
-        return self.llm.ask(purpose, step=entry.sentence, messages=redacted)
+        """Render, redact and send one request about ``entry``.
+
+        The user message carries page-derived text outside the untrusted block too (outcome
+        texts, URLs, quoted answers): all of it is neutralised, the block's own markers kept.
+        """
+        page: PageState | None = context.get("page")
+        system, user = self.prompts.render(purpose, **context)
+        user = {**user, "content": _neutralised(user["content"], page)}
+        messages = [{**m, "content": self.secrets.redact(m["content"])} for m in (system, user)]
+        return self.llm.ask(purpose, step=entry.sentence, messages=messages)
 
     def _step_context(self, test: TestRun, entry: ScenarioEntry) -> dict[str, Any]:
         return {
@@ -181,6 +188,23 @@ _DEGRADED = {
     Purpose.CLASSIFY: ("classification_degraded", "classification", "%r"),
     Purpose.DIAGNOSE: ("group_diagnosis_degraded", "diagnosis", "group %r"),
 }
+
+
+def _neutralised(text: str, page: PageState | None) -> str:
+    """``text`` with every marker look-alike quoted, but for the real markers of ``page``."""
+    if page is None:
+        return neutralise(text)
+    markers = re.compile(
+        re.escape(f'<untrusted-page-data id="{page.fence}">')
+        + "|"
+        + re.escape(f'</untrusted-page-data id="{page.fence}">')
+    )
+    pieces = markers.split(text)
+    kept = markers.findall(text)
+    out = [neutralise(pieces[0])]
+    for marker, piece in zip(kept, pieces[1:], strict=True):
+        out += [marker, neutralise(piece)]
+    return "".join(out)
 
 
 def verdict_failure(verdict: Verdict, headline: str, failure: StepFailedError) -> StepFailedError:

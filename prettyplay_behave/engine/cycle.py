@@ -117,6 +117,7 @@ class Engine:
             gate=lambda green, guidance: self.advisor.gate(test, entry, green, guidance),
             keep=keep,
             snapshot=lambda: self.secrets.redact(test.page.locator("body").aria_snapshot()),
+            redact=self.secrets.redact,
         )
 
 

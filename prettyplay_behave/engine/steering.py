@@ -36,6 +36,7 @@ class StuckStep:
     gate: Callable[[Attempt, str], Attempt]  # the compliance gate, judging the guidance too
     keep: Callable[[str, str], None]  # write the code back as steered, with its guidance
     snapshot: Callable[[], str]  # the page's accessibility snapshot, redacted
+    redact: Callable[[str], str]  # what anything shown of the page passes through
 
 
 class Steering(Protocol):

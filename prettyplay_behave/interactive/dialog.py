@@ -94,8 +94,8 @@ class SteeringDialog:
         self.terminal.write()
         self.terminal.write(self.terminal.colour(title.ljust(72, "─"), Fore.YELLOW))
         self.terminal.write(_labelled("code", self.failure.code or "(none)"))
-        self.terminal.write(_labelled("error", self.failure.render()))
-        self.terminal.write(_labelled("url", self.page.url))
+        self.terminal.write(_labelled("error", self.stuck.redact(self.failure.render())))
+        self.terminal.write(_labelled("url", self.stuck.redact(self.page.url)))
         self.terminal.write(_labelled("shot", self.screenshot_path()))
         self.terminal.write(_labelled("commands", COMMANDS))
 
@@ -115,7 +115,7 @@ class SteeringDialog:
         self.terminal.write(self.screenshot_path())
 
     def show_error(self) -> None:
-        self.terminal.write(self.failure.render())
+        self.terminal.write(self.stuck.redact(self.failure.render()))
 
     def show_code(self) -> None:
         self.terminal.write(self.failure.code or "(none)")
@@ -150,7 +150,7 @@ class SteeringDialog:
         if attempt.outcome is not Outcome.GREEN:
             history.append(attempt)
             self.terminal.write(self.terminal.colour(f"✗ {attempt.outcome}", Fore.RED))
-            self.terminal.write(attempt.text)
+            self.terminal.write(self.stuck.redact(attempt.text))
             return False
         stuck.keep(code, guidance)
         self.terminal.write(

@@ -148,6 +148,14 @@ LIST_METHODS = frozenset(
 
 _LOOP_WRAPPERS = frozenset({"enumerate", "list", "sorted", "tuple", "zip"})
 
+# What reads text back from the page: refused in a step that types a secret.
+READ_BACK = frozenset(
+    {
+        "all_inner_texts", "all_text_contents", "content", "get_attribute", "inner_text",
+        "input_value", "text_content", "title", "url",
+    }
+)  # fmt: skip
+
 # The only calls a secret may be handed to.
 TYPING_METHODS = frozenset({"fill", "insert_text", "press_sequentially", "type"})
 
@@ -261,6 +269,7 @@ class _Checker:
     def __init__(self) -> None:
         self.locals: set[str] = set()
         self.secret_calls: set[int] = set()
+        self.types_secrets = False
 
     def module(self, tree: ast.Module) -> None:
         for stmt in tree.body:
@@ -293,6 +302,7 @@ class _Checker:
             raise _refuse("step() may only be annotated `-> None`", fn)
         self.locals = self._assigned_names(fn)
         self.secret_calls = self._typing_secret_calls(fn)
+        self.types_secrets = any(_is_call_to(node, "secret") for node in ast.walk(fn))
         self.block(fn.body, loop_depth=0)
 
     @staticmethod
@@ -330,12 +340,15 @@ class _Checker:
                 self.target(target)
             self.expr(stmt.value)
         elif isinstance(stmt, ast.AugAssign):
+            if not isinstance(stmt.target, ast.Name):
+                raise _refuse("augmented assignment (+= and the like) only to a plain name", stmt)
             self.target(stmt.target)
             self.operator(stmt.op, stmt)
             self.expr(stmt.value)
         elif isinstance(stmt, ast.AnnAssign):
             if not isinstance(stmt.target, ast.Name):
                 raise _refuse("only a plain local name may be annotated", stmt)
+            self.target(stmt.target)
             self.expr(stmt.annotation)
             if stmt.value is not None:
                 self.expr(stmt.value)
@@ -440,14 +453,19 @@ class _Checker:
                 node,
             )
 
-    @staticmethod
-    def attribute(attr: str, node: ast.AST) -> None:
+    def attribute(self, attr: str, node: ast.AST) -> None:
         if attr.startswith("_"):
             raise _refuse(
                 f"attribute {attr!r} is not allowed (names starting with '_' are refused)", node
             )
         if attr not in ALLOWED_ATTRIBUTES:
             raise _refuse(f"attribute {attr!r} is not allowed in step code", node)
+        if self.types_secrets and attr in READ_BACK:
+            raise _refuse(
+                f"a step that types a secret cannot read the page back ({attr!r}): what it "
+                "reads could carry the secret; check the page in a step of its own",
+                node,
+            )
 
     _secret_usage = (
         'secret may only be called as secret("NAME"), as the text given to '
