@@ -30,6 +30,7 @@ POLICY_TESTS = ("tests/unit/test_policy.py",)
 SANDBOX_TESTS = ("tests/unit/test_policy.py", "tests/integration/test_sandbox.py")
 SECRET_TESTS = ("tests/unit/test_secrets.py", "tests/integration/test_security.py")
 CACHE_TESTS = ("tests/unit/test_cache.py", "tests/faults/test_cache_corruption.py")
+BOUNDS_TESTS = ("tests/integration/test_bounds.py",)
 
 
 @dataclass(frozen=True)
@@ -173,6 +174,35 @@ MUTANTS = (
     Mutant("cache: one occurrence for all", f"{PACKAGE}/engine/step.py",
            "spec.data, self._seen[triple])", "spec.data, 1)",
            ("tests/integration/test_generation.py",)),
+    # -- the bounds of step code -----------------------------------------------------------------
+    Mutant("bounds: windows routed, not intercepted", f"{PACKAGE}/browser/guard.py",
+           "            self.watch(browser, context, page)", "            self.route(context)",
+           BOUNDS_TESTS),
+    Mutant("bounds: frames bound like pages", f"{PACKAGE}/browser/guard.py",
+           "        if frame not in self._pages:\n            return None",
+           "        if False:\n            return None", BOUNDS_TESTS),
+    Mutant("bounds: timeouts unclamped", f"{PACKAGE}/safety/limits.py",
+           "        if wanted > remaining:", "        if False:", BOUNDS_TESTS),
+    Mutant("bounds: loops unchecked", f"{PACKAGE}/safety/limits.py",
+           "            budget.check()\n            yield item", "            yield item",
+           BOUNDS_TESTS),
+    Mutant("bounds: growth unchecked", f"{PACKAGE}/safety/limits.py",
+           "    _size_after(op, left, right)\n", "", BOUNDS_TESTS),
+    Mutant("bounds: no memory headroom", f"{PACKAGE}/safety/sandbox.py",
+           "    with memory_headroom():", "    if True:", BOUNDS_TESTS),
+    Mutant("bounds: regex without timeout", f"{PACKAGE}/safety/regex.py",
+           "timeout=self._budget.remaining_ms() / 1000, ", "", BOUNDS_TESTS),
+    Mutant("bounds: annotated names unchecked", f"{PACKAGE}/safety/policy.py",
+           "            self.target(stmt.target)\n            self.expr(stmt.annotation)",
+           "            self.expr(stmt.annotation)", BOUNDS_TESTS),
+    Mutant("bounds: secret steps read back", f"{PACKAGE}/safety/policy.py",
+           "        if self.types_secrets and attr in READ_BACK:", "        if False:",
+           BOUNDS_TESTS),
+    Mutant("secrets: spellings unredacted", f"{PACKAGE}/safety/secrets.py",
+           "        for name, pattern in self._spellings():", "        for name, pattern in []:",
+           BOUNDS_TESTS),
+    Mutant("secrets: forged markers pass", f"{PACKAGE}/engine/advisor.py",
+           '_neutralised(user["content"], page)', 'user["content"]', BOUNDS_TESTS),
     # -- the steering rules ---------------------------------------------------------------------
     Mutant("steering: opens under CI", f"{PACKAGE}/engine/steering.py",
            ' and not os.environ.get("CI")', "", ("tests/integration/test_steering.py",)),

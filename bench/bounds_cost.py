@@ -1,0 +1,130 @@
+"""What the bounds of step code cost a replayed step: the rewrite and compile of the code, the
+time budget around every Playwright call, the memory headroom around every execution, and the
+browser's judgement of every document request (the navigation bound).
+
+    .venv/bin/python bench/bounds_cost.py [--rounds 200]
+
+Each figure is a median over ``rounds``; target: under 2 ms a step in all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from playwright.sync_api import sync_playwright  # noqa: E402
+
+from prettyplay_behave.browser.guard import NavigationGuard  # noqa: E402
+from prettyplay_behave.browser.session import CHROMIUM_ARGS, find_system_chromium  # noqa: E402
+from prettyplay_behave.safety import sandbox  # noqa: E402
+from prettyplay_behave.safety.limits import Budget, memory_headroom  # noqa: E402
+from prettyplay_behave.safety.proxy import PageProxy  # noqa: E402
+from tests.support.pages import PageServer  # noqa: E402
+
+TARGET_MS = 2.0
+# a page with a stylesheet, a script and a fetch, as a real page has
+PAGES = {
+    "/": "<title>A</title><link rel=stylesheet href='/s.css'><script src='/a.js'></script>"
+    "<h1>A</h1><script>fetch('/d.json')</script>",
+    "/s.css": "h1 { color: green }",
+    "/a.js": "window.loaded = true;",
+    "/d.json": "{}",
+}
+
+
+def median_ms(action: Callable[[], object], rounds: int) -> float:
+    times = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        action()
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+def example_code() -> list[str]:
+    codes = []
+    for path in sorted((ROOT / "features" / ".prettyplay").rglob("*.json")):
+        for entries in json.loads(path.read_text())["tests"].values():
+            codes += ["\n".join(entry["code"]) + "\n" for entry in entries]
+    return codes
+
+
+def plain_compile(code: str) -> object:
+    """What compiling a step cost before the rewrite: the same, without ``_Bound``."""
+    namespace: dict[str, object] = {"__builtins__": {}}
+    exec(compile(ast.parse(code, "<step>"), "<step>", "exec"), namespace)
+    return namespace["step"]
+
+
+def enter_and_leave_headroom() -> None:
+    with memory_headroom():
+        pass
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=200)
+    rounds = parser.parse_args().rounds
+    codes = example_code()
+    rewrite = median_ms(lambda: [sandbox.compile_step(c) for c in codes], rounds) / len(codes)
+    before = median_ms(lambda: [plain_compile(c) for c in codes], rounds) / len(codes)
+    headroom = median_ms(enter_and_leave_headroom, rounds)
+    with PageServer(PAGES) as pages, sync_playwright() as playwright:
+        browsers = [
+            playwright.chromium.launch(
+                executable_path=find_system_chromium(), args=list(CHROMIUM_ARGS)
+            )
+            for _ in range(3)
+        ]
+        contexts = [browser.new_context(base_url=pages.url) for browser in browsers]
+        free, bound, routed = (context.new_page() for context in contexts)
+        NavigationGuard([pages.url]).install(contexts[1], bound)
+        NavigationGuard([pages.url]).route(contexts[2])  # the routing guard of earlier releases
+        for page in (free, bound, routed):
+            page.goto("/")
+        heading = free.locator("h1")
+        proxy = PageProxy(free, Budget.started())
+        raw_call = median_ms(heading.count, rounds)
+        bounded = median_ms(lambda: proxy.locator("h1").count(), rounds)
+        # alternate, so that all three browsers see the same machine load
+        times: dict[str, list[float]] = {"free": [], "bound": [], "routed": []}
+        for _ in range(rounds // 2):
+            for name, page in (("free", free), ("bound", bound), ("routed", routed)):
+                started = time.perf_counter()
+                page.goto("/")
+                times[name].append((time.perf_counter() - started) * 1000)
+        for browser in browsers:
+            browser.close()
+    navigation = statistics.median(times["free"])
+    routing_cost = statistics.median(times["routed"]) - navigation
+    compile_cost = max(0.0, rewrite - before)
+    call_cost = max(0.0, bounded - raw_call)
+    document_cost = max(0.0, statistics.median(times["bound"]) - navigation)
+    # a replayed example step: one compile, one execution, about three calls; 11 of the 24
+    # example steps load a document (a goto or a form that submits)
+    per_step = compile_cost + headroom + 3 * call_cost + document_cost * 11 / 24
+    print("| bound | cost, ms |")
+    print("| --- | ---: |")
+    print(f"| rewrite and compile a step (over a plain compile) | {compile_cost:.3f} |")
+    print(f"| memory headroom around one execution | {headroom:.3f} |")
+    print(f"| time budget around one Playwright call | {call_cost:.3f} |")
+    print(f"| the browser's judgement of one document request | {document_cost:.3f} |")
+    print(f"| (the routing guard before, for one navigation) | ({routing_cost:.3f}) |")
+    print(f"| (a navigation to a small local page, unguarded) | ({navigation:.1f}) |")
+    print(f"| a replayed example step (one compile, three calls, 11/24 of a document) "
+          f"| {per_step:.3f} |")  # fmt: skip
+    print(f"target: under {TARGET_MS} ms a step")
+    return 0 if per_step < TARGET_MS else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
