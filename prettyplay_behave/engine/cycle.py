@@ -92,6 +92,8 @@ class Engine:
         record(logging.INFO, "cache_write", "%s %s entry %r in %s",
                "wrote" if changed else "kept", origin, entry.sentence,
                self.cache.path_for(entry.key.test))  # fmt: skip
+        if entry.replaced is None and entry.code and entry.code != code:
+            entry.replaced = entry.code  # the code the run found there, for a review of the change
         entry.code, entry.origin = code, origin
 
     def steer(self, test: TestRun, entry: ScenarioEntry, failure: IncurableStepError) -> bool:
@@ -104,6 +106,7 @@ class Engine:
         once = replace(entry.spec, tries=1)  # the settle window never re-arms inside the dialog
 
         def keep(code: str, guidance: str) -> None:
+            entry.guidance = guidance  # for the report; never in the cache
             self.write(test, entry, code, Origin.STEERED)
             explanation = f"healed interactively with the engineer's guidance: {guidance}"
             self.events.emit("on_healed", entry.sentence, explanation)

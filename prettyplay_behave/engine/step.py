@@ -71,6 +71,8 @@ class ScenarioEntry:
     failure: FailureKind | None = None
     requests: int = 0  # LLM requests made for this step
     tokens: int = 0
+    replaced: str | None = None  # the code a rewrite of this run replaced (heal, recovery, steer)
+    guidance: str = ""  # the engineer's guidance of a steered turn that was kept
 
     @property
     def kind(self) -> Kind:
