@@ -41,6 +41,7 @@ class Origin(Word):
     the cache as the entry's origin."""
 
     REPLAYED = "replayed"
+    REUSED = "reused"  # a miss made green by code that went green for the same step this run
     GENERATED = "generated"
     HEALED = "healed"
     RECOVERED = "recovered"

@@ -31,6 +31,7 @@ SANDBOX_TESTS = ("tests/unit/test_policy.py", "tests/integration/test_sandbox.py
 SECRET_TESTS = ("tests/unit/test_secrets.py", "tests/integration/test_security.py")
 CACHE_TESTS = ("tests/unit/test_cache.py", "tests/faults/test_cache_corruption.py")
 BOUNDS_TESTS = ("tests/integration/test_bounds.py",)
+JUDGMENT_TESTS = ("tests/integration/test_judgments.py",)
 
 
 @dataclass(frozen=True)
@@ -203,6 +204,19 @@ MUTANTS = (
            BOUNDS_TESTS),
     Mutant("secrets: forged markers pass", f"{PACKAGE}/engine/advisor.py",
            '_neutralised(user["content"], page)', 'user["content"]', BOUNDS_TESTS),
+    # -- judgments ------------------------------------------------------------------------------
+    Mutant("judgments: no reuse", f"{PACKAGE}/engine/cycle.py",
+           "        elif not self.reuse():", "        elif True:", JUDGMENT_TESTS),
+    Mutant("judgments: earlier roots ignored", f"{PACKAGE}/engine/cycle.py",
+           "        if blames_earlier and verdict.label != StepLabel.PRODUCT_DEFECT:",
+           "        if False:", JUDGMENT_TESTS),
+    Mutant("judgments: a gate blind to the page", f"{PACKAGE}/engine/advisor.py",
+           "page_change(before, after, CHANGE_TOKENS)", "page_change(after, after, CHANGE_TOKENS)",
+           JUDGMENT_TESTS),
+    Mutant("judgments: a heal's gate without its verdict", f"{PACKAGE}/engine/advisor.py",
+           '"verdict": verdict}', '"verdict": None}', JUDGMENT_TESTS),
+    Mutant("judgments: heals not reused", f"{PACKAGE}/engine/cycle.py",
+           "and self.reuse_heal(cached):", "and False:", ("tests/integration/test_healing.py",)),
     # -- the steering rules ---------------------------------------------------------------------
     Mutant("steering: opens under CI", f"{PACKAGE}/engine/steering.py",
            ' and not os.environ.get("CI")', "", ("tests/integration/test_steering.py",)),

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("prettyplay")
 
 REDIRECTS = range(300, 400)
+BLANK = "about:blank"
 STATIC_ASSETS = ("css", "js", "mjs", "map", "png", "jpg", "jpeg", "gif", "svg", "webp", "avif",
                  "ico", "woff", "woff2", "ttf", "otf")  # fmt: skip
 
@@ -183,12 +184,14 @@ class DocumentWatch:
         self.guards: dict[str, NavigationGuard] = {}  # by browser context id
         self._pages: dict[str, tuple[str, str]] = {}  # page target -> (context, URL)
         self._opening: set[str] = set()  # new windows whose first document is not judged yet
+        self._watching = False  # the targets that exist when the watch starts are no new windows
         self._session: CDPSession = browser.new_browser_cdp_session()
         self._session.on("Target.targetCreated", self._target)
         self._session.on("Target.targetInfoChanged", self._target)
         self._session.on("Target.targetDestroyed", self._gone)
         self._session.on("Fetch.requestPaused", self._paused)
         self._session.send("Target.setDiscoverTargets", {"discover": True})
+        self._watching = True
         patterns = [{"urlPattern": "*", "resourceType": "Document", "requestStage": "Request"}]
         self._session.send("Fetch.enable", {"patterns": patterns})
 
@@ -203,12 +206,12 @@ class DocumentWatch:
         if info["type"] != "page":
             return
         target, url = info["targetId"], info.get("url", "")
-        known = target in self._pages
+        new = target not in self._pages
         self._pages[target] = (str(info.get("browserContextId", "")), url)
-        if not known and not url:
-            self._opening.add(target)
-        elif url:
-            self._opening.discard(target)
+        if new and self._watching and url != BLANK:
+            self._opening.add(target)  # a window on its way to a document
+        elif url == BLANK:
+            self._opening.discard(target)  # a blank window asks for no document
 
     def _gone(self, event: dict[str, Any]) -> None:
         self._pages.pop(event["targetId"], None)

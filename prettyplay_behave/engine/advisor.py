@@ -14,7 +14,8 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..browser.snapshot import PageState, capture, neutralise
+from ..browser.change import page_change
+from ..browser.snapshot import PageState, capture, estimate_tokens, neutralise
 from ..errors import (
     IncurableStepError,
     ProductDefectError,
@@ -42,6 +43,13 @@ if TYPE_CHECKING:
 
 DEFECT_HEADLINE = "the product does not do what the step says"
 RUNAWAY_HEAD_CHARS = 2_000
+# Token budgets that keep a request under 8,000 tokens: the page state of a code or classify
+# request; the change a candidate made, and the page after it when that change is too large.
+PAGE_TOKENS = 6_000
+MIN_PAGE_TOKENS = 1_500
+SCENARIO_LINE_TOKENS = 40
+CHANGE_TOKENS = 1_500
+CHANGE_PAGE_TOKENS = 3_000
 
 
 class Advisor:
@@ -59,8 +67,8 @@ class Advisor:
     def require(self) -> None:
         self.llm.require()
 
-    def page_state(self, test: TestRun) -> PageState:
-        return capture(test.page, redact=self.secrets.redact)
+    def page_state(self, test: TestRun, budget_tokens: int = PAGE_TOKENS) -> PageState:
+        return capture(test.page, redact=self.secrets.redact, budget_tokens=budget_tokens)
 
     def _send(self, purpose: Purpose, entry: ScenarioEntry, **context: Any) -> Answer:
         """Render, redact and send one request about ``entry``.
@@ -93,10 +101,12 @@ class Advisor:
         entry: ScenarioEntry,
         verdict: Verdict | None = None,
         guidance: str = "",
+        page: PageState | None = None,
     ) -> str | Attempt:
-        """One code request; the code, or an ``unparseable answer`` record."""
+        """One code request about the page as it is (``page``, when the caller read it); the
+        code, or an ``unparseable answer`` record."""
         context = self._step_context(test, entry)
-        page = self.page_state(test)
+        page = page or self.page_state(test)
         answer = self._send(purpose, entry, page=page, verdict=verdict, guidance=guidance,
                             **context)  # fmt: skip
         try:
@@ -109,8 +119,10 @@ class Advisor:
     # -- verdicts ------------------------------------------------------------------------------
 
     def classify(self, test: TestRun, entry: ScenarioEntry) -> Verdict:
-        """One classify request about a red step."""
-        page = self.page_state(test)
+        """One classify request about a red step: the scenario so far with the code that ran
+        for each step, the step's history, and the page (within what the request can hold)."""
+        ran = sum(estimate_tokens(earlier.code) + SCENARIO_LINE_TOKENS for earlier in test.scenario)
+        page = self.page_state(test, max(MIN_PAGE_TOKENS, PAGE_TOKENS - ran))
         answer = self._send(Purpose.CLASSIFY, entry, page=page, **self._step_context(test, entry))
         return self._verdict(Purpose.CLASSIFY, entry, answer.text)
 
@@ -152,14 +164,28 @@ class Advisor:
     # -- the compliance gate ------------------------------------------------------------------
 
     def gate(
-        self, test: TestRun, entry: ScenarioEntry, green: Attempt, guidance: str = ""
+        self,
+        test: TestRun,
+        entry: ScenarioEntry,
+        green: Attempt,
+        before: PageState,
+        *,
+        verdict: Verdict | None = None,
+        guidance: str = "",
     ) -> Attempt:
-        """The compliance gate on a green candidate: green again, or a ``gate violation``."""
+        """The compliance gate on a green candidate: green again, or a ``gate violation``.
+
+        The request shows what the candidate did (the page ``before`` it ran and after) and the
+        verdict or guidance that asked for it.
+        """
         context = self._step_context(test, entry)
+        after = self.page_state(test, CHANGE_PAGE_TOKENS)
+        evidence = {"page": after, "change": page_change(before, after, CHANGE_TOKENS),
+                    "candidate_outcome": green.outcome, "verdict": verdict}  # fmt: skip
         try:
             answer = self._send(Purpose.GATE, entry, guidance=guidance, candidate=green.code,
-                                **context)  # fmt: skip
-            verdict = parse_verdict(answer.text, Purpose.GATE)
+                                **evidence, **context)  # fmt: skip
+            review = parse_verdict(answer.text, Purpose.GATE)
         except (ProviderUnavailableError, UnparseableAnswer) as exc:
             raise IncurableStepError(
                 "the compliance gate could not judge the candidate; nothing was written",
@@ -167,16 +193,16 @@ class Advisor:
                 error=f"{type(exc).__name__}: {exc}",
                 code=green.code,
             ) from exc
-        assert isinstance(verdict, GateVerdict)
-        for finding in verdict.findings:
+        assert isinstance(review, GateVerdict)
+        for finding in review.findings:
             if not finding.blocking:
                 record(logging.WARNING, "gate_finding", "compliance gate (%s, %s) on %r: %s",
                        finding.dimension, finding.severity, entry.sentence,
                        finding.message)  # fmt: skip
-        if not verdict.blocking:
+        if not review.blocking:
             return green
         findings = "\n".join(
-            f"{f.severity} {f.dimension}: {f.message}" for f in verdict.findings if f.blocking
+            f"{f.severity} {f.dimension}: {f.message}" for f in review.findings if f.blocking
         )
         return Attempt(
             Outcome.GATE_VIOLATION, green.url_before, green.url_after, green.code, findings

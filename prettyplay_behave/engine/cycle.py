@@ -35,11 +35,13 @@ from .steering import Steering, StuckStep, steering_allowed
 from .step import ScenarioEntry, StepSpec, TestRun
 
 if TYPE_CHECKING:
+    from ..browser.snapshot import PageState
     from ..cache import CacheKey
     from ..errors import StepFailedError
     from ..llm.answers import Verdict
 
 STRICT = " (strict: replay only)"
+MAX_REUSE_TRIES = 2
 
 
 class Engine:
@@ -60,6 +62,10 @@ class Engine:
         self.secrets = secrets
         self.steering = steering
         self.cache_writes = 0  # entries written (changed) in this run
+        # what went green in this run, by step (kind, sentence, data): (test, code), newest first
+        self.green: dict[tuple[str, str, str], list[tuple[str, str]]] = {}
+        # the code that last rewrote a step's entry in this run: (test, code)
+        self.heals: dict[tuple[str, str, str], tuple[str, str]] = {}
 
     def run(self, test: TestRun, spec: StepSpec, group: str | None = None) -> ScenarioEntry:
         """Run one step of ``test`` (a member of ``group``, when given); its scenario entry."""
@@ -71,6 +77,7 @@ class Engine:
                 test.page.wait_for_timeout(spec.delay * 1000)
             StepCycle(self, test, entry).run()
             entry.outcome = StepStatus.PASSED
+            self._went_green(test, entry)
         except BaseException as exc:
             entry.outcome, entry.failure = StepStatus.FAILED, failure_kind(exc)
             raise
@@ -81,6 +88,17 @@ class Engine:
             test.scenario.append(entry)
             self.events.emit("on_step_finished", spec.sentence, entry.outcome)
         return entry
+
+    def _went_green(self, test: TestRun, entry: ScenarioEntry) -> None:
+        known = self.green.setdefault(_step(entry), [])
+        known[:] = [(test.name, entry.code), *(k for k in known if k[1] != entry.code)]
+
+    def proven(self, test: TestRun, entry: ScenarioEntry) -> list[tuple[str, str]]:
+        """Code that went green for the same step in this run: the same feature's first,
+        newest first."""
+        feature = _feature(test.name)
+        known = self.green.get(_step(entry), [])
+        return sorted(known, key=lambda found: _feature(found[0]) != feature)
 
     def execute(self, test: TestRun, spec: StepSpec, code: str) -> Attempt:
         return execute(test, spec, code, self.secrets)
@@ -94,6 +112,8 @@ class Engine:
                self.cache.path_for(entry.key.test))  # fmt: skip
         if entry.replaced is None and entry.code and entry.code != code:
             entry.replaced = entry.code  # the code the run found there, for a review of the change
+        if origin in (Origin.HEALED, Origin.RECOVERED, Origin.STEERED):
+            self.heals[_step(entry)] = (test.name, code)
         entry.code, entry.origin = code, origin
 
     def steer(self, test: TestRun, entry: ScenarioEntry, failure: IncurableStepError) -> bool:
@@ -104,6 +124,12 @@ class Engine:
 
     def _stuck(self, test: TestRun, entry: ScenarioEntry, failure: IncurableStepError) -> StuckStep:
         once = replace(entry.spec, tries=1)  # the settle window never re-arms inside the dialog
+        seen: dict[str, PageState] = {}  # the page the last guided request was about
+
+        def ask(guidance: str) -> str | Attempt:
+            seen["before"] = self.advisor.page_state(test)
+            return self.advisor.code(Purpose.STEER, test, entry, guidance=guidance,
+                                     page=seen["before"])  # fmt: skip
 
         def keep(code: str, guidance: str) -> None:
             entry.guidance = guidance  # for the report; never in the cache
@@ -115,13 +141,24 @@ class Engine:
             entry=entry,
             failure=failure,
             page=test.page,
-            ask=lambda guidance: self.advisor.code(Purpose.STEER, test, entry, guidance=guidance),
+            ask=ask,
             run=lambda code: self.execute(test, once, code),
-            gate=lambda green, guidance: self.advisor.gate(test, entry, green, guidance),
+            gate=lambda green, guidance: self.advisor.gate(
+                test, entry, green, seen["before"], guidance=guidance
+            ),
             keep=keep,
             snapshot=lambda: self.secrets.redact(test.page.locator("body").aria_snapshot()),
             redact=self.secrets.redact,
         )
+
+
+def _step(entry: ScenarioEntry) -> tuple[str, str, str]:
+    """What makes two steps the same step, whatever their test: kind, sentence and data."""
+    return entry.kind, entry.sentence, entry.spec.data
+
+
+def _feature(test_name: str) -> str:
+    return test_name.partition("::")[0]
 
 
 class StepCycle:
@@ -155,7 +192,7 @@ class StepCycle:
             self.replay(cached)
         elif self.config.strict:
             raise self.strict_miss(self.entry.key)
-        else:
+        elif not self.reuse():
             self.advisor.require()
             self.generate()
 
@@ -175,17 +212,79 @@ class StepCycle:
         self.history.append(attempt)
         if attempt.outcome is Outcome.GREEN:
             return
+        if not (self.config.strict or self.in_recoverable_group) and self.reuse_heal(cached):
+            return
         if not self.advisor.available:
             why = STRICT if self.config.strict else " (the LLM is unavailable to heal it)"
             raise self.terminal("the cached step failed" + why, attempt)
         if self.in_recoverable_group:
             raise self.terminal("the cached step failed", attempt)
-        verdict = self.advisor.classify(self.test, self.entry)
+        verdict = self.classify()
         if self.config.strict:
             raise self.verdict_failure(verdict, "the cached step failed")
         if not self.healable(verdict):
             raise self.verdict_failure(verdict, "the cached step failed and cannot be healed")
         self.heal(verdict)
+
+    def classify(self) -> Verdict:
+        """One classification. A verdict that traces the failure to an earlier step ends this
+        one at once: a green earlier step is no reason to heal this one (a product defect
+        stays a product defect)."""
+        verdict = self.advisor.classify(self.test, self.entry)
+        root = verdict.root_step
+        earlier = {entry.sentence for entry in self.test.scenario}
+        blames_earlier = bool(root) and root != self.spec.sentence and root in earlier
+        if blames_earlier and verdict.label != StepLabel.PRODUCT_DEFECT:
+            raise self.root_failure(verdict, str(root))
+        return verdict
+
+    def root_failure(self, verdict: Verdict, root: str) -> IncurableStepError:
+        advice = f"fix the step {root!r}, or tag the scenario @group so its steps heal together"
+        if verdict.recommendation:
+            advice += f"; {verdict.recommendation}"
+        last = self.history[-1]
+        return IncurableStepError(
+            "the failure starts at an earlier step" + (STRICT if self.config.strict else ""),
+            sentence=self.spec.text,
+            error=f"the classification traces it to the earlier step {root!r}",
+            details=last.text,
+            explanation=verdict.explanation,
+            recommendation=advice,
+            code=last.code,
+        )
+
+    # -- reuse: code that went green in this run, before any request ---------------------------
+
+    def reuse(self) -> bool:
+        """A miss first tries code that went green for the same step in this run; a green try is
+        kept as ``reused`` (it was gated for this sentence), with no LLM request."""
+        for source, code in self.engine.proven(self.test, self.entry)[:MAX_REUSE_TRIES]:
+            attempt = self.engine.execute(self.test, self.spec, code)
+            if attempt.outcome is Outcome.GREEN:
+                record(logging.INFO, "reuse", "reused the code of %r from %s",
+                       self.spec.sentence, source)  # fmt: skip
+                self.engine.write(self.test, self.entry, code, Origin.REUSED)
+                return True
+            self.history.append(attempt)
+        return False
+
+    def reuse_heal(self, cached: CacheEntry) -> bool:
+        """A red replay first tries the code that healed the same step earlier in this run."""
+        known = self.engine.heals.get((self.spec.kind, self.spec.sentence, self.spec.data))
+        if known is None or known[1] == cached.code:
+            return False
+        source, code = known
+        attempt = self.engine.execute(self.test, self.spec, code)
+        if attempt.outcome is not Outcome.GREEN:
+            self.history.append(attempt)
+            return False
+        explanation = (
+            f"healed with the code that healed this step in {source!r} earlier in this run"
+        )
+        record(logging.INFO, "healing", "%r %s", self.spec.sentence, explanation)
+        self.engine.write(self.test, self.entry, code, Origin.HEALED)
+        self.engine.events.emit("on_healed", self.spec.sentence, explanation)
+        return True
 
     # -- the loops ---------------------------------------------------------------------------
 
@@ -199,7 +298,7 @@ class StepCycle:
                 return
         if self.in_recoverable_group:
             raise self.terminal("the generation budget is exhausted", self.history[-1])
-        verdict = self.advisor.classify(self.test, self.entry)
+        verdict = self.classify()
         raise self.verdict_failure(verdict, "the generation budget is exhausted")
 
     def heal(self, verdict: Verdict) -> None:
@@ -226,17 +325,18 @@ class StepCycle:
         A failed check is classified at once: a product defect or an incurable step ends the
         loop, so an assertion the product fails is never silently regenerated.
         """
-        code = self.advisor.code(purpose, self.test, self.entry, verdict)
+        before = self.advisor.page_state(self.test)
+        code = self.advisor.code(purpose, self.test, self.entry, verdict, page=before)
         if isinstance(code, Attempt):
             self.history.append(code)
             return False
         attempt = self.engine.execute(self.test, self.spec, code)
         if attempt.outcome is Outcome.GREEN:
-            attempt = self.advisor.gate(self.test, self.entry, attempt)
+            attempt = self.advisor.gate(self.test, self.entry, attempt, before, verdict=verdict)
         if attempt.outcome is not Outcome.GREEN:
             self.history.append(attempt)
             if attempt.failed_check and not self.in_recoverable_group:
-                check_verdict = self.advisor.classify(self.test, self.entry)
+                check_verdict = self.classify()
                 if not self.healable(check_verdict):
                     raise self.verdict_failure(
                         check_verdict, "the check failed and cannot be healed"

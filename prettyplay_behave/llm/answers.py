@@ -35,7 +35,8 @@ class UnparseableAnswer(ValueError):
 
 @dataclass(frozen=True)
 class Verdict:
-    """A classify or diagnose verdict; ``root_step`` only for a diagnosis."""
+    """A classify or diagnose verdict; ``root_step`` names the earliest affected step (required
+    of a diagnosis, optional for a classification)."""
 
     label: StepLabel | GroupLabel
     explanation: str
@@ -180,23 +181,32 @@ def _step_verdict(data: dict[str, Any]) -> Verdict:
         label=StepLabel(_choice(data, "label", StepLabel, "the verdict")),
         explanation=_text(data, "explanation"),
         recommendation=_text(data, "recommendation"),
+        root_step=_root(data, "the verdict", required=False),
     )
+
+
+def _root(data: dict[str, Any], where: str, required: bool) -> str | None:
+    """The ``root_step`` of a verdict, stripped; None when it is null, empty or absent."""
+    if "root_step" not in data:
+        if required:
+            raise UnparseableAnswer(f"{where} lacks the field 'root_step'")
+        return None
+    root = data["root_step"]
+    if root is not None and not isinstance(root, str):
+        raise UnparseableAnswer(f"{where}: the field 'root_step' must be a string")
+    return root.strip() if root and root.strip() else None
 
 
 def _group_verdict(data: dict[str, Any]) -> Verdict:
     label = GroupLabel(_choice(data, "label", GroupLabel, "the diagnosis"))
-    if "root_step" not in data:
-        raise UnparseableAnswer("the diagnosis lacks the field 'root_step'")
-    root = data["root_step"]
-    if root is not None and not isinstance(root, str):
-        raise UnparseableAnswer("the diagnosis: the field 'root_step' must be a string")
-    if label is GroupLabel.RECOVERABLE and not (root and root.strip()):
+    root = _root(data, "the diagnosis", required=True)
+    if label is GroupLabel.RECOVERABLE and root is None:
         raise UnparseableAnswer("a recoverable diagnosis must name its root_step")
     return Verdict(
         label=label,
         explanation=_text(data, "explanation", "the diagnosis"),
         recommendation=_text(data, "recommendation", "the diagnosis"),
-        root_step=root.strip() if root and root.strip() else None,
+        root_step=root,
     )
 
 

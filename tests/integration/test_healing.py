@@ -60,10 +60,11 @@ def test_a_changed_ui_heals_and_the_next_run_replays(
     llm.on("gate", CLEAN_GATE, repeat=True)
     result = project.run("-D", f"prettyplay.base_url={fresh_shop.url}", env=llm.env)
     assert result.returncode == 0, result
-    # per broken step: one classify, one heal, one gate (the background heals once per scenario)
+    # per broken step: one classify, one heal, one gate; the background step heals in the first
+    # scenario, and the second scenario replays that heal without asking
     broken = [str(r.step) for r in llm.requests_for("classify")]
     assert sorted(broken) == sorted(
-        ["I accept the cookie banner"] * 2
+        ["I accept the cookie banner"]
         + ['I add the "Blue Mug" to the cart', "the cart link shows 1 item", "I open the cart"]
         + ["the cart says that it is empty"]
     )
@@ -77,6 +78,15 @@ def test_a_changed_ui_heals_and_the_next_run_replays(
     assert entries["I accept the cookie banner"]["origin"] == "healed"
     assert entries["I accept the cookie banner"]["code"] == (
         CART["I accept the cookie banner"].splitlines()
+    )
+    empty = {e["sentence"]: e for e in cache["tests"]["An empty cart says so"]}
+    assert empty["I accept the cookie banner"]["origin"] == "healed"  # the same heal, reused
+    assert (
+        empty["I accept the cookie banner"]["code"] == entries["I accept the cookie banner"]["code"]
+    )
+    assert (
+        "healed with the code that healed this step in 'cart.feature::Add a product to the cart'"
+        in result.output
     )
     assert entries["I open the shop"]["origin"] == "generated"  # untouched
     assert len(cache["tests"]["Add a product to the cart"]) == 4  # replaced, never appended

@@ -9,6 +9,8 @@ from typing import Any
 import jinja2
 import pytest
 
+from prettyplay_behave.browser.change import page_change
+from prettyplay_behave.browser.snapshot import PageState
 from prettyplay_behave.errors import ConfigError
 from prettyplay_behave.llm.prompts import Prompts
 from prettyplay_behave.vocabulary import Kind, Purpose
@@ -16,6 +18,18 @@ from prettyplay_behave.vocabulary import Kind, Purpose
 GROUP = "accept cookies, fill and submit the order form"
 CANDIDATE = 'def step(page) -> None:\n    page.get_by_label("Email").fill(secret("EMAIL"))\n'
 SNAPSHOT = '- banner:\n  - button "Accept cookies" [ref=e3]\n- textbox "Email" [ref=e7]'
+SNAPSHOT_AFTER = '- textbox "Email" [ref=e7]: ${EMAIL}\n- status: saved'
+
+
+OPEN = 'def step(page) -> None:\n    page.goto("/order")\n'
+ACCEPT = 'def step(page) -> None:\n    page.get_by_test_id("cookie-consent").click()\n'
+
+
+def entry(kind: Kind, sentence: str, outcome: str, group: str | None, code: str) -> Obj:
+    """An earlier step of the scenario, as the engine keeps it."""
+    ran = Obj(url_before="http://localhost:8000/", url_after="http://localhost:8000/order")
+    return Obj(kind=kind, sentence=sentence, outcome=outcome, group=group, code=code,
+               origin="replayed" if code else None, history=[ran] if code else [])  # fmt: skip
 
 
 def context(**changes: Any) -> dict[str, Any]:
@@ -27,11 +41,9 @@ def context(**changes: Any) -> dict[str, Any]:
             url="http://localhost:8000/order", title="Order", snapshot=SNAPSHOT, fence="9f3a61c2"
         ),
         "scenario": [
-            Obj(kind=Kind.ACTION, sentence="open the order page", outcome="passed", group=None),
-            Obj(
-                kind=Kind.ACTION, sentence="accept the cookie banner", outcome="passed", group=GROUP
-            ),
-            Obj(kind=Kind.CHECK, sentence="the banner is gone", outcome="failed", group=None),
+            entry(Kind.ACTION, "open the order page", "passed", None, OPEN),
+            entry(Kind.ACTION, "accept the cookie banner", "passed", GROUP, ACCEPT),
+            entry(Kind.CHECK, "the banner is gone", "failed", None, ""),
         ],
         "history": [
             Obj(
@@ -47,6 +59,11 @@ def context(**changes: Any) -> dict[str, Any]:
         "guidance": "the field is labelled Email",
         "verdict": Obj(label="rot", explanation="the label changed", recommendation="use Email"),
         "candidate": CANDIDATE,
+        "candidate_outcome": "green",
+        "change": page_change(
+            PageState("http://localhost:8000/order", "Order", SNAPSHOT, "9f3a61c2", 0),
+            PageState("http://localhost:8000/order", "Order", SNAPSHOT_AFTER, "9f3a61c2", 0),
+        ),
         "traces": [
             Obj(
                 sentence="accept the cookie banner",
@@ -130,11 +147,16 @@ def test_the_group_framing_appears_with_a_group(purpose):
 
 @pytest.mark.parametrize("purpose", ["generate", "heal", "steer", "gate", "classify"])
 def test_no_group_prompt_without_a_group(purpose):
-    scenario = [Obj(kind=Kind.ACTION, sentence="open the order page", outcome="passed", group=None)]
+    scenario = [entry(Kind.ACTION, "open the order page", "passed", None, OPEN)]
     user = user_text(purpose, group=None, scenario=scenario)
     assert "GROUP PROMPT" not in user
     assert "group step" not in user
-    assert "- open the order page (action, passed)" in user
+    if purpose == "classify":  # the classification sees the code that ran and where it went
+        shown = "- open the order page (action, passed, replayed; URL: "
+        assert shown + "http://localhost:8000/ -> http://localhost:8000/order)" in user
+        assert 'page.goto("/order")' in user
+    else:
+        assert "- open the order page (action, passed)" in user
 
 
 def test_scenario_entries_show_kind_and_outcome():

@@ -1,0 +1,183 @@
+"""Judgments that see what they judge: the gate sees what a candidate did to the page, a
+classification sees the scenario's code and may blame an earlier step, and a sentence answered
+green once in a run is not asked about again."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from prettyplay_behave import IncurableStepError, PrettyConfig, PrettyPlay
+from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.safety.policy import check_code
+from tests.conftest import BehaveProject
+from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
+from tests.support.shop_steps import ACCEPT, HEADING, OPEN_SHOP
+
+ADD_TEA = (
+    "def step(page) -> None:\n"
+    '    tea = page.get_by_role("listitem").filter(has_text="Green Tea")\n'
+    '    tea.get_by_role("button", name="Add to cart").click()\n'
+)
+CART_HAS_ONE = (
+    "def step(page) -> None:\n"
+    '    expect(page.get_by_role("link", name=re.compile("^Cart"))).to_have_text("Cart (1)")\n'
+)
+SHARED = """\
+Feature: Shop
+  Background:
+    Given I open the shop
+    And I accept the cookie banner
+
+  Scenario: Look around
+    Then the heading says Demo Shop
+
+  Scenario: Buy a tea
+    When I add the "Green Tea" to the cart
+    Then the cart link shows 1 item
+
+  Scenario: Buy a tea again
+    When I add the "Green Tea" to the cart
+    Then the cart link shows 1 item
+    And the heading says Demo Shop
+"""
+ANSWERS = {
+    "I open the shop": OPEN_SHOP,
+    "I accept the cookie banner": ACCEPT,
+    "the heading says Demo Shop": HEADING,
+    'I add the "Green Tea" to the cart': ADD_TEA,
+    "the cart link shows 1 item": CART_HAS_ONE,
+}
+
+
+def test_each_distinct_sentence_is_generated_and_gated_once_a_run(
+    project: BehaveProject, shop, llm: ScriptedLLMServer
+) -> None:
+    project.write("features/shop.feature", SHARED)
+    for sentence, code in ANSWERS.items():
+        llm.on("generate", code_answer(code), step=sentence, repeat=True)
+    llm.on("gate", CLEAN_GATE, repeat=True)
+    cold = project.run("-D", f"prettyplay.base_url={shop.url}", env=llm.env)
+    assert cold.returncode == 0, cold
+    generated = sorted(request.step or "" for request in llm.requests_for("generate"))
+    assert generated == sorted(ANSWERS)
+    assert sorted(request.step or "" for request in llm.requests_for("gate")) == sorted(ANSWERS)
+    assert len(llm.requests) == 2 * len(ANSWERS)
+    # twelve steps: five generated, the seven repeats reused
+    assert "12 steps: 0 replayed, 7 reused, 5 generated" in cold.output
+    cache = json.loads((project.cache_dir / "shop.feature.json").read_text())["tests"]
+    origins = {(test, e["sentence"]): e["origin"] for test, es in cache.items() for e in es}
+    assert origins[("Buy a tea again", 'I add the "Green Tea" to the cart')] == "reused"
+    assert origins[("Look around", "I open the shop")] == "generated"
+    assert sum(len(entries) for entries in cache.values()) == 12
+    llm.reset()
+    again = project.run("-D", f"prettyplay.base_url={shop.url}", env=llm.env)
+    assert again.returncode == 0, again
+    assert llm.requests == []
+    assert "12 steps: 12 replayed, 0 reused, 0 generated" in again.output
+
+
+def config(shop, tmp_path: Path, **changes: object) -> PrettyConfig:
+    return PrettyConfig(
+        base_url=shop.url, cache_dir=str(tmp_path / "cache"), llm_retries=0, llm_timeout=10.0,
+        **changes,  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+def plant(tmp_path: Path, test: str, *steps: tuple[str, str, str]) -> None:
+    store = CacheStore(tmp_path / "cache", validate=check_code)
+    for kind, sentence, code in steps:
+        store.write(CacheEntry(CacheKey(test, kind, sentence), code, "generated"))
+
+
+def test_the_gate_sees_what_appeared_after_the_action_ran(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+) -> None:
+    plant(tmp_path, "t", ("step", "open the shop", OPEN_SHOP), ("step", "accept", ACCEPT))
+    llm_env.on("generate", code_answer(ADD_TEA))
+    llm_env.on("gate", CLEAN_GATE)
+    with PrettyPlay("t", config=config(shop, tmp_path)) as t:
+        t.step("open the shop")
+        t.step("accept")
+        t.step('add the "Green Tea" to the cart')
+    before = llm_env.requests_for("generate")[0].content("user")
+    gate = llm_env.requests_for("gate")[0].content("user")
+    assert "added to cart" not in before  # it appeared only when the candidate ran
+    evidence = gate.split("WHAT THE CANDIDATE DID")[1]
+    assert "added to cart" in evidence and "Cart (1)" in evidence
+    assert "outcome: green" in evidence.splitlines()[0]
+    assert "Did the page change as the sentence says?" in gate
+
+
+def test_a_heals_gate_carries_the_verdict_that_started_it(
+    fresh_shop, tmp_path: Path, llm_env: ScriptedLLMServer
+) -> None:
+    fresh_shop.set_variant("changed-ui")
+    plant(tmp_path, "t", ("step", "open the shop", OPEN_SHOP), ("step", "accept", ACCEPT))
+    explanation = "the cookie button is now labelled Allow all"
+    llm_env.on("classify", json_answer({"label": "rot", "explanation": explanation,
+                                        "recommendation": "click Allow all"}))  # fmt: skip
+    llm_env.on("heal", code_answer(ACCEPT.replace("Accept cookies", "Allow all")))
+    llm_env.on("gate", CLEAN_GATE)
+    with PrettyPlay("t", config=config(fresh_shop, tmp_path, action_timeout_ms=500)) as t:
+        t.step("open the shop")
+        assert t.step("accept").origin == "healed"
+    gate = llm_env.requests_for("gate")[0].content("user")
+    assert "VERDICT ON THE FAILURE: rot" in gate and f"explanation: {explanation}" in gate
+    assert "disappeared:" in gate  # the banner went away when the healed code ran
+
+
+DOES_NOTHING = 'def step(page) -> None:\n    page.get_by_role("heading", level=1).hover()\n'
+ROOT = {
+    "label": "fixable",
+    "explanation": "the add step ran green but never clicked Add to cart: the cart is empty",
+    "recommendation": "make the add step click the product's Add to cart button",
+    "root_step": 'I add the "Green Tea" to the cart',
+}
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_verdict_naming_an_earlier_root_ends_the_check_without_a_heal(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, strict: bool
+) -> None:
+    plant(
+        tmp_path, "t",
+        ("step", "I open the shop", OPEN_SHOP), ("step", "I accept the cookie banner", ACCEPT),
+        ("step", 'I add the "Green Tea" to the cart', DOES_NOTHING),
+        ("expect", "the cart link shows 1 item", CART_HAS_ONE.replace('")', '", timeout=500)')),
+    )  # fmt: skip
+    llm_env.on("classify", json_answer(ROOT))
+    with PrettyPlay("t", config=config(shop, tmp_path, strict=strict)) as t:
+        for sentence in ("I open the shop", "I accept the cookie banner",
+                         'I add the "Green Tea" to the cart'):  # fmt: skip
+            t.step(sentence)
+        with pytest.raises(IncurableStepError) as caught:
+            t.expect("the cart link shows 1 item")
+    failure = caught.value.render()
+    assert failure.startswith("IncurableStepError: the failure starts at an earlier step")
+    assert """the earlier step 'I add the "Green Tea" to the cart'""" in failure
+    assert "tag the scenario @group" in failure and "ProductDefectError" not in failure
+    assert [r.purpose for r in llm_env.requests] == ["classify"]  # no heal, no generation
+    classify = llm_env.requests_for("classify")[0].content("user")
+    assert 'page.get_by_role("heading", level=1).hover()' in classify  # the action's code
+    assert 'I add the "Green Tea" to the cart (action, passed, replayed; URL: ' in classify
+
+
+def test_a_product_defect_with_a_root_stays_a_product_defect(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+) -> None:
+    from prettyplay_behave import ProductDefectError
+
+    plant(
+        tmp_path, "t", ("step", "I open the shop", OPEN_SHOP),
+        ("expect", "the heading says Welcome", HEADING.replace("Demo Shop", "Welcome")
+         .replace('")', '", timeout=500)')),
+    )  # fmt: skip
+    llm_env.on("classify", json_answer({**ROOT, "label": "product_defect",
+                                        "root_step": "I open the shop"}))  # fmt: skip
+    with PrettyPlay("t", config=config(shop, tmp_path)) as t:
+        t.step("I open the shop")
+        with pytest.raises(ProductDefectError):
+            t.expect("the heading says Welcome")
