@@ -63,11 +63,10 @@ def test_a_changed_ui_heals_and_the_next_run_replays(
     # per broken step: one classify, one heal, one gate; the background step heals in the first
     # scenario, and the second scenario replays that heal without asking
     broken = [str(r.step) for r in llm.requests_for("classify")]
-    assert sorted(broken) == sorted(
-        ["I accept the cookie banner"]
-        + ['I add the "Blue Mug" to the cart', "the cart link shows 1 item", "I open the cart"]
-        + ["the cart says that it is empty"]
-    )
+    assert sorted(broken) == sorted([
+        "I accept the cookie banner", 'I add the "Blue Mug" to the cart',
+        "the cart link shows 1 item", "I open the cart", "the cart says that it is empty",
+    ])  # fmt: skip
     assert sorted(str(r.step) for r in llm.requests_for("heal")) == sorted(broken)
     assert sorted(str(r.step) for r in llm.requests_for("gate")) == sorted(broken)
     assert llm.requests_for("generate") == []
