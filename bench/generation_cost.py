@@ -124,6 +124,56 @@ def large_page_request(items: int) -> tuple[int, bool]:
     return estimate_tokens(text), 'button "Checkout"' in text
 
 
+def large_page_judgments(items: int) -> tuple[int, int]:
+    """Tokens of a classify request (20 earlier steps, each with its code) and of a gate request
+    (the page changed almost entirely) on a page with ``items`` list items, with the budgets the
+    engine uses."""
+    from types import SimpleNamespace
+
+    from playwright.sync_api import sync_playwright
+
+    from prettyplay_behave.browser.change import page_change
+    from prettyplay_behave.engine import advisor
+
+    def catalogue(count: int, offset: int) -> str:
+        rows = "".join(f"<li>Product {n} costs ${n}.99 <a href='/p/{n}'>View</a></li>"
+                       for n in range(offset, offset + count))  # fmt: skip
+        return f"<title>Catalogue</title><h1>Catalogue</h1><ul>{rows}</ul><button>Next</button>"
+
+    code = 'def step(page) -> None:\n    page.get_by_role("link", name="View").nth(3).click()\n'
+    ran = SimpleNamespace(url_before="http://shop.test/", url_after="http://shop.test/p/3")
+    scenario = [
+        SimpleNamespace(kind=Kind.ACTION, sentence=f"I open product {n}", outcome="passed",
+                        group=None, code=code, origin="replayed", history=[ran])
+        for n in range(20)
+    ]  # fmt: skip
+    spent = sum(estimate_tokens(e.code) + advisor.SCENARIO_LINE_TOKENS for e in scenario)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=find_system_chromium(), args=list(CHROMIUM_ARGS)
+        )
+        page = browser.new_page()
+        page.set_content(catalogue(items, 0))
+        before = capture(page)
+        budget = max(advisor.MIN_PAGE_TOKENS, advisor.PAGE_TOKENS - spent)
+        classify_page = capture(page, budget_tokens=budget)
+        page.set_content(catalogue(items, items))
+        after = capture(page, budget_tokens=advisor.CHANGE_PAGE_TOKENS)
+        browser.close()
+    step = StepSpec(Kind.ACTION, "I open the next page")
+    common = {"step": step, "base_url": "http://shop.test", "scenario": scenario, "history": [],
+              "group": None, "instructions": ""}  # fmt: skip
+    prompts = Prompts()
+    classify = prompts.render("classify", page=classify_page, **common)
+    gate = prompts.render(
+        "gate", page=after, change=page_change(before, after, advisor.CHANGE_TOKENS),
+        candidate=code, candidate_outcome="green", verdict=None, guidance="", **common,
+    )  # fmt: skip
+    return tuple(  # type: ignore[return-value]
+        estimate_tokens("\n".join(m["content"] for m in messages)) for messages in (classify, gate)
+    )
+
+
 def main() -> int:
     code = committed_code()
 
@@ -164,6 +214,9 @@ def main() -> int:
         request_tokens, kept = large_page_request(items)
         print(f"generate request on a page of {items:,} list items: {request_tokens:,} tokens, "
               f"target button kept: {kept}")  # fmt: skip
+        classify, gate = large_page_judgments(items)
+        print(f"on the same page, a classify request after 20 steps: {classify:,} tokens; "
+              f"a gate request after a change of the whole list: {gate:,} tokens")  # fmt: skip
     return 0
 
 
