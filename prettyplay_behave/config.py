@@ -19,6 +19,7 @@ value fails at start with a :class:`ConfigError` naming the key, the value and i
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -30,9 +31,14 @@ PREFIX = "prettyplay."
 ENV_PREFIX = "PRETTYPLAY_"
 BROWSERS = ("chromium", "firefox", "webkit")
 TRACE_POLICIES = ("off", "on", "retain-on-failure")
+SCREENSHOT_POLICIES = ("only-on-failure", "on", "off")
+VIDEO_POLICIES = ("off", "on", "retain-on-failure")
+COLOR_SCHEMES = ("light", "dark", "no-preference")
 TAG_SHORTHANDS = ("strict", "interactive")
 
 DEFAULT_MODEL = "gpt-4.1-mini"
+FILE_SOURCE = "behave config file (userdata)"
+DEFINE_SOURCE = "command line -D"
 
 
 # -- parsing text values ------------------------------------------------------------------------
@@ -63,6 +69,14 @@ def _parse_float(text: str) -> float:
 
 def _parse_str(text: str) -> str:
     return text
+
+
+def _parse_viewport(text: str) -> tuple[int, int]:
+    width, _, height = text.strip().lower().partition("x")
+    try:
+        return int(width), int(height)
+    except ValueError:
+        raise ValueError("expected WIDTHxHEIGHT such as 1280x720") from None
 
 
 def _parse_origins(text: str) -> tuple[str, ...]:
@@ -104,6 +118,26 @@ def _is_origin_list(value: Any) -> bool:
     return isinstance(value, (tuple, list)) and all(
         _is_http_url(v) and urlsplit(v).path in ("", "/") for v in value
     )
+
+
+def _is_viewport(value: Any) -> bool:
+    return (
+        isinstance(value, (tuple, list))
+        and len(value) == 2
+        and all(_is_int(v) and 0 < v <= 10_000 for v in value)
+    )
+
+
+def _is_storage_state(value: Any) -> bool:
+    """A readable JSON object file, as Playwright's ``storage_state()`` writes it."""
+    if not isinstance(value, str):
+        return False
+    try:
+        with open(value, encoding="utf-8") as handle:
+            state = json.load(handle)
+    except (OSError, ValueError):
+        return False
+    return isinstance(state, dict) and {"cookies", "origins"} <= set(state)
 
 
 def _is_endpoint(value: Any) -> bool:
@@ -188,11 +222,57 @@ class TestConfig:
         "retain-on-failure", _parse_str, lambda v: v in TRACE_POLICIES,
         f"expected one of {', '.join(TRACE_POLICIES)}",
     )  # fmt: skip
+    screenshot: str = setting(
+        "only-on-failure", _parse_str, lambda v: v in SCREENSHOT_POLICIES,
+        f"expected one of {', '.join(SCREENSHOT_POLICIES)}",
+    )  # fmt: skip
+    video: str = setting(
+        "off",
+        _parse_str,
+        lambda v: v in VIDEO_POLICIES,
+        f"expected one of {', '.join(VIDEO_POLICIES)}",
+    )
+    files_dir: str | None = setting(None, _parse_str, _is_name, "expected a folder", optional=True)
+    # the browser context of each test, as pytest-playwright names them
+    storage_state: str | None = setting(
+        None, _parse_str, _is_storage_state,
+        "expected a readable Playwright storage-state file (JSON with cookies and origins)",
+        optional=True,
+    )  # fmt: skip
+    device: str | None = setting(
+        None, _parse_str, _is_name, "expected a Playwright device name such as 'iPhone 13'",
+        optional=True,
+    )  # fmt: skip
+    viewport: tuple[int, int] | None = setting(
+        None, _parse_viewport, _is_viewport, "expected WIDTHxHEIGHT such as 1280x720",
+        optional=True,
+    )  # fmt: skip
+    locale: str | None = setting(
+        None, _parse_str, _is_name, "expected a locale such as de-DE", optional=True
+    )
+    timezone_id: str | None = setting(
+        None, _parse_str, _is_name, "expected a time zone such as Europe/Berlin", optional=True
+    )
+    color_scheme: str | None = setting(
+        None, _parse_str, lambda v: v in COLOR_SCHEMES,
+        f"expected one of {', '.join(COLOR_SCHEMES)}", optional=True,
+    )  # fmt: skip
+    ignore_https_errors: bool = setting(False, _parse_bool, _is_bool, "expected true or false")
+    # where each value that is not a default came from, for errors found only later
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.allowed_origins, list):
             object.__setattr__(self, "allowed_origins", tuple(self.allowed_origins))
         _validate(self)
+
+    def source_of(self, key: str) -> str:
+        """Where the value of ``key`` came from."""
+        return self.sources.get(key, "PrettyConfig")
+
+    def error(self, key: str, problem: str) -> ConfigError:
+        """A ConfigError about the value of ``key``, found after the settings were read."""
+        return ConfigError(key, getattr(self, key), self.source_of(key), problem)
 
     @property
     def origins(self) -> tuple[str, ...]:
@@ -267,9 +347,12 @@ class PrettyConfig(RunConfig, TestConfig):
         A tag that names a run-wide key is a ConfigError naming the key, the tag and the
         scenario: it could only be ignored.
         """
-        values = {key: getattr(self, key) for key in TEST_KEYS}
-        values.update(tag_settings(tags, scenario))
-        return TestConfig(**values)
+        values: dict[str, Any] = {key: getattr(self, key) for key in TEST_KEYS}
+        tagged = tag_settings(tags, scenario)
+        values.update(tagged)
+        where = f" of scenario {scenario!r}" if scenario else ""
+        sources = {**self.sources, **{key: f"a tag{where}" for key in tagged}}
+        return TestConfig(**values, sources=sources)
 
 
 TEST_KEYS = tuple(settings_of(TestConfig))
@@ -365,7 +448,14 @@ def resolve_config(
 ) -> PrettyConfig:
     """The run's config: ``-D`` over the environment over the config file over ``base``."""
     settings: dict[str, Any] = {}
-    settings.update(_layer((file_values or {}).items(), "behave config file (userdata)"))
-    settings.update(_env_layer(environ or {}))
-    settings.update(_layer((defines or {}).items(), "command line -D"))
-    return (base or PrettyConfig()).replace(**settings)
+    sources: dict[str, str] = {}
+    layers = [
+        (_layer((file_values or {}).items(), FILE_SOURCE), FILE_SOURCE),
+        (_env_layer(environ or {}), "environment"),
+        (_layer((defines or {}).items(), DEFINE_SOURCE), DEFINE_SOURCE),
+    ]
+    for layer, source in layers:
+        settings.update(layer)
+        sources.update(dict.fromkeys(layer, source))
+    base = base or PrettyConfig()
+    return base.replace(**settings, sources={**base.sources, **sources})

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from .browser.guard import NavigationGuard
 from .browser.session import BrowserSession
 from .browser.settle import Settler
+from .browser.tabs import Tabs
 from .cache import OBSOLETE_FILE, CacheKey, CacheStore
 from .config import PrettyConfig
 from .engine.advisor import Advisor
@@ -19,7 +20,7 @@ from .events import Events, log
 from .interactive import TerminalSteering
 from .llm.client import LLMClient
 from .llm.prompts import Prompts
-from .report.artifacts import Artifacts
+from .report.artifacts import Artifacts, folder_name
 from .report.html import REPORT_NAME, write_report
 from .report.summary import RunSummary
 from .safety.policy import check_code
@@ -31,17 +32,22 @@ if TYPE_CHECKING:
     from .config import TestConfig
 
 DEFAULT_CACHE_DIR = Path("features") / ".prettyplay"
+DEFAULT_FILES_DIR = Path("files")
 
 
 class Runtime:
     """The run's shared parts; the browser starts only when a test needs a page."""
 
     def __init__(
-        self, config: PrettyConfig | None = None, default_cache_dir: Path = DEFAULT_CACHE_DIR
+        self,
+        config: PrettyConfig | None = None,
+        default_cache_dir: Path = DEFAULT_CACHE_DIR,
+        default_files_dir: Path = DEFAULT_FILES_DIR,
     ) -> None:
         self.config = config = config or PrettyConfig()
         self.events = Events(config.hooks)
         self.cache = CacheStore(Path(config.cache_dir or default_cache_dir), validate=check_code)
+        self.default_files_dir = default_files_dir
         self.llm = LLMClient(config)
         self.secrets = Secrets()
         self._redacting = RedactingFilter(self.secrets)
@@ -72,8 +78,11 @@ class Runtime:
         guard = NavigationGuard(config.origins) if config.origins else None
         if guard is not None:
             guard.install(page.context, page)
-        settler = Settler(page, fresh=context is not None)
-        test = TestRun(name, config, page, settler, owned_context=context, guard=guard)
+        tabs = Tabs(page, fresh=context is not None)
+        test = TestRun(name, config, tabs, owned_context=context, guard=guard)
+        test.files_dir = Path(config.files_dir) if config.files_dir else self.default_files_dir
+        if self.artifacts is not None:
+            test.downloads = self.artifacts.report_dir / folder_name(name) / "downloads"
         self.tests.append(test)
         if self.artifacts is not None:
             self.artifacts.start(test)

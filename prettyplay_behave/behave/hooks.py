@@ -82,7 +82,11 @@ def before_all(context: Any) -> None:
     config = run_config(context)
     check_scenario_tags(context, config)
     features_dir = Path(context.config.base_dir or "features")
-    runtime = Runtime(config, default_cache_dir=features_dir / ".prettyplay")
+    runtime = Runtime(
+        config,
+        default_cache_dir=features_dir / ".prettyplay",
+        default_files_dir=features_dir / "files",
+    )
     for hook in getattr(context, "prettyplay_hooks", []):
         runtime.events.add(hook)
     worker = context.config.userdata.get("worker_id")

@@ -119,6 +119,12 @@ class NavigationGuard:
 
     # -- after a step ----------------------------------------------------------------------
 
+    def pages(self) -> int | None:
+        """How many pages the browser reports for the guarded context; None when unknown."""
+        if self._watch is None or self._context_id is None:
+            return None
+        return self._watch.pages_of(self._context_id)
+
     def take(self) -> list[str]:
         """The URLs refused since the last call (a window opened since has been judged)."""
         if self._watch is not None and self._context_id is not None:
@@ -243,6 +249,10 @@ class DocumentWatch:
             return None
         guard.refuse(url)
         return guard
+
+    def pages_of(self, context_id: str) -> int:
+        """How many pages the browser reports for the context (refused windows are closed)."""
+        return sum(1 for context, _ in self._pages.values() if context == context_id)
 
     def settle_windows(self, context_id: str, timeout_s: float = 2.0) -> None:
         """Wait until every new window of the context has had its first document judged."""

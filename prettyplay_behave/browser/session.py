@@ -12,7 +12,7 @@ import logging
 import os
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 
@@ -42,6 +42,16 @@ def find_system_chromium() -> str | None:
         if found:
             return found
     return None
+
+
+def _context_error(config: TestConfig, exc: Exception) -> Exception:
+    """A context setting the browser refused (a time zone, a locale) as the ConfigError it is."""
+    text = str(exc)
+    for key in ("timezone_id", "locale"):
+        value = getattr(config, key)
+        if value and (f"Invalid {key}" in text or (key == "timezone_id" and "timezone" in text)):
+            return config.error(key, f"the browser refused it ({text.splitlines()[0]})")
+    return exc
 
 
 class BrowserSession:
@@ -116,24 +126,61 @@ class BrowserSession:
             )
         return system
 
-    def new_page(self, config: TestConfig) -> tuple[BrowserContext, Page]:
-        """A fresh context (with ``base_url``) and page for one test.
+    def new_page(
+        self, config: TestConfig, video_dir: Path | None = None
+    ) -> tuple[BrowserContext, Page]:
+        """A fresh context (with ``base_url`` and the test's context settings) and page.
 
         A browser that died since the last test (killed, crashed) is launched again: its
         death may only come to light with this first request to it.
         """
         from playwright.sync_api import Error as PlaywrightError
 
+        options = self.context_options(config, video_dir)
         try:
-            context = self.browser.new_context(base_url=config.base_url)
-        except PlaywrightError:
+            context = self.browser.new_context(**options)
+        except PlaywrightError as exc:
             if self._browser is None or self._browser.is_connected():
-                raise
+                raise _context_error(config, exc) from exc
             log.warning("the browser was gone; launching it again", extra={"event": "browser"})
-            context = self.browser.new_context(base_url=config.base_url)
+            context = self.browser.new_context(**options)
         context.set_default_timeout(config.action_timeout_ms)
         page = context.new_page()
         return context, page
+
+    def context_options(self, config: TestConfig, video_dir: Path | None) -> dict[str, Any]:
+        """The browser context of one test, in Playwright's own terms (as pytest-playwright's
+        ``browser_context_args``): the device first, the single settings over it."""
+        options: dict[str, Any] = {"base_url": config.base_url, "accept_downloads": True}
+        if config.device:
+            devices = self.playwright.devices
+            if config.device not in devices:
+                near = ", ".join(sorted(n for n in devices if config.device.lower() in n.lower()))
+                raise config.error(
+                    "device",
+                    f"Playwright knows no such device{'; did you mean ' + near if near else ''}",
+                )
+            options.update(devices[config.device])
+            options.pop("default_browser_type", None)
+        settings = {
+            "storage_state": config.storage_state, "locale": config.locale,
+            "timezone_id": config.timezone_id, "color_scheme": config.color_scheme,
+        }  # fmt: skip
+        options.update({key: value for key, value in settings.items() if value is not None})
+        if config.viewport:
+            options["viewport"] = {"width": config.viewport[0], "height": config.viewport[1]}
+        if config.ignore_https_errors:
+            options["ignore_https_errors"] = True
+        if video_dir is not None:
+            options["record_video_dir"] = str(video_dir)
+        return options
+
+    @property
+    def playwright(self) -> Playwright:
+        if self._playwright is None:
+            self.browser  # noqa: B018 (starting the browser starts Playwright)
+        assert self._playwright is not None
+        return self._playwright
 
     def close(self) -> None:
         try:

@@ -58,6 +58,8 @@ class PageState:
     snapshot: str
     fence: str
     full_chars: int
+    tabs: tuple[tuple[int, str, str], ...] = ()  # (index, title, URL) when a test has several
+    notes: tuple[str, ...] = ()  # what happened on the page since: dialogs nobody handled
 
 
 def capture(
@@ -77,7 +79,7 @@ def capture(
     url = redact(neutralise(page.url))
     # The snapshot goes first: it has a timeout, and title() would hang on a page stuck in a loop.
     try:
-        raw = page.locator("body").aria_snapshot(timeout=timeout_ms)
+        raw = _aria_snapshot(page, timeout_ms)
     except PlaywrightError as exc:
         raise PageCaptureError(f"could not read the aria snapshot of {url}: {exc}") from exc
     try:
@@ -97,6 +99,38 @@ def capture(
         fence=secrets.token_hex(8),
         full_chars=len(raw),
     )
+
+
+_IFRAME = re.compile(r"- iframe \[ref=(\w+)\]")
+_REF = re.compile(r" \[ref=\w+\]")
+
+
+def _aria_snapshot(page: Page, timeout_ms: float) -> str:
+    """The page's accessibility snapshot; with frames, every frame's content nested under a
+    line that names its frame (title, name or source)."""
+    body = page.locator("body")
+    if len(page.frames) == 1:
+        return body.aria_snapshot(timeout=timeout_ms)
+    raw = body.aria_snapshot(mode="ai", timeout=timeout_ms)
+
+    def named(match: re.Match[str]) -> str:
+        return f"- iframe {_frame_label(page, match.group(1))}"
+
+    return _REF.sub("", _IFRAME.sub(named, raw))  # marks change with every capture: dropped
+
+
+def _frame_label(page: Page, ref: str) -> str:
+    element = page.locator(f"aria-ref={ref}")
+    try:
+        attributes = {
+            name: element.get_attribute(name, timeout=1_000) for name in ("title", "name", "src")
+        }
+    except PlaywrightError:
+        return ""
+    label = attributes["title"] or attributes["name"] or ""
+    shown = f'"{_one_line(label)}"' if label else ""
+    source = f"(src: {attributes['src']})" if attributes["src"] else ""
+    return " ".join(part for part in (shown, source) if part)
 
 
 def estimate_tokens(text: str) -> int:

@@ -9,6 +9,7 @@ its template and redacted of secret values before it leaves.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from collections.abc import Sequence
@@ -68,7 +69,9 @@ class Advisor:
         self.llm.require()
 
     def page_state(self, test: TestRun, budget_tokens: int = PAGE_TOKENS) -> PageState:
-        return capture(test.page, redact=self.secrets.redact, budget_tokens=budget_tokens)
+        """The current page, with the test's other tabs and what happened on it last."""
+        state = capture(test.page, redact=self.secrets.redact, budget_tokens=budget_tokens)
+        return dataclasses.replace(state, tabs=tuple(test.tabs.listing()), notes=tuple(test.notes))
 
     def _send(self, purpose: Purpose, entry: ScenarioEntry, **context: Any) -> Answer:
         """Render, redact and send one request about ``entry``.

@@ -29,7 +29,7 @@ from ..events import Events, record
 from ..safety.secrets import Secrets, secret_names
 from ..vocabulary import Origin, Outcome, Purpose, StepLabel, StepStatus
 from .advisor import Advisor, verdict_failure
-from .execute import execute
+from .execute import execute, follow_tabs
 from .history import Attempt
 from .steering import Steering, StuckStep, steering_allowed
 from .step import ScenarioEntry, StepSpec, TestRun
@@ -175,6 +175,7 @@ class StepCycle:
         self.in_recoverable_group = entry.group is not None and not test.config.strict
 
     def run(self) -> None:
+        follow_tabs(self.test)  # a popup that opened after the last step ended is current now
         names = secret_names(self.spec.text)
         self.engine.secrets.require(names, self.spec.text)
         if names:
@@ -342,6 +343,7 @@ class StepCycle:
                         check_verdict, "the check failed and cannot be healed"
                     )
             return False
+        self.history.append(attempt)  # the green run too: what it did, dialogs it met
         self.engine.write(self.test, self.entry, code, origin)
         return True
 

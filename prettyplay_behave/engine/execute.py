@@ -8,18 +8,20 @@ secret values before it leaves here.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import CodePolicyError, describe_exception
 from ..events import record
 from ..safety.limits import MEMORY_HEADROOM, Budget
+from ..safety.proxy import PageServices
 from ..safety.sandbox import call_step, compile_step
 from ..safety.secrets import Secrets, secret_names
 from ..vocabulary import Kind, Outcome
 from .history import Attempt
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Page
+    from playwright.sync_api import Download, Page
 
     from ..safety.sandbox import StepFunction
     from .step import StepSpec, TestRun
@@ -50,12 +52,16 @@ def execute(test: TestRun, spec: StepSpec, code: str, secrets: Secrets) -> Attem
         settled = test.settler.settle(test.config.settle_ms)
         error: Exception | None = None
         try:
-            call_step(function, test.page)
+            call_step(function, test.page, _services(test))
         except Exception as exc:  # a red outcome, whatever raised it
             error = exc
         bound = _bound_hit(test)
+        follow_tabs(test)  # a page the step opened is the page of what comes next
+        test.notes = test.tabs.take_notes()
         if error is None and bound is None:
-            return Attempt(Outcome.GREEN, url_before, page_url(test.page), code, "")
+            return Attempt(
+                Outcome.GREEN, url_before, page_url(test.page), code, "\n".join(test.notes)
+            )
         if attempt_no < spec.tries and bound is None:
             record(logging.DEBUG, "step_retry", "red execution %d of %d", attempt_no, spec.tries)
             continue
@@ -73,6 +79,27 @@ def _compile(test: TestRun, spec: StepSpec, code: str, secrets: Secrets) -> Step
     )
     budget = Budget(test.config.step_timeout_ms, test.config.action_timeout_ms)
     return compile_step(code, secret=resolver, budget=budget)
+
+
+def follow_tabs(test: TestRun) -> None:
+    """Make a page opened since the last step the current one (as a browser focuses it)."""
+    test.tabs.follow(expected=test.guard.pages() if test.guard is not None else None)
+
+
+def _services(test: TestRun) -> PageServices:
+    """What the page proxy of a step of ``test`` may do beyond Playwright's Page."""
+
+    def downloaded(download: Download) -> None:
+        if test.downloads is not None:
+            test.downloads.mkdir(parents=True, exist_ok=True)
+            download.save_as(test.downloads / Path(download.suggested_filename).name)
+
+    return PageServices(
+        listen=test.tabs.listen,
+        switch_tab=test.tabs.switch_to,
+        files_dir=test.files_dir,
+        downloaded=downloaded,
+    )
 
 
 def _bound_hit(test: TestRun) -> str | None:
@@ -102,6 +129,7 @@ def _red(
         texts.append(describe_exception(error)[1])
     if not settled:
         texts.append(f"(the page never settled within settle_ms={test.config.settle_ms})")
+    texts += test.notes
     failed_check = spec.kind is Kind.CHECK and isinstance(error, AssertionError) and not bound
     text = secrets.redact("\n".join(texts))
     return Attempt(Outcome.RED, url_before, page_url(test.page), code, text, failed_check)

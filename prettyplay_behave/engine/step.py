@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from ..browser.guard import NavigationGuard
     from ..browser.settle import Settler
+    from ..browser.tabs import Tabs
     from ..config import TestConfig
     from ..llm.answers import Verdict
 
@@ -101,8 +102,7 @@ class TestRun:
 
     name: str
     config: TestConfig
-    page: Page
-    settler: Settler
+    tabs: Tabs  # its pages; the current one is the page of its next step
     owned_context: BrowserContext | None = None
     guard: NavigationGuard | None = None
     tracing: bool = False  # a Playwright trace is being recorded for this test
@@ -110,11 +110,22 @@ class TestRun:
     failed_elsewhere: bool = False  # a step outside prettyplay (a user's own) failed
     screenshot: Path | None = None  # artifacts of a failure, kept in report_dir
     trace_file: Path | None = None
+    downloads: Path | None = None  # where its downloads are saved (report_dir)
+    files_dir: Path | None = None  # where the files it uploads come from
+    notes: list[str] = field(default_factory=list)  # of its last execution: dialogs, for requests
     started: float = field(default_factory=time.monotonic)
     duration: float = 0.0
     scenario: list[ScenarioEntry] = field(default_factory=list)
     recovery_cycles: dict[str, int] = field(default_factory=dict)  # per group prompt
     _seen: dict[tuple[Kind, str, str], int] = field(default_factory=dict)
+
+    @property
+    def page(self) -> Page:
+        return self.tabs.page
+
+    @property
+    def settler(self) -> Settler:
+        return self.tabs.current.settler
 
     def key_for(self, spec: StepSpec) -> CacheKey:
         """The cache address: identical earlier steps of this test count as occurrences."""

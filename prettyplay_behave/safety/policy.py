@@ -59,12 +59,17 @@ _ACTIONS = frozenset(
     }
 )  # fmt: skip
 
+# What the page proxy offers that Playwright's Page does not: moving between the test's tabs.
+PROXY_ONLY = frozenset({"switch_to_tab"})
+
 PAGE_ATTRIBUTES = (
     _LOCATING
     | _ACTIONS
+    | PROXY_ONLY
     | {
-        "content", "drag_and_drop", "go_back", "go_forward", "goto", "keyboard", "mouse",
-        "reload", "title", "url", "wait_for_load_state", "wait_for_url",
+        "content", "drag_and_drop", "expect_download", "expect_popup", "go_back", "go_forward",
+        "goto", "keyboard", "mouse", "reload", "set_input_files", "title", "url",
+        "wait_for_load_state", "wait_for_url",
     }
 )  # fmt: skip
 
@@ -74,7 +79,7 @@ LOCATOR_ATTRIBUTES = (
     | {
         "all", "all_inner_texts", "all_text_contents", "and_", "blur", "clear", "content_frame",
         "count", "drag_to", "filter", "first", "last", "nth", "or_", "press_sequentially",
-        "scroll_into_view_if_needed", "wait_for",
+        "scroll_into_view_if_needed", "set_input_files", "wait_for",
     }
 )  # fmt: skip
 
@@ -112,8 +117,15 @@ VALUE_METHODS = frozenset(
     }
 )  # fmt: skip
 
+# What a `with page.expect_popup() as popup_info` gives: `popup_info.value`, the new page; a
+# download's `download_info.value.suggested_filename`.
+EVENT_INFO_ATTRIBUTES = frozenset({"value"})
+DOWNLOAD_ATTRIBUTES = frozenset({"suggested_filename"})
+
 ALLOWED_ATTRIBUTES = (
     PAGE_ATTRIBUTES
+    | EVENT_INFO_ATTRIBUTES
+    | DOWNLOAD_ATTRIBUTES
     | LOCATOR_ATTRIBUTES
     | FRAME_LOCATOR_ATTRIBUTES
     | KEYBOARD_ATTRIBUTES
@@ -128,13 +140,13 @@ REFUSED_ATTRIBUTES = frozenset(
     {
         "add_init_script", "add_script_tag", "add_style_tag", "attrgetter", "context",
         "cookies", "dispatch_event", "element_handle", "element_handles", "evaluate",
-        "evaluate_all", "evaluate_handle", "expect_console_message", "expect_download",
-        "expect_event", "expect_file_chooser", "expect_navigation", "expect_popup",
-        "expect_request", "expect_response", "expose_binding", "expose_function", "f_back",
-        "f_globals", "f_locals", "format", "format_map", "frame", "frames", "gi_frame",
-        "main_frame", "mro", "obj", "on", "once", "opener", "page", "pdf", "request", "route",
-        "route_from_har", "screenshot", "set_content", "set_input_files", "storage_state",
-        "subclasses", "unroute", "video", "wait_for_event", "wait_for_function",
+        "evaluate_all", "evaluate_handle", "expect_console_message", "expect_event",
+        "expect_file_chooser", "expect_navigation", "expect_request", "expect_response",
+        "expose_binding", "expose_function", "f_back", "f_globals", "f_locals", "format",
+        "format_map", "frame", "frames", "gi_frame", "main_frame", "mro", "obj", "on", "once",
+        "opener", "page", "pdf", "request", "route", "route_from_har", "save_as", "screenshot",
+        "set_content", "storage_state", "subclasses", "unroute", "video", "wait_for_event",
+        "wait_for_function",
     }
 )  # fmt: skip
 
@@ -163,8 +175,14 @@ NAVIGATION_SCHEMES = frozenset({"http", "https"})
 
 _STATEMENTS = (
     ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.If, ast.For, ast.Return,
-    ast.Pass, ast.Assert, ast.Break, ast.Continue,
+    ast.Pass, ast.Assert, ast.Break, ast.Continue, ast.With,
 )  # fmt: skip
+
+# The one `with` the policy admits: waiting for what an action inside it starts.
+WAITERS = frozenset({"expect_popup", "expect_download"})
+# The one `lambda` and the one `on`/`once`: a dialog handler, `lambda dialog: dialog.accept()`.
+LISTENERS = frozenset({"on", "once"})
+DIALOG_ANSWERS = frozenset({"accept", "dismiss"})
 
 _EXPRESSIONS = (
     ast.Constant, ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Slice, ast.BinOp,
@@ -365,6 +383,28 @@ class _Checker:
             self.expr(stmt.test)
             if stmt.msg is not None:
                 self.expr(stmt.msg)
+        elif isinstance(stmt, ast.With):
+            self.waiter(stmt, loop_depth)
+
+    def waiter(self, stmt: ast.With, loop_depth: int) -> None:
+        """``with page.expect_popup() as popup_info:`` (or ``expect_download``), nothing else."""
+        shape = (
+            "the only with statement allowed is `with page.expect_popup() as popup_info:` "
+            "(or `page.expect_download() as download_info`), around the action that opens it"
+        )
+        if len(stmt.items) != 1:
+            raise _refuse(shape, stmt)
+        item = stmt.items[0]
+        call, name = item.context_expr, item.optional_vars
+        if not (isinstance(call, ast.Call) and _attr_name(call.func) in WAITERS):
+            raise _refuse(shape, stmt)
+        if call.args or any(k.arg != "timeout" for k in call.keywords):
+            raise _refuse(f"{_attr_name(call.func)}() takes only a timeout", stmt)
+        if not isinstance(name, ast.Name):
+            raise _refuse(shape, stmt)
+        self.expr(call)
+        self.target(name)
+        self.block(stmt.body, loop_depth)
 
     def for_loop(self, stmt: ast.For, loop_depth: int) -> None:
         if loop_depth >= MAX_LOOP_DEPTH:
@@ -475,6 +515,9 @@ class _Checker:
 
     def call(self, node: ast.Call, depth: int) -> None:
         func = node.func
+        if _attr_name(func) in LISTENERS:
+            self.listener(node)
+            return
         if _is_call_to(node, "secret"):
             valid = (
                 len(node.args) == 1
@@ -496,6 +539,56 @@ class _Checker:
             self.expr(keyword.value, depth + 1)
         if _attr_name(func) == "goto":
             self.goto_url(node)
+        if _attr_name(func) == "set_input_files":
+            self.upload_names(node)
+
+    def listener(self, node: ast.Call) -> None:
+        """``page.once("dialog", lambda dialog: dialog.accept())``: the event "dialog" and a
+        one-parameter lambda that accepts (a prompt: with a literal text) or dismisses it."""
+        shape = (
+            'the only listener allowed is page.on("dialog", lambda dialog: dialog.accept()) '
+            '(or once, accept("text") for a prompt, dismiss())'
+        )
+        assert isinstance(node.func, ast.Attribute)
+        handler = node.args[1] if len(node.args) == 2 else None
+        if node.keywords or not _is_constant(node.args[0], "dialog"):
+            raise _refuse(shape, node)
+        if not isinstance(handler, ast.Lambda):
+            raise _refuse(shape, node)
+        params = handler.args
+        if len(params.args) != 1 or params.posonlyargs or params.kwonlyargs or params.vararg \
+                or params.kwarg or params.defaults:  # fmt: skip
+            raise _refuse(shape, node)
+        param, body = params.args[0].arg, handler.body
+        if param in PROVIDED_NAMES | BUILTIN_NAMES or param.startswith("_"):
+            raise _refuse(f"the dialog handler's parameter may not be named {param!r}", node)
+        answers = (
+            isinstance(body, ast.Call)
+            and isinstance(body.func, ast.Attribute)
+            and isinstance(body.func.value, ast.Name)
+            and body.func.value.id == param
+            and body.func.attr in DIALOG_ANSWERS
+            and not body.keywords
+            and len(body.args) <= (1 if body.func.attr == "accept" else 0)
+            and all(_is_constant(arg) for arg in body.args)
+        )
+        if not answers:
+            raise _refuse(shape, node)
+        self.expr(node.func.value)
+
+    @staticmethod
+    def upload_names(node: ast.Call) -> None:
+        """Literal upload names: relative to files_dir, never absolute, never out of it."""
+        for arg in [*node.args, *(k.value for k in node.keywords)]:
+            for item in arg.elts if isinstance(arg, (ast.List, ast.Tuple)) else [arg]:
+                if isinstance(item, ast.Dict):
+                    raise _refuse(
+                        "set_input_files takes file names (in files_dir), no contents", node
+                    )
+                if isinstance(item, ast.Constant) and isinstance(item.value, str):
+                    problem = upload_problem(item.value)
+                    if problem:
+                        raise _refuse(f"set_input_files: {problem}", node)
 
     @staticmethod
     def goto_url(node: ast.Call) -> None:
@@ -509,6 +602,21 @@ class _Checker:
             problem = navigation_problem(url.value)
             if problem:
                 raise _refuse(f"page.goto: {problem}", node)
+
+
+def upload_problem(name: str) -> str | None:
+    """Why an upload name is refused, or None: it must name a file inside files_dir."""
+    if name.startswith(("/", "\\", "~")) or re.match(r"^[A-Za-z]:", name):
+        return f"{name!r} is an absolute path; name a file relative to files_dir"
+    if ".." in re.split(r"[\\/]", name):
+        return f"{name!r} leaves files_dir"
+    return None
+
+
+def _is_constant(node: ast.AST, value: object = None) -> bool:
+    if not isinstance(node, ast.Constant) or not isinstance(node.value, str):
+        return False
+    return value is None or node.value == value
 
 
 def _attr_name(node: ast.AST) -> str | None:

@@ -10,13 +10,15 @@ Response from ``goto``) not at all.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
-from playwright.sync_api import FrameLocator, Keyboard, Locator, Mouse, Page
+from playwright.sync_api import Download, FrameLocator, Keyboard, Locator, Mouse, Page
 from playwright.sync_api import expect as playwright_expect
 
 from ..errors import CodePolicyError
-from .limits import EXPECT_TIMEOUT_MS, Budget, bounded_call
+from .limits import EXPECT_TIMEOUT_MS, Budget, bounded_call, clamp
 from .policy import (
     EXPECT_MATCHERS,
     FRAME_LOCATOR_ATTRIBUTES,
@@ -25,10 +27,22 @@ from .policy import (
     MOUSE_ATTRIBUTES,
     PAGE_ATTRIBUTES,
     navigation_problem,
+    upload_problem,
 )
 from .regex import StepPattern
 
 _PLAIN = (str, int, float, bool, type(None))
+
+
+@dataclass(frozen=True)
+class PageServices:
+    """What the page proxy does beyond Playwright's Page, given by the engine per test: dialog
+    handlers, the test's tabs, the folder uploads come from, where downloads go."""
+
+    listen: Callable[[Page, Callable[[Any], object], bool], None] | None = None
+    switch_tab: Callable[[int], Page] | None = None
+    files_dir: Path | None = None
+    downloaded: Callable[[Download], object] | None = None
 
 
 class _Proxy:
@@ -37,13 +51,16 @@ class _Proxy:
     Every call runs within the execution's time budget (see :mod:`.limits`).
     """
 
-    __slots__ = ("_budget", "_target")
+    __slots__ = ("_budget", "_services", "_target")
     _LABEL: ClassVar[str] = "object"
     _ALLOWED: ClassVar[frozenset[str]] = frozenset()
 
-    def __init__(self, target: Any, budget: Budget | None = None) -> None:
+    def __init__(
+        self, target: Any, budget: Budget | None = None, services: PageServices | None = None
+    ) -> None:
         object.__setattr__(self, "_target", target)
         object.__setattr__(self, "_budget", budget or Budget.started())
+        object.__setattr__(self, "_services", services or PageServices())
 
     @property
     def _default_ms(self) -> float:
@@ -56,15 +73,30 @@ class _Proxy:
         self._budget.check()
         value = getattr(self._target, name)
         if not callable(value):
-            return _wrap(value, self._budget)
+            return self._wrap(value)
 
         def forward(*args: Any, **kwargs: Any) -> Any:
-            result = bounded_call(
-                value, self._budget, self._default_ms, *_unwrap(args), **_unwrap(kwargs)
-            )
-            return _wrap(result, self._budget)
+            return self._call(value, *args, **kwargs)
 
         return forward
+
+    def _call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        result = bounded_call(
+            method, self._budget, self._default_ms, *_unwrap(args), **_unwrap(kwargs)
+        )
+        return self._wrap(result)
+
+    def _wrap(self, value: Any) -> Any:
+        return _wrap(value, self._budget, self._services)
+
+    def _uploads(self, files: Any) -> Any:
+        """Upload names as the files they name inside files_dir; anything else is refused."""
+        names = files if isinstance(files, (list, tuple)) else [files]
+        folder = self._services.files_dir
+        if folder is None:
+            raise CodePolicyError("set_input_files: no files_dir is set for uploads")
+        paths = [str(_inside(folder, name)) for name in names]
+        return paths if isinstance(files, (list, tuple)) else paths[0]
 
     def __setattr__(self, name: str, value: object) -> None:
         raise CodePolicyError(f"{self._LABEL}.{name} cannot be assigned by step code")
@@ -87,11 +119,12 @@ class PageProxy(_Proxy):
         self,
         page: Page,
         budget: Budget | None = None,
+        services: PageServices | None = None,
         *,
         on_navigate: Callable[[str], object] | None = None,
     ) -> None:
         """``on_navigate`` sees each URL given to ``goto``, as written; it may raise to refuse."""
-        super().__init__(page, budget)
+        super().__init__(page, budget, services)
         object.__setattr__(self, "_on_navigate", on_navigate)
 
     def goto(self, url: str, **kwargs: Any) -> None:
@@ -103,7 +136,38 @@ class PageProxy(_Proxy):
             raise CodePolicyError(f"page.goto: {problem}")
         if self._on_navigate is not None:
             self._on_navigate(url)
-        bounded_call(self._target.goto, self._budget, self._default_ms, url, **_unwrap(kwargs))
+        self._call(self._target.goto, url, **kwargs)
+
+    def on(self, event: str, handler: Callable[[Any], object]) -> None:
+        """``page.on("dialog", lambda dialog: dialog.accept())``: answer every dialog."""
+        self._listen(event, handler, once=False)
+
+    def once(self, event: str, handler: Callable[[Any], object]) -> None:
+        """``page.once("dialog", lambda dialog: dialog.accept())``: answer the next dialog."""
+        self._listen(event, handler, once=True)
+
+    def _listen(self, event: str, handler: Callable[[Any], object], once: bool) -> None:
+        if event != "dialog" or not callable(handler):
+            raise CodePolicyError('page.on and page.once take only "dialog" and a handler')
+        if self._services.listen is None:
+            raise CodePolicyError("dialogs cannot be handled here")
+        self._services.listen(self._target, handler, once)
+
+    def switch_to_tab(self, index: int) -> None:
+        """Make the test's ``index``-th tab (from 0, in the order they opened) the page of this
+        step from here on, and of the steps after it."""
+        if self._services.switch_tab is None or not isinstance(index, int):
+            raise CodePolicyError("page.switch_to_tab needs a tab number, from 0")
+        object.__setattr__(self, "_target", self._services.switch_tab(index))
+
+    def set_input_files(self, selector: str, files: Any, **kwargs: Any) -> None:
+        self._call(self._target.set_input_files, selector, self._uploads(files), **kwargs)
+
+    def expect_popup(self, **kwargs: Any) -> EventWaitProxy:
+        return EventWaitProxy(self, self._target.expect_popup, kwargs)
+
+    def expect_download(self, **kwargs: Any) -> EventWaitProxy:
+        return EventWaitProxy(self, self._target.expect_download, kwargs)
 
 
 class LocatorProxy(_Proxy):
@@ -112,6 +176,55 @@ class LocatorProxy(_Proxy):
     __slots__ = ()
     _LABEL = "locator"
     _ALLOWED = LOCATOR_ATTRIBUTES
+
+    def set_input_files(self, files: Any, **kwargs: Any) -> None:
+        self._call(self._target.set_input_files, self._uploads(files), **kwargs)
+
+
+class EventWaitProxy:
+    """``with page.expect_popup() as popup_info:``, within the step's time budget; what the
+    block's action opened is ``popup_info.value``, a page proxy (or a download)."""
+
+    __slots__ = ("_info", "_manager", "_page")
+
+    def __init__(self, page: PageProxy, wait: Callable[..., Any], options: dict[str, Any]):
+        budget = page._budget
+        clamp(wait, (), options, budget, budget.action_timeout_ms)
+        self._page, self._manager = page, wait(**options)
+        self._info: EventInfoProxy | None = None
+
+    def __enter__(self) -> EventInfoProxy:
+        self._info = EventInfoProxy(self._page, self._manager.__enter__())
+        return self._info
+
+    def __exit__(self, *exc: Any) -> None:
+        self._manager.__exit__(*exc)
+
+
+class EventInfoProxy:
+    __slots__ = ("_info", "_page")
+
+    def __init__(self, page: PageProxy, info: Any) -> None:
+        self._page, self._info = page, info
+
+    @property
+    def value(self) -> Any:
+        value = self._info.value
+        page = self._page
+        if isinstance(value, Download):
+            if page._services.downloaded is not None:
+                page._services.downloaded(value)
+            return DownloadProxy(value)
+        return PageProxy(value, page._budget, page._services)
+
+
+class DownloadProxy:
+    """A download as step code sees it: its suggested file name, never a path."""
+
+    __slots__ = ("suggested_filename",)
+
+    def __init__(self, download: Download) -> None:
+        self.suggested_filename = download.suggested_filename
 
 
 class FrameLocatorProxy(_Proxy):
@@ -166,16 +279,32 @@ def expect_for_steps(actual: Any, *args: Any, **kwargs: Any) -> AssertionsProxy:
     return AssertionsProxy(playwright_expect(target, *args, **kwargs), budget)
 
 
-def _wrap(value: Any, budget: Budget) -> Any:
+def _inside(folder: Path, name: Any) -> Path:
+    """The file ``name`` names in ``folder``, links followed; refused when it lies outside."""
+    if not isinstance(name, str):
+        raise CodePolicyError("set_input_files takes names of files in files_dir")
+    problem = upload_problem(name)
+    if problem:
+        raise CodePolicyError(f"set_input_files: {problem}")
+    root = folder.resolve()
+    path = (root / name).resolve()
+    if root not in path.parents:
+        raise CodePolicyError(f"set_input_files: {name!r} leads outside files_dir")
+    if not path.is_file():
+        raise CodePolicyError(f"set_input_files: there is no file {name!r} in files_dir")
+    return path
+
+
+def _wrap(value: Any, budget: Budget, services: PageServices) -> Any:
     if isinstance(value, _PLAIN):
         return value
     for kind, proxy in _PROXIES:
         if isinstance(value, kind):
-            return proxy(value, budget)
+            return proxy(value, budget, services)
     if isinstance(value, (list, tuple)):
-        return type(value)(_wrap(item, budget) for item in value)
+        return type(value)(_wrap(item, budget, services) for item in value)
     if isinstance(value, dict):
-        return {key: _wrap(item, budget) for key, item in value.items()}
+        return {key: _wrap(item, budget, services) for key, item in value.items()}
     return None
 
 

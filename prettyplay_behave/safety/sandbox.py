@@ -25,7 +25,7 @@ from .limits import (
     numbers_sum,
 )
 from .policy import BUILTIN_NAMES, MAX_LOOP_ITEMS, check_code
-from .proxy import PageProxy, expect_for_steps
+from .proxy import PageProxy, PageServices, expect_for_steps
 from .regex import StepRegex
 
 if TYPE_CHECKING:
@@ -128,14 +128,18 @@ def compile_step(
 
 
 def call_step(
-    step_fn: StepFunction, page: Page, *, on_navigate: Callable[[str], object] | None = None
+    step_fn: StepFunction,
+    page: Page,
+    services: PageServices | None = None,
+    *,
+    on_navigate: Callable[[str], object] | None = None,
 ) -> None:
     """Run a compiled step on ``page`` within its budget; whatever the step raises propagates
     unchanged (a ``MemoryError`` when it passed the memory headroom)."""
     budget: Budget = _namespace(step_fn)["__budget__"]
     budget.start()
     with memory_headroom():
-        step_fn(PageProxy(page, budget, on_navigate=on_navigate))
+        step_fn(PageProxy(page, budget, services, on_navigate=on_navigate))
 
 
 def _namespace(step_fn: StepFunction) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from prettyplay_behave.browser.settle import Settler
+from prettyplay_behave.browser.tabs import Tabs
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.cache import CacheKey as Key
 from prettyplay_behave.config import PrettyConfig
@@ -215,7 +215,7 @@ def test_the_html_report_redacts_every_text_it_shows(browser, tmp_path: Path) ->
     secrets.require(["TOKEN"], "log in with ${TOKEN}")
     page = browser.new_page()
     try:
-        test = step.TestRun(f"login {canary}", PrettyConfig().for_test(), page, Settler(page))
+        test = step.TestRun(f"login {canary}", PrettyConfig().for_test(), Tabs(page))
         url = f"http://127.0.0.1:8000/welcome?token={canary}"
         attempt = Attempt(Outcome.RED, url, url, f"# {canary}\n", f"Actual value: {canary}")
         spec = step.StepSpec(Kind.ACTION, f"log in as {canary}")

@@ -37,9 +37,7 @@ def context(**changes: Any) -> dict[str, Any]:
     values: dict[str, Any] = {
         "step": Obj(kind="step", sentence="fill the email field with ${EMAIL}", data=""),
         "base_url": "http://localhost:8000",
-        "page": Obj(
-            url="http://localhost:8000/order", title="Order", snapshot=SNAPSHOT, fence="9f3a61c2"
-        ),
+        "page": PageState("http://localhost:8000/order", "Order", SNAPSHOT, "9f3a61c2", 0),
         "scenario": [
             entry(Kind.ACTION, "open the order page", "passed", None, OPEN),
             entry(Kind.ACTION, "accept the cookie banner", "passed", GROUP, ACCEPT),
