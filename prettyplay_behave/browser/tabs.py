@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from playwright.sync_api import Error as PlaywrightError
+
 from .settle import Settler
 
 if TYPE_CHECKING:
@@ -82,9 +84,12 @@ class Tabs:
         waited for."""
         deadline = time.monotonic() + timeout_s
         while expected is not None and len(self._open()) < expected:
-            if time.monotonic() > deadline:
+            if time.monotonic() > deadline or self.page.is_closed():
                 break
-            self.page.wait_for_timeout(10)  # lets Playwright announce the page
+            try:
+                self.page.wait_for_timeout(10)  # lets Playwright announce the page
+            except PlaywrightError:  # the page or the browser is gone: nothing to follow
+                break
         if self._opened_since:
             self._opened_since = 0
             still = self._open()

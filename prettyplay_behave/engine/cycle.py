@@ -210,6 +210,7 @@ class StepCycle:
     def replay(self, cached: CacheEntry) -> None:
         attempt = self.engine.execute(self.test, self.spec, cached.code)
         self.entry.code, self.entry.origin = cached.code, Origin.REPLAYED
+        self.entry.notes = list(self.test.notes)
         self.history.append(attempt)
         if attempt.outcome is Outcome.GREEN:
             return
@@ -343,7 +344,7 @@ class StepCycle:
                         check_verdict, "the check failed and cannot be healed"
                     )
             return False
-        self.history.append(attempt)  # the green run too: what it did, dialogs it met
+        self.entry.notes = list(self.test.notes)  # what the green run met: dialogs
         self.engine.write(self.test, self.entry, code, origin)
         return True
 

@@ -74,6 +74,7 @@ class ScenarioEntry:
     tokens: int = 0
     replaced: str | None = None  # the code a rewrite of this run replaced (heal, recovery, steer)
     guidance: str = ""  # the engineer's guidance of a steered turn that was kept
+    notes: list[str] = field(default_factory=list)  # what its last run met: unhandled dialogs
 
     @property
     def kind(self) -> Kind:

@@ -92,6 +92,10 @@ class _Proxy:
     def _uploads(self, files: Any) -> Any:
         """Upload names as the files they name inside files_dir; anything else is refused."""
         names = files if isinstance(files, (list, tuple)) else [files]
+        for name in names:
+            problem = upload_problem(name) if isinstance(name, str) else None
+            if problem:
+                raise CodePolicyError(f"set_input_files: {problem}")
         folder = self._services.files_dir
         if folder is None:
             raise CodePolicyError("set_input_files: no files_dir is set for uploads")

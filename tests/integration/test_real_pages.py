@@ -111,7 +111,7 @@ def test_a_dialog_nobody_handles_is_dismissed_and_named(
         pressed = t.step("press unsubscribe")
         t.expect("the page says nothing changed")
     note = "a confirm dialog opened ('Unsubscribe from the newsletter?'); no handler took it"
-    assert note in pressed.history[-1].text  # the step's outcome
+    assert [n for n in pressed.notes if note in n]  # the step's outcome
     after = llm_env.requests_for("generate")[2].content("user")
     assert f"since the last step: {note}, so it was dismissed" in after  # the next request
 

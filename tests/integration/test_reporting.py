@@ -81,7 +81,7 @@ def reported(project: BehaveProject, shop, llm: ScriptedLLMServer) -> tuple[Beha
 def test_the_summary_counts_what_happened(reported, llm: ScriptedLLMServer) -> None:
     _, output = reported
     assert (
-        "prettyplay: 3 tests (1 failed); 6 steps: 4 replayed, 1 generated, 0 healed, "
+        "prettyplay: 3 tests (1 failed); 6 steps: 4 replayed, 0 reused, 1 generated, 0 healed, "
         "0 recovered, 0 steered; 1 failed (1 product_defect)"
     ) in output
     requests = {p: len(llm.requests_for(p)) for p in ("classify", "gate", "generate")}
