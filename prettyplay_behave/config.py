@@ -19,6 +19,7 @@ value fails at start with a :class:`ConfigError` naming the key, the value and i
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -31,6 +32,7 @@ ENV_PREFIX = "PRETTYPLAY_"
 BROWSERS = ("chromium", "firefox", "webkit")
 TRACE_POLICIES = ("off", "on", "retain-on-failure")
 TAG_SHORTHANDS = ("strict", "interactive")
+STRUCTURED_OUTPUT = ("auto", "on", "off")
 
 DEFAULT_MODEL = "gpt-4.1-mini"
 
@@ -65,6 +67,10 @@ def _parse_str(text: str) -> str:
     return text
 
 
+def _parse_word(text: str) -> str:
+    return text.strip().lower()
+
+
 def _parse_origins(text: str) -> tuple[str, ...]:
     return tuple(part.strip().rstrip("/") for part in text.split(",") if part.strip())
 
@@ -82,6 +88,10 @@ def _is_int(value: Any) -> bool:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_price(value: Any) -> bool:
+    return _is_number(value) and math.isfinite(value) and value >= 0
 
 
 def _is_text(value: Any) -> bool:
@@ -233,6 +243,18 @@ class RunConfig:
     templates_dir: str | None = setting(
         None, _parse_str, _is_name, "expected a folder", optional=True
     )
+    structured_output: str = setting(
+        "auto", _parse_word, lambda v: v in STRUCTURED_OUTPUT,
+        f"expected one of {', '.join(STRUCTURED_OUTPUT)}",
+    )  # fmt: skip
+    price_per_mtok_input: float | None = setting(
+        None, _parse_float, _is_price,
+        "expected US dollars per million input tokens, a number >= 0", optional=True,
+    )  # fmt: skip
+    price_per_mtok_output: float | None = setting(
+        None, _parse_float, _is_price,
+        "expected US dollars per million output tokens, a number >= 0", optional=True,
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         _validate(self)
