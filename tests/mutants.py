@@ -31,6 +31,7 @@ SANDBOX_TESTS = ("tests/unit/test_policy.py", "tests/integration/test_sandbox.py
 SECRET_TESTS = ("tests/unit/test_secrets.py", "tests/integration/test_security.py")
 CACHE_TESTS = ("tests/unit/test_cache.py", "tests/faults/test_cache_corruption.py")
 BOUNDS_TESTS = ("tests/integration/test_bounds.py",)
+ANSWER_TESTS = ("tests/unit/test_answers.py", "tests/unit/test_answers_tolerant.py")
 
 
 @dataclass(frozen=True)
@@ -203,6 +204,16 @@ MUTANTS = (
            BOUNDS_TESTS),
     Mutant("secrets: forged markers pass", f"{PACKAGE}/engine/advisor.py",
            '_neutralised(user["content"], page)', 'user["content"]', BOUNDS_TESTS),
+    # -- reading answers ------------------------------------------------------------------------
+    Mutant("answers: reasoning read as the answer", f"{PACKAGE}/llm/answers.py",
+           "    final = text.rfind(_FINAL_CHANNEL)\n", "    return text\n", ANSWER_TESTS),
+    Mutant("answers: a repair may lose findings", f"{PACKAGE}/llm/answers.py",
+           "        _check_kept_findings(span, data)", "        pass", ANSWER_TESTS),
+    Mutant("answers: a truncated object is completed", f"{PACKAGE}/llm/answers.py",
+           "    return spans, depth > 0", "    return spans + [text[start:]] * (depth > 0), False",
+           ANSWER_TESTS),
+    Mutant("answers: two defining blocks, the first taken", f"{PACKAGE}/llm/answers.py",
+           "    if len(defining) == 1:", "    if defining:", ANSWER_TESTS),
     # -- the steering rules ---------------------------------------------------------------------
     Mutant("steering: opens under CI", f"{PACKAGE}/engine/steering.py",
            ' and not os.environ.get("CI")', "", ("tests/integration/test_steering.py",)),

@@ -451,9 +451,10 @@ def _fitting(span: str, purpose: Purpose, budget: list[int]) -> Verdict | GateVe
     data, repaired = _loads(span, budget)
     if not isinstance(data, dict):
         raise UnparseableAnswer(f"the answer is a JSON {type(data).__name__}; expected an object")
+    data = _canonical(data)
     if repaired and purpose is Purpose.GATE:
         _check_kept_findings(span, data)
-    return _VERDICT_PARSERS[purpose](_canonical(data))
+    return _VERDICT_PARSERS[purpose](data)
 
 
 def _no_object(answer: str, unclosed: bool) -> UnparseableAnswer:

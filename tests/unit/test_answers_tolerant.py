@@ -268,10 +268,15 @@ def test_gate_findings_in_any_case() -> None:
 
 
 def test_a_truncated_verdict_is_never_completed() -> None:
-    cut = json.dumps(CLASSIFY)[:-10]
-    assert verdict_reason(cut, "classify").startswith("the answer is not valid JSON")
-    gate = '{"findings": [{"dimension": "adequacy", "severity": "low", "message": "m"}, {"dimen'
-    assert verdict_reason(gate, "gate").startswith("the answer is not valid JSON")
+    # a repair would complete each of these into a verdict that fits
+    cut = '{"label": "rot", "recommendation": "heal", "explanation": "the butt'
+    assert verdict_reason(cut, "classify") == (
+        "the answer is not valid JSON: an object is never closed (the answer looks truncated)"
+    )
+    low = '{"dimension": "adequacy", "severity": "low", "message": "m"}'
+    for gate in ('{"findings": [' + low, '{"findings": [' + low + ', {"dimen'):
+        # what was cut off may be a blocking finding
+        assert verdict_reason(gate, "gate").startswith("the answer is not valid JSON: an object")
 
 
 def test_a_repair_that_would_lose_a_finding_is_refused() -> None:
@@ -323,3 +328,8 @@ def test_reading_an_answer_at_the_size_limit_ends(shape: str) -> None:
             read(text)
     # generous: the figures are in bench/answer_reading.py; this shows that reading ends
     assert time.monotonic() - started < 10
+
+
+def test_a_repaired_gate_verdict_with_capitalised_names_keeps_its_findings() -> None:
+    text = '{"Findings": [{"Dimension": "Adequacy", "Severity": "Low", "message": "m"},]}'
+    assert parse_verdict(text, "gate") == GateVerdict((Finding("adequacy", "low", "m"),))
