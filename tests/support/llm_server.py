@@ -405,7 +405,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        if self.path.split("?")[0] not in ("/v1/chat/completions", "/chat/completions"):
+        # any API path: /v1 (most servers), none, or Azure's /openai/v1
+        if not self.path.split("?")[0].endswith("/chat/completions"):
             self._send(404, {"error": {"message": f"no route POST {self.path}", "code": None}})
             return
         try:
