@@ -110,10 +110,6 @@ def _check_size(text: str) -> None:
         )
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
-
-
 def _norm(word: str) -> str:
     """A word for matching: lower case, letters and digits only (``Product Defect`` ->
     ``productdefect``, as ``product-defect`` and ``product_defect``)."""
