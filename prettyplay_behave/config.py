@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -35,6 +36,7 @@ SCREENSHOT_POLICIES = ("only-on-failure", "on", "off")
 VIDEO_POLICIES = ("off", "on", "retain-on-failure")
 COLOR_SCHEMES = ("light", "dark", "no-preference")
 TAG_SHORTHANDS = ("strict", "interactive")
+STRUCTURED_OUTPUT = ("auto", "on", "off")
 
 DEFAULT_MODEL = "gpt-4.1-mini"
 FILE_SOURCE = "behave config file (userdata)"
@@ -79,6 +81,10 @@ def _parse_viewport(text: str) -> tuple[int, int]:
         raise ValueError("expected WIDTHxHEIGHT such as 1280x720") from None
 
 
+def _parse_word(text: str) -> str:
+    return text.strip().lower()
+
+
 def _parse_origins(text: str) -> tuple[str, ...]:
     return tuple(part.strip().rstrip("/") for part in text.split(",") if part.strip())
 
@@ -96,6 +102,10 @@ def _is_int(value: Any) -> bool:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_price(value: Any) -> bool:
+    return _is_number(value) and math.isfinite(value) and value >= 0
 
 
 def _is_text(value: Any) -> bool:
@@ -313,6 +323,18 @@ class RunConfig:
     templates_dir: str | None = setting(
         None, _parse_str, _is_name, "expected a folder", optional=True
     )
+    structured_output: str = setting(
+        "auto", _parse_word, lambda v: v in STRUCTURED_OUTPUT,
+        f"expected one of {', '.join(STRUCTURED_OUTPUT)}",
+    )  # fmt: skip
+    price_per_mtok_input: float | None = setting(
+        None, _parse_float, _is_price,
+        "expected US dollars per million input tokens, a number >= 0", optional=True,
+    )  # fmt: skip
+    price_per_mtok_output: float | None = setting(
+        None, _parse_float, _is_price,
+        "expected US dollars per million output tokens, a number >= 0", optional=True,
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         _validate(self)

@@ -120,8 +120,9 @@ class Runtime:
     def summary(self, obsolete: int | None = None) -> RunSummary:
         wall_time = time.monotonic() - self.started
         return RunSummary.of(
-            self.tests, self.llm.usage, self.engine.cache_writes, obsolete, wall_time
-        )
+            self.tests, self.llm.usage, self.engine.cache_writes, obsolete, wall_time,
+            costs=self.llm.costs, prices=self.llm.prices,
+        )  # fmt: skip
 
     def close(self, summary: RunSummary | None = None) -> None:
         """Write the HTML report (with ``report_dir``) and close the browser."""

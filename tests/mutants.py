@@ -32,6 +32,7 @@ SECRET_TESTS = ("tests/unit/test_secrets.py", "tests/integration/test_security.p
 CACHE_TESTS = ("tests/unit/test_cache.py", "tests/faults/test_cache_corruption.py")
 BOUNDS_TESTS = ("tests/integration/test_bounds.py",)
 JUDGMENT_TESTS = ("tests/integration/test_judgments.py",)
+ANSWER_TESTS = ("tests/unit/test_answers.py", "tests/unit/test_answers_tolerant.py")
 
 
 @dataclass(frozen=True)
@@ -217,6 +218,16 @@ MUTANTS = (
            '"verdict": verdict}', '"verdict": None}', JUDGMENT_TESTS),
     Mutant("judgments: heals not reused", f"{PACKAGE}/engine/cycle.py",
            "and self.reuse_heal(cached):", "and False:", ("tests/integration/test_healing.py",)),
+    # -- reading answers ------------------------------------------------------------------------
+    Mutant("answers: reasoning read as the answer", f"{PACKAGE}/llm/answers.py",
+           "    final = text.rfind(_FINAL_CHANNEL)\n", "    return text\n", ANSWER_TESTS),
+    Mutant("answers: a repair may lose findings", f"{PACKAGE}/llm/answers.py",
+           "        _check_kept_findings(span, data)", "        pass", ANSWER_TESTS),
+    Mutant("answers: a truncated object is completed", f"{PACKAGE}/llm/answers.py",
+           "    return spans, depth > 0", "    return spans + [text[start:]] * (depth > 0), False",
+           ANSWER_TESTS),
+    Mutant("answers: two defining blocks, the first taken", f"{PACKAGE}/llm/answers.py",
+           "    if len(defining) == 1:", "    if defining:", ANSWER_TESTS),
     # -- the steering rules ---------------------------------------------------------------------
     Mutant("steering: opens under CI", f"{PACKAGE}/engine/steering.py",
            ' and not os.environ.get("CI")', "", ("tests/integration/test_steering.py",)),

@@ -1,7 +1,17 @@
-"""Reading the LLM's answers: step code from a fenced block, verdicts from one JSON object.
+"""Reading the LLM's answers: step code from the one block that defines ``step``, verdicts from
+the first JSON object that fits.
 
-Pure functions, no I/O. Whatever does not meet the contract raises :class:`UnparseableAnswer`
-with the reason; the caller records it as an ``unparseable answer`` attempt.
+Answers are read the way models of every size write them. Reasoning blocks (``<think>…</think>``
+and its kin) are dropped first, so a draft inside one is never taken for the answer. Code is the
+one fenced block (backticks or tildes, marked ``python``/``py``/``py3`` in any case, or unmarked)
+that parses and defines ``step``, or, with no fence at all, the whole answer when it does. A
+verdict is the first JSON object of the answer (in a fence or in prose) that fits its shape;
+common slips (trailing commas, single quotes, missing commas) are repaired with ``json_repair``;
+labels, dimensions, severities and field names match whatever their case and separators.
+
+Pure functions, no I/O, linear in the answer's length (the JSON repair of one object is bounded
+by ``REPAIR_MAX_CHARS``). Whatever cannot be read raises :class:`UnparseableAnswer` with the
+reason; the caller records it as an ``unparseable answer`` attempt.
 """
 
 from __future__ import annotations
@@ -18,11 +28,29 @@ from ..vocabulary import GroupLabel, Purpose, StepLabel
 
 # A step is a few lines; an answer this long is a runaway generation, not code to read.
 MAX_ANSWER_CHARS = 100_000
+# A broken JSON object longer than this is not repaired: a verdict is a few sentences, and the
+# repair library's time grows faster than the text on some broken shapes.
+REPAIR_MAX_CHARS = 4_000
+# Verdicts nest three levels deep at most; deeper text is not a verdict.
+MAX_JSON_DEPTH = 32
+# The JSON objects of an answer tried as its verdict, first to last.
+MAX_JSON_OBJECTS = 100
 
 DIMENSIONS = ("instructions", "adequacy")
 SEVERITIES = ("high", "medium", "low")
+PYTHON_MARKS = ("", "python", "py", "python3", "py3")
 
-_OPENING = re.compile(r"^ {0,3}(`{3,})[ \t]*([^`\s]*)[^`]*$")
+# Reasoning tags: <think> </think>, <thinking>, <reasoning>, <thought>, the <|...|> spellings
+# (<|thinking|> <|/thinking|>, <|begin_of_thought|> <|end_of_thought|>) and [THINK] [/THINK].
+# Fixed alternatives with no repetition inside: one finditer pass is linear.
+_REASONING_TAG = re.compile(
+    r"<(\|?)(/|end_of_|end_|begin_of_|start_)?(think|thinking|thought|reasoning)\1>"
+    r"|\[(/)?think\]",
+    re.IGNORECASE,
+)
+_FINAL_CHANNEL = "<|channel|>final<|message|>"  # gpt-oss's harmony format, unparsed by a server
+_JSON_TOKEN = re.compile(r'[{}"\\]')
+_SEVERITY_KEY = re.compile(r"""["']?severity["']?[ \t]*:""", re.IGNORECASE)
 
 
 class UnparseableAnswer(ValueError):
@@ -71,8 +99,9 @@ class GateVerdict:
 
 @dataclass(frozen=True)
 class _Block:
-    info: str
+    mark: str  # the language the fence names, lower case ("" when unmarked)
     body: str
+    closed: bool
 
 
 def _check_size(text: str) -> None:
@@ -82,81 +111,266 @@ def _check_size(text: str) -> None:
         )
 
 
+def _norm(word: str) -> str:
+    """A word for matching: lower case, letters and digits only (``Product Defect`` ->
+    ``productdefect``, as ``product-defect`` and ``product_defect``)."""
+    return "".join(ch for ch in word.lower() if ch.isalnum())
+
+
+# -- reasoning blocks ---------------------------------------------------------------------------
+
+
+def without_reasoning(text: str) -> str:
+    """``text`` without its reasoning blocks; UnparseableAnswer when nothing else is left.
+
+    A closing tag with no opening one (a server whose chat template opened the block in the
+    prompt) makes everything before it reasoning. An opening tag that is never closed makes
+    everything after it reasoning.
+    """
+    final = text.rfind(_FINAL_CHANNEL)
+    if final >= 0:
+        text = text[final + len(_FINAL_CHANNEL) :].replace("<|return|>", "").replace("<|end|>", "")
+    kept: list[str] = []
+    start, depth, opened, seen = 0, 0, "", False
+    for tag in _REASONING_TAG.finditer(text):
+        closing = bool(tag.group(4)) or (tag.group(2) or "").lower() in ("/", "end_", "end_of_")
+        seen = True
+        if not closing:
+            if depth == 0:
+                kept.append(text[start : tag.start()])
+                opened = tag.group(0)
+            depth += 1
+        elif depth:
+            depth -= 1
+            start = tag.end() if depth == 0 else start
+        else:
+            kept, start = [], tag.end()
+    if depth == 0:
+        kept.append(text[start:])
+    answer = "".join(kept)
+    if seen and not answer.strip():
+        if depth:
+            raise UnparseableAnswer(
+                f"the answer is only reasoning: its {opened} block is never closed (the answer "
+                "looks cut off)"
+            )
+        raise UnparseableAnswer("the answer is only reasoning: nothing follows its reasoning block")
+    return answer
+
+
+# -- code answers -------------------------------------------------------------------------------
+
+
+def _opening(line: str) -> tuple[str, str] | None:
+    """The fence and the language mark of a fence's opening line, else None."""
+    stripped = line.lstrip(" \t")
+    char = stripped[:1]
+    if char not in ("`", "~"):
+        return None
+    run = len(stripped) - len(stripped.lstrip(char))
+    info = stripped[run:].strip()
+    if run < 3 or (char == "`" and "`" in info):
+        return None
+    word = info.lstrip("{.").split(maxsplit=1)[0] if info.lstrip("{.") else ""
+    mark = re.match(r"[\w+-]*", word)
+    return stripped[:run], (mark.group(0) if mark else "").lower()
+
+
+def _closes(line: str, fence: str) -> bool:
+    stripped = line.strip()
+    return len(stripped) >= len(fence) and stripped == fence[0] * len(stripped)
+
+
 def _fenced_blocks(text: str) -> list[_Block]:
-    """The backtick-fenced blocks of a markdown text, in order."""
+    """The fenced blocks of a markdown text, in order; a last one may be unclosed."""
     blocks = []
-    lines = text.replace("\r\n", "\n").split("\n")
+    lines = text.split("\n")
     i = 0
     while i < len(lines):
-        opening = _OPENING.match(lines[i])
-        if not opening:
+        opening = _opening(lines[i])
+        if opening is None:
             i += 1
             continue
-        fence, info = opening.group(1), opening.group(2).lower()
-        closing = re.compile(rf"^ {{0,3}}`{{{len(fence)},}}[ \t]*$")
-        end = next((j for j in range(i + 1, len(lines)) if closing.match(lines[j])), None)
-        if end is None:
-            raise UnparseableAnswer("a code block is never closed (the answer looks truncated)")
-        blocks.append(_Block(info, "\n".join(lines[i + 1 : end])))
-        i = end + 1
+        fence, mark = opening
+        end = next((j for j in range(i + 1, len(lines)) if _closes(lines[j], fence)), None)
+        body = "\n".join(lines[i + 1 : end if end is not None else len(lines)])
+        blocks.append(_Block(mark, body, end is not None))
+        i = len(lines) if end is None else end + 1
     return blocks
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+@dataclass(frozen=True)
+class _Reading:
+    code: str
+    step: ast.FunctionDef | None  # the top-level ``def step``, when the code parses
+    reason: str  # why it is not step code, when ``step`` is None
 
 
-def extract_code(text: str) -> str:
-    """The step code of a code answer: exactly one fenced python block defining ``step``."""
-    _check_size(text)
-    blocks = _fenced_blocks(text)
-    if len(blocks) != 1:
-        raise UnparseableAnswer(
-            f"the answer holds {_plural(len(blocks), 'code block')}; expected exactly one"
-        )
-    block = blocks[0]
-    if block.info not in ("", "python", "py", "python3"):
-        raise UnparseableAnswer(f"the code block is marked {block.info!r}; expected python")
-    code = textwrap.dedent(block.body).strip("\n")
+def _read(text: str, what: str = "the code block") -> _Reading:
+    code = textwrap.dedent(text).strip("\n")
     if not code.strip():
-        raise UnparseableAnswer("the code block is empty")
+        return _Reading(code, None, f"{what} is empty")
     try:
         tree = ast.parse(code)
     except SyntaxError as exc:
-        raise UnparseableAnswer(f"the code does not parse: line {exc.lineno}: {exc.msg}") from None
+        return _Reading(code, None, f"the code does not parse: line {exc.lineno}: {exc.msg}")
     except (ValueError, RecursionError, MemoryError) as exc:
-        raise UnparseableAnswer(f"the code does not parse: {exc}") from None
+        return _Reading(code, None, f"the code does not parse: {exc}")
     steps = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "step"]
     if not steps:
-        raise UnparseableAnswer("the code block does not define the function step(page)")
-    args = steps[0].args
+        return _Reading(code, None, f"{what} does not define the function step(page)")
+    return _Reading(code, steps[0], "")
+
+
+def _step_code(reading: _Reading) -> str:
+    assert reading.step is not None
+    args = reading.step.args
     if len(args.posonlyargs) + len(args.args) != 1 or args.vararg or args.kwonlyargs:
         raise UnparseableAnswer("step must take exactly one parameter: def step(page) -> None")
-    return code + "\n"
+    return reading.code + "\n"
 
 
-def _json_object(text: str) -> dict[str, Any]:
-    stripped = text.strip()
-    if not stripped:
-        raise UnparseableAnswer("the answer is empty; expected one JSON object")
-    blocks = _fenced_blocks(stripped)
-    if len(blocks) > 1:
+def _bare_code(answer: str) -> str:
+    """A code answer without any fence: the whole answer, when it is step code."""
+    lines = answer.rstrip().split("\n")
+    while lines and lines[-1].strip() and not lines[-1].strip().strip("`~"):
+        lines.pop()  # a closing fence with no opening one
+    if not "".join(lines).strip():
+        raise UnparseableAnswer("the answer holds 0 code blocks and is empty")
+    reading = _read("\n".join(lines), "it")
+    if reading.step is None:
         raise UnparseableAnswer(
-            f"the answer holds {len(blocks)} code blocks; expected one JSON object"
+            f"the answer holds 0 code blocks and is not step code itself ({reading.reason})"
         )
-    if blocks:
-        if blocks[0].info not in ("", "json"):
-            raise UnparseableAnswer(f"the block is marked {blocks[0].info!r}; expected json")
-        stripped = blocks[0].body.strip()
+    return _step_code(reading)
+
+
+def extract_code(text: str) -> str:
+    """The step code of a code answer: the one block (or the bare answer) defining ``step``."""
+    _check_size(text)
+    answer = without_reasoning(text.replace("\r\n", "\n"))
+    blocks = [b for b in _fenced_blocks(answer) if b.closed or b.body.strip()]
+    if not blocks:
+        return _bare_code(answer)
+    if not blocks[-1].closed:
+        raise UnparseableAnswer("a code block is never closed (the answer looks truncated)")
+    python = [b for b in blocks if b.mark in PYTHON_MARKS]
+    if not python:
+        marks = ", ".join(repr(b.mark) for b in blocks)
+        if len(blocks) == 1:
+            raise UnparseableAnswer(f"the code block is marked {marks}; expected python")
+        raise UnparseableAnswer(f"the code blocks are marked {marks}; expected one python block")
+    readings = [_read(b.body) for b in python]
+    defining = [r for r in readings if r.step is not None]
+    if len(defining) == 1:
+        return _step_code(defining[0])
+    if defining:
+        raise UnparseableAnswer(
+            f"the answer holds {len(defining)} code blocks that define step; expected exactly one"
+        )
+    if len(readings) == 1:
+        raise UnparseableAnswer(readings[0].reason)
+    reasons = "; ".join(f"block {n}: {r.reason}" for n, r in enumerate(readings, 1))
+    raise UnparseableAnswer(
+        f"none of the {len(readings)} code blocks defines step(page): {reasons}"
+    )
+
+
+# -- verdict answers ----------------------------------------------------------------------------
+
+
+def _objects(text: str) -> tuple[list[str], bool]:
+    """The outermost ``{…}`` spans of ``text`` in order (braces inside double-quoted strings
+    left alone), and whether an object is left open at the end."""
+    spans: list[str] = []
+    depth = start = 0
+    in_string = False
+    escaped_at = -1  # the position a backslash escapes
+    for token in _JSON_TOKEN.finditer(text):
+        at, char = token.start(), token.group(0)
+        if at == escaped_at or (depth == 0 and char != "{"):
+            continue
+        if in_string:
+            if char == "\\":
+                escaped_at = at + 1
+            in_string = char != '"'
+        elif char == '"':
+            in_string = True
+        elif char == "{":
+            start = at if depth == 0 else start
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth == 0:
+                spans.append(text[start : at + 1])
+    return spans, depth > 0
+
+
+def _depth(span: str) -> int:
+    deepest = depth = 0
+    for char in span:
+        if char in "{[":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "}]":
+            depth -= 1
+    return deepest
+
+
+def _loads(span: str, budget: list[int]) -> tuple[Any, bool]:
+    """The object of one ``{…}`` span and whether it needed a repair; UnparseableAnswer when
+    it cannot be read. ``budget`` holds the characters still allowed to the repair."""
     try:
-        data = json.loads(stripped)
+        return json.loads(span), False
     except json.JSONDecodeError as exc:
-        raise UnparseableAnswer(f"the answer is not valid JSON: {exc}") from None
+        problem = f"the answer is not valid JSON: {exc}"
     except RecursionError:
         raise UnparseableAnswer("the answer is not valid JSON: nested too deeply") from None
-    if not isinstance(data, dict):
-        raise UnparseableAnswer(f"the answer is a JSON {type(data).__name__}; expected an object")
-    return data
+    if len(span) > min(REPAIR_MAX_CHARS, budget[0]) or _depth(span) > MAX_JSON_DEPTH:
+        raise UnparseableAnswer(problem)
+    budget[0] -= len(span)
+    import json_repair  # loaded only when a slip needs repairing
+
+    try:
+        data = json_repair.loads(span, skip_json_loads=True)
+    except (ValueError, RecursionError):
+        raise UnparseableAnswer(problem) from None
+    if not isinstance(data, dict):  # prose in braces, not an object with slips
+        raise UnparseableAnswer(problem)
+    return data, True
+
+
+# Field names as the readers expect them, by their matching form (``Root Step`` -> root_step).
+_FIELDS = {
+    _norm(name): name
+    for name in ("label", "explanation", "recommendation", "root_step", "findings", "dimension",
+                 "severity", "message")
+}  # fmt: skip
+
+
+def _canonical(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with field names spelled as the readers expect, where no exact one is given."""
+    renamed = dict(data)
+    for key in data:
+        name = _FIELDS.get(_norm(key)) if isinstance(key, str) else None
+        if name and name not in renamed:
+            renamed[name] = renamed.pop(key)
+    if isinstance(renamed.get("findings"), list):
+        renamed["findings"] = [
+            _canonical(item) if isinstance(item, dict) else item for item in renamed["findings"]
+        ]
+    return renamed
+
+
+def _check_kept_findings(span: str, data: dict[str, Any]) -> None:
+    """A repaired gate verdict must keep every finding the text holds: a repair that dropped a
+    broken finding could drop a blocking one."""
+    findings = data.get("findings")
+    kept = sum(1 for f in findings if isinstance(f, dict)) if isinstance(findings, list) else 0
+    if len(_SEVERITY_KEY.findall(span)) > kept:
+        raise UnparseableAnswer(
+            "the gate verdict is broken JSON whose repair loses findings; expected valid JSON"
+        )
 
 
 def _text(data: dict[str, Any], key: str, where: str = "the verdict") -> str:
@@ -169,11 +383,12 @@ def _text(data: dict[str, Any], key: str, where: str = "the verdict") -> str:
 
 
 def _choice(data: dict[str, Any], key: str, allowed: Iterable[str], where: str) -> str:
-    value = _text(data, key, where).strip().lower()
+    value = _norm(_text(data, key, where))
     allowed = [str(word) for word in allowed]
-    if value not in allowed:
-        raise UnparseableAnswer(f"{where}: {key} {data[key]!r} is not one of {', '.join(allowed)}")
-    return value
+    for word in allowed:
+        if _norm(word) == value:
+            return word
+    raise UnparseableAnswer(f"{where}: {key} {data[key]!r} is not one of {', '.join(allowed)}")
 
 
 def _step_verdict(data: dict[str, Any]) -> Verdict:
@@ -238,10 +453,49 @@ _VERDICT_PARSERS: dict[Purpose, Callable[[dict[str, Any]], Verdict | GateVerdict
 }
 
 
+def _fitting(span: str, purpose: Purpose, budget: list[int]) -> Verdict | GateVerdict:
+    data, repaired = _loads(span, budget)
+    if not isinstance(data, dict):
+        raise UnparseableAnswer(f"the answer is a JSON {type(data).__name__}; expected an object")
+    data = _canonical(data)
+    if repaired and purpose is Purpose.GATE:
+        _check_kept_findings(span, data)
+    return _VERDICT_PARSERS[purpose](data)
+
+
+def _no_object(answer: str, unclosed: bool) -> UnparseableAnswer:
+    """Why an answer without a closed ``{…}`` holds no verdict."""
+    stripped = answer.strip()
+    if not stripped:
+        return UnparseableAnswer("the answer is empty; expected one JSON object")
+    if unclosed:
+        return UnparseableAnswer(
+            "the answer is not valid JSON: an object is never closed (the answer looks truncated)"
+        )
+    try:
+        data = json.loads(stripped)
+    except (json.JSONDecodeError, RecursionError):
+        return UnparseableAnswer("the answer is not valid JSON: it holds no JSON object")
+    return UnparseableAnswer(f"the answer is a JSON {type(data).__name__}; expected an object")
+
+
 def parse_verdict(text: str, purpose: Purpose | str) -> Verdict | GateVerdict:
-    """The verdict of an answer to a verdict purpose (classify, diagnose, gate)."""
-    parser = _VERDICT_PARSERS.get(Purpose.of(purpose))
-    if parser is None:
+    """The verdict of an answer to a verdict purpose (classify, diagnose, gate): the first JSON
+    object of the answer that fits the purpose's shape."""
+    purpose = Purpose.of(purpose)
+    if purpose not in _VERDICT_PARSERS:
         raise ValueError(f"no verdict for purpose {purpose!r}; expected classify, diagnose or gate")
     _check_size(text)
-    return parser(_json_object(text))
+    answer = without_reasoning(text)
+    spans, unclosed = _objects(answer)
+    if not spans:
+        raise _no_object(answer, unclosed)
+    budget, reasons = [REPAIR_MAX_CHARS], []
+    for span in spans[:MAX_JSON_OBJECTS]:
+        try:
+            return _fitting(span, purpose, budget)
+        except UnparseableAnswer as exc:
+            reasons.append(exc.reason)
+    if len(reasons) == 1:
+        raise UnparseableAnswer(reasons[0])
+    raise UnparseableAnswer(f"{reasons[0]} (and none of the other {len(reasons) - 1} fits either)")

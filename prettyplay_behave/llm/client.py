@@ -12,7 +12,12 @@ Outcomes a caller tells apart:
   the openai client's own retries, or the run-wide ``max_llm_calls`` cap is reached. After a
   failure of the server the client stays down for the rest of the run;
 - :class:`ConfigError`: a misconfiguration the server reports (401, 403, unknown model, exhausted
-  quota); it fails fast and names the setting to fix.
+  quota, a refused ``response_format`` with ``structured_output=on``); it fails fast and names
+  the setting to fix.
+
+Verdict requests carry their JSON schema in ``response_format`` (``structured_output``: ``auto``
+sends it until a server refuses it with an HTTP 400 naming it, then asks again without it, once,
+and never sends it again in the run; ``on`` always; ``off`` never). Code requests never do.
 
 The openai package is imported and its client built on the first request, so a replay-only run
 pays for neither.
@@ -31,6 +36,8 @@ from urllib.parse import quote, urlsplit
 
 from ..errors import ConfigError, ProviderUnavailableError
 from ..vocabulary import Purpose
+from .prices import Price, price_of
+from .schemas import response_format
 
 if TYPE_CHECKING:
     import openai
@@ -89,6 +96,8 @@ class LLMClient:
         self._down: str | None = None
         self._openai: openai.OpenAI | None = None
         self._lock = threading.Lock()
+        # structured_output=auto: set once a server refused response_format, for the run
+        self.schema_refused = False
 
     # -- availability --------------------------------------------------------------------------
 
@@ -132,6 +141,28 @@ class LLMClient:
     def total_usage(self) -> Usage:
         return sum(self.usage.values(), Usage())
 
+    def model_for(self, purpose: Purpose) -> str:
+        """The model that serves ``purpose``: verdict purposes go to the verdict model."""
+        return self.config.verdict_model if purpose.verdict else self.config.model
+
+    @property
+    def costs(self) -> dict[Purpose, float | None]:
+        """US dollars spent by purpose, each priced for the model that served it; None where
+        that model has no known price."""
+        costs: dict[Purpose, float | None] = {}
+        for purpose, usage in self.usage.items():
+            price = price_of(self.model_for(purpose), self.config)
+            costs[purpose] = (
+                price.cost(usage.prompt_tokens, usage.completion_tokens) if price else None
+            )
+        return costs
+
+    @property
+    def prices(self) -> dict[str, Price | None]:
+        """The price of every model that served a request of this run."""
+        models = {self.model_for(purpose) for purpose in self.usage}
+        return {model: price_of(model, self.config) for model in sorted(models)}
+
     # -- requests ------------------------------------------------------------------------------
 
     def ask(self, purpose: Purpose | str, *, step: str, messages: list[dict[str, str]]) -> Answer:
@@ -141,13 +172,8 @@ class LLMClient:
         as the module tells.
         """
         purpose = Purpose.of(purpose)
-        model = self.config.verdict_model if purpose.verdict else self.config.model
-        with self._lock:
-            # Counted before sending, so a request past the cap is never sent.
-            self.require()
-            self.calls += 1
-            self._add(purpose, Usage(requests=1))
-            client = self._client()
+        model = self.model_for(purpose)
+        client = self._count(purpose)
         started = time.monotonic()
         answer: Answer | None = None
         try:
@@ -163,6 +189,20 @@ class LLMClient:
             self._add(purpose, Usage(0, answer.prompt_tokens, answer.completion_tokens))
         return answer
 
+    def _count(self, purpose: Purpose) -> openai.OpenAI:
+        """Count one request of ``purpose`` before it is sent, so none goes past the cap."""
+        with self._lock:
+            self.require()
+            self.calls += 1
+            self._add(purpose, Usage(requests=1))
+            return self._client()
+
+    def _schema_for(self, purpose: Purpose) -> dict[str, Any] | None:
+        mode = self.config.structured_output
+        if mode == "off" or (mode == "auto" and self.schema_refused):
+            return None
+        return response_format(purpose)
+
     def _complete(
         self,
         client: openai.OpenAI,
@@ -171,6 +211,8 @@ class LLMClient:
         step: str,
         messages: list[dict[str, str]],
     ) -> Answer:
+        schema = self._schema_for(purpose)
+        extra: dict[str, Any] = {"response_format": schema} if schema else {}
         try:
             completion = client.chat.completions.create(
                 model=model,
@@ -178,11 +220,23 @@ class LLMClient:
                 temperature=0,
                 extra_headers={PURPOSE_HEADER: str(purpose), STEP_HEADER: quote(step, safe="")},
                 timeout=self.config.llm_timeout,
+                **extra,
             )
         except Exception as exc:
-            self._raise_for(exc, model, purpose.verdict)
+            refused = schema is not None and _refuses_schema(exc)
+            if refused and self.config.structured_output == "auto":
+                self._forget_schema(exc)
+                return self._complete(self._count(purpose), purpose, model, step, messages)
+            self._raise_for(exc, model, purpose.verdict, refused)
             raise
         return _answer(completion, _display(self.base_url))
+
+    def _forget_schema(self, exc: Exception) -> None:
+        """structured_output=auto after a refused response_format: never send it again."""
+        self.schema_refused = True
+        log.info("%s refused response_format (%s); verdict requests go without a JSON schema "
+                 "for the rest of the run", _display(self.base_url), _server_message(exc),
+                 extra={"event": "structured_output_refused"})  # fmt: skip
 
     def _add(self, purpose: Purpose, usage: Usage) -> None:
         self._usage[purpose] = self._usage.get(purpose, Usage()) + usage
@@ -202,7 +256,9 @@ class LLMClient:
 
     # -- failures ------------------------------------------------------------------------------
 
-    def _raise_for(self, exc: Exception, model: str, verdict: bool) -> None:
+    def _raise_for(
+        self, exc: Exception, model: str, verdict: bool, schema_refused: bool = False
+    ) -> None:
         """Turn an openai error into ProviderUnavailableError or ConfigError (else return)."""
         import openai
 
@@ -221,7 +277,7 @@ class LLMClient:
                     f"({type(exc).__name__}: {exc}); check the server behind OPENAI_BASE_URL"
                 ) from exc
             return
-        status, code = exc.status_code, _error_code(exc)
+        status, code = exc.status_code, SCHEMA_REFUSED if schema_refused else _error_code(exc)
         facts = {"where": where, "attempts": attempts, "status": status, "model": model,
                  "message": _server_message(exc)}  # fmt: skip
         for applies, outcome, text in _STATUS_FAILURES:
@@ -234,6 +290,11 @@ class LLMClient:
     def _fail(self, outcome: str, text: str, model: str, verdict: bool, exc: Exception) -> None:
         if outcome == "down":
             self._mark_down(text, exc)
+        if outcome == "schema":
+            raise ConfigError(
+                "prettyplay.structured_output", self.config.structured_output,
+                "the run's settings", text,
+            ) from None  # fmt: skip
         if outcome == "model":
             key = (
                 "classification_model" if verdict and self.config.classification_model else "model"
@@ -260,9 +321,16 @@ _REFUSED = (
     "model {model!r}"
 )
 
-# What an HTTP error status means, first match wins: "key" and "model" are misconfigurations
-# (a ConfigError naming the setting), "down" leaves the LLM unavailable for the rest of the run.
+# The error code a refused response_format is given (the server's own code varies).
+SCHEMA_REFUSED = "response_format_refused"
+
+# What an HTTP error status means, first match wins: "key", "model" and "schema" are
+# misconfigurations (a ConfigError naming the setting), "down" leaves the LLM unavailable for
+# the rest of the run.
 _STATUS_FAILURES: tuple[tuple[Callable[[int, str | None], bool], str, str], ...] = (
+    (lambda status, code: code == SCHEMA_REFUSED, "schema",
+     "{where} refused the JSON schema of a verdict request (HTTP {status}: {message}); set "
+     "prettyplay.structured_output=auto to ask again without it, or off"),
     (lambda status, code: status == 401, "key",
      "{where} rejected the API key (401: {message}); set a valid OPENAI_API_KEY (and check that "
      "OPENAI_BASE_URL names the intended server)"),
@@ -301,6 +369,22 @@ def _answer(completion: Any, where: str) -> Answer:
             f"the LLM is unavailable: {where} answered with something that is not a chat "
             f"completion ({type(exc).__name__}: {exc}); check the server behind OPENAI_BASE_URL"
         ) from exc
+
+
+def _refuses_schema(exc: Exception) -> bool:
+    """Whether an HTTP error is a server refusing ``response_format``: a 400 (or 422) that
+    names it."""
+    status = getattr(exc, "status_code", None)
+    if status not in (400, 422):
+        return False
+    body = getattr(exc, "body", None)
+    error = body.get("error", body) if isinstance(body, dict) else None
+    param = error.get("param") if isinstance(error, dict) else None
+    text = f"{param} {_server_message(exc)} {exc}".lower()
+    return any(name in text for name in _SCHEMA_WORDS)
+
+
+_SCHEMA_WORDS = ("response_format", "json_schema", "response format", "structured output")
 
 
 def _quota_is_final(response: Any) -> None:

@@ -1,4 +1,8 @@
-"""The end-of-run summary: how steps ran, what the LLM cost, what the cache gained."""
+"""The end-of-run summary: how steps ran, what the LLM cost, what the cache gained.
+
+The LLM's cost is in US dollars by purpose where the model that served the purpose has a price
+(see :mod:`..llm.prices`); an unpriced purpose shows its tokens only.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +13,13 @@ from typing import TYPE_CHECKING
 
 from colorama import Fore, Style
 
+from ..llm.prices import PRICES_TAKEN, format_cost
 from ..vocabulary import FailureKind, Origin, Purpose, StepStatus
 
 if TYPE_CHECKING:
     from ..engine.step import TestRun
     from ..llm.client import Usage
+    from ..llm.prices import Price
 
 
 @dataclass
@@ -26,6 +32,8 @@ class RunSummary:
     cache_written: int = 0
     obsolete: int | None = None  # None: not a full run, obsolete entries unknown
     wall_time: float = 0.0
+    costs: Mapping[Purpose, float | None] = field(default_factory=dict)  # None: unpriced
+    prices: Mapping[str, Price | None] = field(default_factory=dict)  # by model
 
     @classmethod
     def of(
@@ -35,8 +43,11 @@ class RunSummary:
         cache_written: int,
         obsolete: int | None,
         wall_time: float,
+        costs: Mapping[Purpose, float | None] | None = None,
+        prices: Mapping[str, Price | None] | None = None,
     ) -> RunSummary:
         summary = cls(len(tests), sum(t.failed for t in tests), usage=dict(usage))
+        summary.costs, summary.prices = dict(costs or {}), dict(prices or {})
         for test in tests:
             for entry in test.scenario:
                 if entry.outcome is StepStatus.FAILED:
@@ -59,16 +70,7 @@ class RunSummary:
             f"{self.tests} tests ({self.tests_failed} failed); {passed + failed} steps: {origins}; "
             f"{failed} failed" + (f" ({labels})" if labels else ""),
         ]
-        requests = sum(u.requests for u in self.usage.values())
-        tokens = sum(u.total_tokens for u in self.usage.values())
-        by_purpose = ", ".join(
-            f"{purpose} {u.requests} ({u.total_tokens:,} tokens)"
-            for purpose, u in sorted(self.usage.items())
-        )
-        lines.append(
-            f"LLM: {requests} requests, {tokens:,} tokens"
-            + (f" ({by_purpose})" if by_purpose else "")
-        )
+        lines.append(self.llm_line())
         cache = f"cache: {self.cache_written} entries written"
         if self.obsolete is not None:
             cache += f", {self.obsolete} obsolete"
@@ -77,6 +79,45 @@ class RunSummary:
         lines.append(cache)
         lines.append(f"wall time: {self.wall_time:.1f} s")
         return lines
+
+    def cost_of(self, purpose: Purpose) -> str:
+        """``$0.0031`` for a priced purpose, an empty text for an unpriced one."""
+        cost = self.costs.get(purpose)
+        return "" if cost is None else format_cost(cost)
+
+    @property
+    def total_cost(self) -> str:
+        """``, $0.0123``; ``, at least $0.0091`` when some purposes are unpriced; else nothing."""
+        known = [self.costs.get(purpose) for purpose in self.usage]
+        priced = [cost for cost in known if cost is not None]
+        if not priced:
+            return ""
+        return f", {'' if len(priced) == len(known) else 'at least '}{format_cost(sum(priced))}"
+
+    def llm_line(self) -> str:
+        requests = sum(u.requests for u in self.usage.values())
+        tokens = sum(u.total_tokens for u in self.usage.values())
+        by_purpose = ", ".join(
+            f"{purpose} {u.requests} ({u.total_tokens:,} tokens"
+            + (f", {self.cost_of(purpose)})" if self.cost_of(purpose) else ")")
+            for purpose, u in sorted(self.usage.items())
+        )
+        return f"LLM: {requests} requests, {tokens:,} tokens{self.total_cost}" + (
+            f" ({by_purpose})" if by_purpose else ""
+        )
+
+    def price_notes(self) -> list[str]:
+        """How each model of the run was priced, for the report."""
+        notes = []
+        for model, price in sorted(self.prices.items()):
+            if price is None:
+                notes.append(f"{model}: no known price (set prettyplay.price_per_mtok_input "
+                             "and prettyplay.price_per_mtok_output to show its cost)")  # fmt: skip
+                continue
+            source = _SOURCES[price.source].format(taken=PRICES_TAKEN)
+            notes.append(f"{model}: {_dollars(price.input)} input, {_dollars(price.output)} "
+                         f"output per million tokens ({source})")  # fmt: skip
+        return notes
 
     def render(self, colour: bool) -> str:
         prefix = "prettyplay: "
@@ -87,3 +128,15 @@ class RunSummary:
         lines = [f"{Style.BRIGHT}{prefix}{tint}{first}{Style.RESET_ALL}"]
         lines += [f"{Style.DIM}{prefix}{Style.RESET_ALL}{line}" for line in rest]
         return "\n".join(lines)
+
+
+_SOURCES = {
+    "table": "the shipped price table of {taken}",
+    "settings": "the price settings",
+    "settings and table": "the price settings and the shipped price table of {taken}",
+}
+
+
+def _dollars(amount: float) -> str:
+    """A price as written: ``$0.40``, ``$2.50``, ``$0.075``."""
+    return f"${amount:.2f}" if round(amount, 2) == amount else f"${amount:g}"

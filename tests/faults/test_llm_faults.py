@@ -42,6 +42,7 @@ from tests.support.shop_steps import ACCEPT, BROKEN_ACCEPT, OPEN_SHOP
 INCURABLE = json_answer(
     {"label": "incurable", "explanation": "no code came", "recommendation": "rephrase the step"}
 )
+FLAKY = json_answer({"label": "flaky", "explanation": "e", "recommendation": "r"})
 MEGABYTE = 1_000_000
 
 
@@ -208,15 +209,15 @@ def test_a_misconfiguration_fails_fast_naming_the_setting(
 GARBAGE_CODE = {
     "prose": (
         answer("I would open the shop and then look around."),
-        "the answer holds 0 code blocks; expected exactly one",
+        "the answer holds 0 code blocks and is not step code itself",
     ),
     "two code blocks": (
         answer(code_answer(OPEN_SHOP) + "\n\nor perhaps:\n\n" + code_answer(ACCEPT)),
-        "the answer holds 2 code blocks; expected exactly one",
+        "the answer holds 2 code blocks that define step; expected exactly one",
     ),
     "refusal": (
         answer("I'm sorry, but I can't help with that."),
-        "the answer holds 0 code blocks; expected exactly one",
+        "the answer holds 0 code blocks and is not step code itself",
     ),
     "finish_reason=length": (
         answer('```python\ndef step(page) -> None:\n    page.goto("/', finish_reason="length"),
@@ -272,12 +273,13 @@ GARBAGE_VERDICTS = {
     "prose": (answer("The step looks broken to me."), "the answer is not valid JSON"),
     "truncated JSON": (
         answer('{"label": "rot", "explanation": "the butt'),
-        "the answer is not valid JSON: Unterminated string",
+        "the answer is not valid JSON: an object is never closed",
     ),
     "refusal": (answer("I'm sorry, but I can't help with that."), "the answer is not valid JSON"),
-    "two code blocks": (
-        answer(f"```json\n{INCURABLE}\n```\n\n```json\n{INCURABLE}\n```"),
-        "the answer holds 2 code blocks; expected one JSON object",
+    "two objects, neither a verdict": (
+        answer(f"```json\n{FLAKY}\n```\n\n```json\n{FLAKY}\n```"),
+        "the verdict: label 'flaky' is not one of product_defect, rot, fixable, incurable (and "
+        "none of the other 1 fits either)",
     ),
     "finish_reason=length": (
         answer('{"label": "rot", "explanation": "', finish_reason="length"),

@@ -88,8 +88,8 @@ def test_the_summary_counts_what_happened(reported, llm: ScriptedLLMServer) -> N
     assert requests == {"classify": 1, "gate": 1, "generate": 1}
     line = next(line for line in output.splitlines() if line.startswith("prettyplay: LLM:"))
     assert line.startswith("prettyplay: LLM: 3 requests,")
-    for purpose, count in requests.items():
-        assert re.search(rf"{purpose} {count} \([\d,]+ tokens\)", line), line
+    for purpose, count in requests.items():  # the default model is priced: tokens and cost
+        assert re.search(rf"{purpose} {count} \([\d,]+ tokens, \$0\.\d{{4}}\)", line), line
     assert "prettyplay: cache: 1 entries written, 0 obsolete" in output
     assert re.search(r"prettyplay: wall time: \d+\.\d s", output)
 

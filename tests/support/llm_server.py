@@ -17,6 +17,10 @@ holds a queue of replies, used one per matching request; an exhausted rule stops
 callable that receives the :class:`RecordedRequest` and returns either. An unmatched request gets
 ``server.fallback``: by default an HTTP 500 "no scripted answer for purpose=X step=Y" that the
 openai client does not retry, so a test fails loudly and quickly.
+
+``server.refuse_response_format = True`` makes it a server without structured output: every
+request that carries ``response_format`` gets an HTTP 400 naming the parameter (as OpenAI words
+it), before any rule is consulted; the request is still recorded.
 """
 
 from __future__ import annotations
@@ -76,6 +80,10 @@ class RecordedRequest:
     @property
     def temperature(self) -> float | None:
         return self.body.get("temperature")
+
+    @property
+    def response_format(self) -> dict[str, Any] | None:
+        return self.body.get("response_format")
 
     @property
     def text(self) -> str:
@@ -169,6 +177,22 @@ def model_not_found(model: str) -> Reply:
     )
 
 
+def response_format_refused() -> Reply:
+    """HTTP 400 for a ``response_format`` the server does not support, worded as OpenAI does."""
+    return Reply(
+        status=400,
+        body={
+            "error": {
+                "message": "Invalid parameter: 'response_format' of type 'json_schema' is not "
+                "supported with this model.",
+                "type": "invalid_request_error",
+                "param": "response_format",
+                "code": None,
+            }
+        },
+    )
+
+
 def code_answer(code: str, prose: str = "") -> str:
     """Answer text holding ``code`` in one python fence (after optional prose)."""
     fenced = f"```python\n{code.strip()}\n```"
@@ -222,6 +246,7 @@ class ScriptedLLMServer:
     def __init__(self, models: tuple[str, ...] = ("gpt-4.1-mini",)) -> None:
         self.models = models
         self.fallback: Script | None = None
+        self.refuse_response_format = False
         self._rules: list[_Rule] = []
         self._requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
@@ -298,6 +323,7 @@ class ScriptedLLMServer:
             self._rules.clear()
             self._requests.clear()
             self.fallback = None
+            self.refuse_response_format = False
 
     @property
     def pending(self) -> int:
@@ -321,6 +347,8 @@ class ScriptedLLMServer:
     def _record(self, request: RecordedRequest) -> Reply:
         with self._lock:
             self._requests.append(request)
+            if self.refuse_response_format and "response_format" in request.body:
+                return response_format_refused()
             rule = next((r for r in self._rules if r.matches(request)), None)
             script = rule.take() if rule else self.fallback
         if script is None:
@@ -377,7 +405,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        if self.path.split("?")[0] not in ("/v1/chat/completions", "/chat/completions"):
+        # any API path: /v1 (most servers), none, or Azure's /openai/v1
+        if not self.path.split("?")[0].endswith("/chat/completions"):
             self._send(404, {"error": {"message": f"no route POST {self.path}", "code": None}})
             return
         try:
