@@ -16,6 +16,20 @@ if TYPE_CHECKING:
     from ..llm.client import Usage
 
 
+@dataclass(frozen=True)
+class Rewritten:
+    """A cache entry this run rewrote over the code it had (healed, recovered or steered)."""
+
+    test: str  # the feature file and scenario, e.g. ``shop/cart.feature::Add a product``
+    sentence: str
+    origin: Origin
+    occurrence: int = 1
+
+    def line(self) -> str:
+        occurrence = f" #{self.occurrence}" if self.occurrence > 1 else ""
+        return f"rewritten ({self.origin}) {self.test}: {self.sentence}{occurrence}"
+
+
 @dataclass
 class RunSummary:
     tests: int = 0
@@ -26,6 +40,7 @@ class RunSummary:
     cache_written: int = 0
     obsolete: int | None = None  # None: not a full run, obsolete entries unknown
     wall_time: float = 0.0
+    rewritten: list[Rewritten] = field(default_factory=list)  # in the order the steps ran
 
     @classmethod
     def of(
@@ -43,6 +58,12 @@ class RunSummary:
                     summary.failed[entry.failure or FailureKind.ERROR] += 1
                 elif entry.origin:
                     summary.steps[entry.origin] += 1
+        summary.rewritten = [
+            Rewritten(test.name, entry.sentence, entry.origin, entry.key.occurrence)
+            for test in tests
+            for entry in test.scenario
+            if entry.replaced is not None and entry.origin is not None
+        ]
         summary.cache_written, summary.obsolete, summary.wall_time = (
             cache_written,
             obsolete,
@@ -76,6 +97,7 @@ class RunSummary:
                 cache += " (prettyplay cache prune removes them)"
         lines.append(cache)
         lines.append(f"wall time: {self.wall_time:.1f} s")
+        lines += [rewrite.line() for rewrite in self.rewritten]
         return lines
 
     def render(self, colour: bool) -> str:
