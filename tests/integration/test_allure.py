@@ -15,10 +15,17 @@ from typing import Any
 
 import pytest
 
+from prettyplay_behave.browser.settle import Settler
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.config import PrettyConfig
 from prettyplay_behave.demo.server import DemoShop
-from prettyplay_behave.report.attachments import allure_listening
+from prettyplay_behave.engine import step as engine_step
+from prettyplay_behave.engine.history import Attempt
+from prettyplay_behave.llm.answers import Verdict
+from prettyplay_behave.report.attachments import allure_listening, step_texts
 from prettyplay_behave.safety.policy import check_code
+from prettyplay_behave.safety.secrets import Secrets
+from prettyplay_behave.vocabulary import FailureKind, Kind, Origin, Outcome, StepLabel, StepStatus
 from tests.conftest import BehaveProject, BehaveResult, copy_examples
 from tests.support.changed_ui import CART, CHECKOUT
 from tests.support.healing_run import HEALING_OPTIONS, RECOVERABLE, ROT, script_heals
@@ -229,3 +236,31 @@ def test_without_allure_behave_a_run_is_as_before(project: BehaveProject, shop) 
     (embedding,) = broken["embeddings"]
     picture = project.root / "reports" / "shop.feature-Broken" / "failure.png"
     assert base64.b64decode(embedding["data"]) == picture.read_bytes()
+
+
+def test_every_attachment_text_is_redacted(browser) -> None:
+    canary = "canary-A11ure-5k"
+    secrets = Secrets({"TOKEN": canary})
+    secrets.require(["TOKEN"], "log in with ${TOKEN}")
+    page = browser.new_page()
+    try:
+        test = engine_step.TestRun(
+            "login.feature::In", PrettyConfig().for_test(), page, Settler(page)
+        )
+        spec = engine_step.StepSpec(Kind.ACTION, f"log in as {canary}")
+        entry = engine_step.ScenarioEntry(
+            spec, CacheKey(test.name, spec.kind, spec.sentence), group=f"the {canary} group",
+            outcome=StepStatus.FAILED, origin=Origin.STEERED, code=f"# {canary}\n",
+            replaced=f"# was {canary}\n", guidance=f"type {canary}",
+            history=[Attempt(Outcome.RED, f"/?t={canary}", "/", f"# {canary}\n", canary)],
+            failure=FailureKind.INCURABLE,
+        )  # fmt: skip
+        entry.verdicts.append(Verdict(StepLabel.INCURABLE, f"it shows {canary}", canary, canary))
+        test.scenario.append(entry)
+        texts = dict(step_texts(test, entry, secrets.redact))
+    finally:
+        page.close()
+    assert set(texts) == {"how it ran", "code", "code diff", "attempt history", "verdicts"}
+    for name, text in texts.items():
+        assert canary not in text, name
+        assert "${TOKEN}" in text, name

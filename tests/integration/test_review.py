@@ -25,6 +25,7 @@ from prettyplay_behave.llm.answers import Verdict
 from prettyplay_behave.report.html import write_report
 from prettyplay_behave.report.summary import RunSummary
 from prettyplay_behave.safety.policy import check_code
+from prettyplay_behave.safety.secrets import Secrets
 from prettyplay_behave.vocabulary import GroupLabel, Kind, Origin, StepStatus
 from tests.conftest import BehaveProject, BehaveResult, copy_examples
 from tests.support.changed_ui import CART, CHECKOUT
@@ -371,3 +372,28 @@ def test_the_report_shows_a_steered_change_and_a_row_recovered_without_its_own_v
         ]
     finally:
         page.close()
+
+
+def test_the_diff_of_a_rewrite_is_redacted(browser, tmp_path: Path) -> None:
+    """Code that a step once typed a secret with, and its replacement, show the placeholder."""
+    canary = "canary-D1ff-7q"
+    secrets = Secrets({"TOKEN": canary})
+    secrets.require(["TOKEN"], "log in with ${TOKEN}")
+    page = browser.new_page()
+    try:
+        test = step.TestRun("login.feature::In", PrettyConfig().for_test(), page, Settler(page))
+        spec = step.StepSpec(Kind.ACTION, "log in with ${TOKEN}")
+        test.scenario.append(
+            step.ScenarioEntry(
+                spec, CacheKey(test.name, spec.kind, spec.sentence), outcome=StepStatus.PASSED,
+                origin=Origin.HEALED, replaced=f'def step(page) -> None:\n    x = "{canary}"\n',
+                code=f'def step(page) -> None:\n    y = "{canary}"\n',
+            )
+        )  # fmt: skip
+        summary = RunSummary.of([test], {}, 0, None, 1.0)
+        html = write_report(tmp_path, [test], summary, secrets.redact).read_text()
+    finally:
+        page.close()
+    assert canary not in html
+    assert '<span class="removed">-    x = &#34;${TOKEN}&#34;</span>' in html
+    assert '<span class="added">+    y = &#34;${TOKEN}&#34;</span>' in html
