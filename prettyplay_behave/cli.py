@@ -113,10 +113,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "diff", help="the code that changed in the cache files against a git ref"
     )
     diff_parser.add_argument("ref", nargs="?", default="HEAD", help="a git ref (default HEAD)")
-    diff_parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
+    diff_parser.add_argument(
+        "--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help=f"default {DEFAULT_CACHE_DIR}"
+    )
     init_parser = commands.add_parser("init", help="set up a behave project for prettyplay")
-    init_parser.add_argument("root", nargs="?", type=Path, default=Path("."))
-    init_parser.add_argument("--base-url", default=DEFAULT_BASE_URL, help="the app under test")
+    init_parser.add_argument(
+        "root", nargs="?", type=Path, default=Path("."), help="the project folder (default .)"
+    )
+    init_parser.add_argument(
+        "--base-url", default=DEFAULT_BASE_URL, help=f"the app under test ({DEFAULT_BASE_URL})"
+    )
     args = parser.parse_args(argv)
     try:
         return run(args)

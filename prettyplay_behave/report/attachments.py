@@ -84,7 +84,8 @@ def verdicts(entry: ScenarioEntry) -> str:
 
 def test_cost(test: TestRun) -> str:
     """What the LLM cost a test: its requests and tokens (a group's diagnosis is booked on the
-    step that failed, so every request of the test is counted once)."""
+    step that failed, so every request of the test is counted once). The one place the Allure
+    parameter's value is made: a cost in money joins it here."""
     requests = sum(entry.requests for entry in test.scenario)
     tokens = sum(entry.tokens for entry in test.scenario)
     return f"{requests} requests, {tokens:,} tokens"
