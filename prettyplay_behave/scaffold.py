@@ -23,7 +23,8 @@ from .resources import templates_folder
 
 DEFAULT_BASE_URL = "http://localhost:8000"
 STEPS_MODULE = "prettyplay_behave.behave.steps"
-_CALL = re.compile(r"^use_prettyplay\(\s*globals\(\)\s*\)", re.MULTILINE)
+# any call, even indented: a second one would wrap the hooks twice
+_CALL = re.compile(r"^[^#\n]*\buse_prettyplay\(", re.MULTILINE)
 # The files behave reads its configuration from, the one whose userdata it uses first: each of
 # them replaces the userdata of those after it, pyproject.toml's included, even without a
 # behave section.
@@ -104,7 +105,7 @@ def environment(scaffold: Scaffold) -> None:
     raw = path.read_bytes()
     text = raw.decode("utf-8", errors="replace")
     if _CALL.search(text):
-        scaffold.note("kept", f"{scaffold.relative(path)} (it calls use_prettyplay(globals()))")
+        scaffold.note("kept", f"{scaffold.relative(path)} (it calls use_prettyplay)")
         return
     newline = "\r\n" if b"\r\n" in raw else "\n"
     tail = scaffold.render("environment_tail.py").replace("\n", newline)

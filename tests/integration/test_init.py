@@ -265,6 +265,17 @@ def test_init_leaves_what_it_cannot_or_need_not_change(tmp_path: Path) -> None:
     assert "kept     pyproject.toml (prettyplay.base_url cannot be added safely" in out
     assert (inline / "pyproject.toml").read_text() == pyproject
 
+    # a call of its own, even indented, is never doubled (the hooks would be wrapped twice)
+    guarded = tmp_path / "guarded"
+    (guarded / "features").mkdir(parents=True)
+    own = (
+        "import os\nfrom prettyplay_behave.behave import use_prettyplay\n\n"
+        "if os.environ:\n    use_prettyplay(globals())\n"
+    )
+    (guarded / "features" / "environment.py").write_text(own)
+    assert "kept     features/environment.py (it calls use_prettyplay)" in init_here(guarded)
+    assert (guarded / "features" / "environment.py").read_text() == own
+
     # an environment.py without a final newline gets the call on a line of its own
     bare = tmp_path / "bare"
     (bare / "features").mkdir(parents=True)
