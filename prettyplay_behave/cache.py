@@ -141,6 +141,12 @@ def load_file(path: Path, validate: Validate, test_prefix: str = "") -> Tests:
     return _parse(path, raw, validate, test_prefix)
 
 
+def parse(path: Path, raw: bytes, validate: Validate, test_prefix: str = "") -> Tests:
+    """Parse and check the bytes of a cache file, as :func:`load_file` does with the file's own:
+    e.g. the file as a git commit holds it. ``path`` only names it in errors."""
+    return _parse(path, raw, validate, test_prefix)
+
+
 def _parse(path: Path, raw: bytes, validate: Validate, test_prefix: str) -> Tests:
     try:
         text = raw.decode("utf-8")

@@ -3,24 +3,30 @@
     prettyplay check [PATH ...]     validate every cache file under PATH with the code policy
     prettyplay cache list [PATH]    the entries of every cache file, with their origins
     prettyplay cache prune [DIR]    delete the entries the last full run did not use
+    prettyplay cache diff [REF]     the code that changed in the cache against a git ref
+    prettyplay init [DIR]           set up a behave project for prettyplay
 
 PATH and DIR default to ``features/.prettyplay``. ``check`` exits 1 when any file or entry is
 refused, so it can guard pull requests that touch the cache. ``prune`` shows what it deletes;
-``--dry-run`` only shows it.
+``--dry-run`` only shows it. ``cache diff`` exits 0 when nothing changed, 1 when entries did and
+2 when it cannot compare (not a git repository, an unknown ref, a file that fails to load).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from .cache import OBSOLETE_FILE, CacheKey, load_file, prune
+from .cache_diff import DiffError, diff
 from .errors import CacheError
 from .safety.policy import check_code
+from .scaffold import DEFAULT_BASE_URL, ScaffoldError, init
 
 DEFAULT_CACHE_DIR = Path("features") / ".prettyplay"
 
@@ -103,16 +109,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     prune_parser.add_argument("cache_dir", nargs="?", type=Path, default=DEFAULT_CACHE_DIR)
     prune_parser.add_argument("--dry-run", action="store_true", help="show, delete nothing")
+    diff_parser = cache_commands.add_parser(
+        "diff", help="the code that changed in the cache files against a git ref"
+    )
+    diff_parser.add_argument("ref", nargs="?", default="HEAD", help="a git ref (default HEAD)")
+    diff_parser.add_argument(
+        "--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help=f"default {DEFAULT_CACHE_DIR}"
+    )
+    init_parser = commands.add_parser("init", help="set up a behave project for prettyplay")
+    init_parser.add_argument(
+        "root", nargs="?", type=Path, default=Path("."), help="the project folder (default .)"
+    )
+    init_parser.add_argument(
+        "--base-url", default=DEFAULT_BASE_URL, help=f"the app under test ({DEFAULT_BASE_URL})"
+    )
     args = parser.parse_args(argv)
     try:
-        if args.command == "check":
-            return check(args.paths)
-        if args.cache_command == "prune":
-            return prune_obsolete(args.cache_dir, args.dry_run)
-        return list_entries(args.paths)
+        return run(args)
     except CacheError as exc:
         print(f"prettyplay: {exc}", file=sys.stderr)
         return 1
+    except (DiffError, ScaffoldError) as exc:
+        print(f"prettyplay: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # the output went to a pager or ``head`` that stopped reading
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.command == "check":
+        return check(args.paths)
+    if args.command == "init":
+        return init(args.root, args.base_url)
+    if args.cache_command == "prune":
+        return prune_obsolete(args.cache_dir, args.dry_run)
+    if args.cache_command == "diff":
+        return diff(args.cache_dir, args.ref)
+    return list_entries(args.paths)
 
 
 if __name__ == "__main__":

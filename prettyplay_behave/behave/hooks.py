@@ -14,17 +14,19 @@ import os
 import sys
 import time
 from collections.abc import Callable, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import PrettyConfig, resolve_config
 from ..errors import CacheError, PrettyPlayError
 from ..events import record
+from ..report import attachments
 from .mapping import group_tags, scenario_namespace, step_spec
 
 if TYPE_CHECKING:
     from ..authoring import Group, PrettyPlay
+    from ..engine.step import ScenarioEntry, TestRun
     from ..runtime import Runtime
 
 Hook = Callable[..., None]
@@ -37,6 +39,22 @@ class ScenarioState:
     test: PrettyPlay
     group: Group | None
     current_step: Any = None
+    # what the attachments of earlier steps showed of each scenario entry: (code, origin)
+    attached: dict[int, tuple[str, str | None]] = field(default_factory=dict)
+    run: TestRun | None = None  # the test's state, once a step has run
+    trace_attached: bool = False
+
+    def unattached(self) -> list[tuple[ScenarioEntry, bool]]:
+        """The entries of the step that just ran (True) and the earlier ones it rewrote
+        (False: a group's recovery heals earlier steps of its row)."""
+        seen = len(self.attached)
+        fresh = []
+        for index, entry in enumerate(self.test.run.scenario):
+            shown = (entry.code, entry.origin)
+            if self.attached.get(index) != shown:
+                fresh.append((entry, index >= seen))
+                self.attached[index] = shown
+        return fresh
 
 
 def add_hooks(context: Any, *hooks: object) -> None:
@@ -123,23 +141,26 @@ def before_step(context: Any, step: Any) -> None:
 
 
 def after_step(context: Any, step: Any) -> None:
-    """A failing step's screenshot goes to report_dir and to formatters that take attachments."""
+    """Attachments, while the step is still open in the formatters: with allure-behave, each
+    prettyplay step's code, how it ran, history and verdicts; a failing step's screenshot (to
+    behave's own attachments and Allure) and Playwright trace (Allure), with report_dir."""
     state: ScenarioState | None = getattr(context, "prettyplay_scenario", None)
     runtime: Runtime | None = getattr(context, "prettyplay", None)
-    if state is None or runtime is None or runtime.artifacts is None:
+    if state is None or runtime is None:
         return
-    if not step.status.has_failed():
+    allure = attachments.allure_listening()
+    run = state.run = state.test.run
+    if allure is not None:
+        attachments.attach_steps(allure, run, state.unattached(), runtime.secrets.redact)
+    if not step.status.has_failed() or runtime.artifacts is None:
         return
-    path = runtime.artifacts.screenshot(state.test.run)
-    if path is None:
-        return
-    context.attach("image/png", path.read_bytes())
-    try:
-        import allure  # allure-behave, when installed
-
-        allure.attach.file(str(path), name="failure", attachment_type=allure.attachment_type.PNG)
-    except ImportError:
-        pass
+    path = runtime.artifacts.screenshot(run)
+    trace = runtime.artifacts.keep_trace(run)  # the trace up to the failure, for this step
+    if path is not None:
+        context.attach("image/png", path.read_bytes())
+    if allure is not None:
+        attachments.attach_artifacts(allure, path, trace)
+        state.trace_attached = trace is not None
 
 
 def after_scenario(context: Any, scenario: Any) -> None:
@@ -154,6 +175,11 @@ def after_scenario(context: Any, scenario: Any) -> None:
             state.group.finish(failed)
     finally:
         state.test.close()
+        allure = attachments.allure_listening()
+        if allure is not None and state.run is not None:
+            attachments.add_cost(allure, state.run)
+            if not state.trace_attached:  # kept at the end (trace=on, a failing hook)
+                attachments.attach_artifacts(allure, None, state.run.trace_file)
 
 
 def is_full_run(config: Any) -> bool:

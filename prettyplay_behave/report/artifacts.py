@@ -1,7 +1,8 @@
 """Failure artifacts in ``report_dir``: a screenshot and a Playwright trace per failing test.
 
 The trace policy (``trace``): ``off`` records none; ``retain-on-failure`` (the default) records
-every test and keeps the traces of failing ones; ``on`` keeps them all. Screenshots and traces
+every test and keeps the traces of failing ones; ``on`` keeps them all. Under behave, a failing
+test's trace is kept at its first failing step, which then carries it. Screenshots and traces
 are pictures of the page and cannot be redacted: a test stops tracing at its first step that
 names a secret and takes no failure screenshot, unless the policy is ``on``.
 """
@@ -55,15 +56,27 @@ class Artifacts:
             test.screenshot = path
         return test.screenshot
 
+    def keep_trace(self, test: TestRun) -> Path | None:
+        """Stop the test's trace and keep it, at its first failing step (behave's after_step),
+        so the step can carry it; None when the test records none."""
+        if test.tracing:
+            try:
+                self._stop(test, keep=True)
+            except Exception:  # a crashed page's context has no trace to give
+                return None
+        return test.trace_file
+
     def finish(self, test: TestRun) -> None:
         """Keep or discard the test's trace; a failing test keeps its screenshot too."""
         if test.failed:
             self.screenshot(test)
-        if not test.tracing:
-            return
+        if test.tracing:
+            self._stop(test, keep=test.failed or test.config.trace == "on")
+
+    def _stop(self, test: TestRun, keep: bool) -> None:
         test.tracing = False
         tracing = test.page.context.tracing
-        if test.failed or test.config.trace == "on":
+        if keep:
             path = self.folder(test) / "trace.zip"
             tracing.stop(path=str(path))
             test.trace_file = path

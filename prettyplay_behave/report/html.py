@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..resources import templates_folder
+from .diffs import change_of
 
 if TYPE_CHECKING:
     from ..engine.step import TestRun
@@ -42,6 +43,8 @@ def write_report(
     environment.filters["redact"] = redact
     environment.filters["inline_png"] = _inline_png
     environment.filters["relative"] = lambda path: path.relative_to(report_dir).as_posix()
+    # what a rewrite (heal, recovery, steer) changed, as a diff beside its cause
+    environment.globals["change_of"] = lambda test, entry: change_of(test, entry, redact)
     html = environment.get_template("report.html.j2").render(tests=tests, summary=summary)
     report_dir.mkdir(parents=True, exist_ok=True)
     path = report_dir / name

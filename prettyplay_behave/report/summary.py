@@ -22,6 +22,20 @@ if TYPE_CHECKING:
     from ..llm.prices import Price
 
 
+@dataclass(frozen=True)
+class Rewritten:
+    """A cache entry this run rewrote over the code it had (healed, recovered or steered)."""
+
+    test: str  # the feature file and scenario, e.g. ``shop/cart.feature::Add a product``
+    sentence: str
+    origin: Origin
+    occurrence: int = 1
+
+    def line(self) -> str:
+        occurrence = f" #{self.occurrence}" if self.occurrence > 1 else ""
+        return f"rewritten ({self.origin}) {self.test}: {self.sentence}{occurrence}"
+
+
 @dataclass
 class RunSummary:
     tests: int = 0
@@ -34,6 +48,7 @@ class RunSummary:
     wall_time: float = 0.0
     costs: Mapping[Purpose, float | None] = field(default_factory=dict)  # None: unpriced
     prices: Mapping[str, Price | None] = field(default_factory=dict)  # by model
+    rewritten: list[Rewritten] = field(default_factory=list)  # in the order the steps ran
 
     @classmethod
     def of(
@@ -54,6 +69,12 @@ class RunSummary:
                     summary.failed[entry.failure or FailureKind.ERROR] += 1
                 elif entry.origin:
                     summary.steps[entry.origin] += 1
+        summary.rewritten = [
+            Rewritten(test.name, entry.sentence, entry.origin, entry.key.occurrence)
+            for test in tests
+            for entry in test.scenario
+            if entry.replaced is not None and entry.origin is not None
+        ]
         summary.cache_written, summary.obsolete, summary.wall_time = (
             cache_written,
             obsolete,
@@ -78,6 +99,7 @@ class RunSummary:
                 cache += " (prettyplay cache prune removes them)"
         lines.append(cache)
         lines.append(f"wall time: {self.wall_time:.1f} s")
+        lines += [rewrite.line() for rewrite in self.rewritten]
         return lines
 
     def cost_of(self, purpose: Purpose) -> str:

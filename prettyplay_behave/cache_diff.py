@@ -1,0 +1,206 @@
+"""``prettyplay cache diff [REF]``: the code that changed in the cache files against a git ref.
+
+A pull request that touches ``features/.prettyplay`` shows its changes as JSON lines of quoted
+code. This reads both sides with the cache module's own parser (the code policy included) and
+prints, per entry whose code changed, the feature, the step, its origin and a unified diff of
+the code: entries added, removed and changed, in files new, deleted or changed.
+
+Exit status: 0 when nothing changed, 1 when something did, 2 when the comparison cannot be
+made (not a git repository, an unknown ref, a cache folder neither side has, a cache file that
+fails to load on either side).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import TextIO
+
+from colorama import Fore, Style
+
+from .cache import CacheEntry, Tests, parse
+from .errors import CacheError
+from .report.diffs import unified_diff
+from .safety.policy import check_code
+
+WORKING_TREE = "working tree"
+
+
+class DiffError(Exception):
+    """The comparison cannot be made; the message says why (exit status 2)."""
+
+
+def git(top: Path, *args: str) -> bytes:
+    try:
+        done = subprocess.run(["git", "-C", str(top), *args], capture_output=True, check=False)
+    except FileNotFoundError as exc:
+        raise DiffError("git is not installed (cache diff compares against a git ref)") from exc
+    if done.returncode != 0:
+        raise DiffError(done.stderr.decode(errors="replace").strip() or f"git {args[0]} failed")
+    return done.stdout
+
+
+@dataclass(frozen=True)
+class Repository:
+    """The git work tree holding the cache folder, and the folder's path inside it."""
+
+    top: Path
+    folder: PurePosixPath
+
+    @classmethod
+    def around(cls, cache_dir: Path) -> Repository:
+        absolute = cache_dir.resolve()
+        existing = next(p for p in (absolute, *absolute.parents) if p.is_dir())
+        try:
+            top = Path(git(existing, "rev-parse", "--show-toplevel").decode().strip()).resolve()
+        except DiffError as exc:
+            raise DiffError(f"{cache_dir}: not inside a git repository ({exc})") from None
+        try:
+            folder = PurePosixPath(absolute.relative_to(top).as_posix())
+        except ValueError:
+            raise DiffError(f"{cache_dir}: outside the git work tree {top}") from None
+        return cls(top, folder)
+
+    def check_ref(self, ref: str) -> None:
+        try:
+            git(self.top, "rev-parse", "--verify", "--quiet", "--end-of-options",
+                f"{ref}^{{commit}}")  # fmt: skip
+        except DiffError:
+            raise DiffError(f"unknown git ref {ref!r} (a branch, tag or commit)") from None
+
+    def files_at(self, ref: str) -> list[PurePosixPath]:
+        names = git(self.top, "ls-tree", "-r", "-z", "--name-only", ref, "--", str(self.folder))
+        paths = [PurePosixPath(name) for name in names.decode().split("\0") if name]
+        return [path for path in paths if path.suffix == ".json"]
+
+    def files_here(self) -> list[PurePosixPath]:
+        folder = self.top / self.folder
+        return [
+            PurePosixPath(path.relative_to(self.top).as_posix())
+            for path in sorted(folder.rglob("*.json"))
+            if path.is_file()
+        ]
+
+    def show(self, ref: str, path: PurePosixPath) -> bytes:
+        return git(self.top, "show", f"{ref}:{path}")
+
+
+@dataclass(frozen=True)
+class EntryChange:
+    """One entry that differs: ``added``, ``removed`` or ``changed`` (code or origin)."""
+
+    what: str
+    test: str
+    old: CacheEntry | None
+    new: CacheEntry | None
+
+    @property
+    def entry(self) -> CacheEntry:
+        entry = self.new or self.old
+        assert entry is not None
+        return entry
+
+    def headline(self) -> str:
+        key = self.entry.key
+        occurrence = f" #{key.occurrence}" if key.occurrence > 1 else ""
+        data = " (with its data)" if key.data else ""
+        if self.old is not None and self.new is not None and self.old.origin != self.new.origin:
+            origin = f"{self.old.origin} -> {self.new.origin}"
+        else:
+            origin = self.entry.origin
+        return f"{self.what:<8} {key.kind} {key.sentence!r}{occurrence}{data}, {origin}"
+
+
+def entry_changes(old: Tests, new: Tests) -> Iterator[EntryChange]:
+    """The entries of two versions of one file that differ, test by test, in the new order."""
+    for test in [*new, *(t for t in old if t not in new)]:
+        before = {_slot(e): e for e in old.get(test, [])}
+        after = {_slot(e): e for e in new.get(test, [])}
+        for slot in [*after, *(s for s in before if s not in after)]:
+            was, now = before.get(slot), after.get(slot)
+            if was is None:
+                yield EntryChange("added", test, None, now)
+            elif now is None:
+                yield EntryChange("removed", test, was, None)
+            elif (was.code, was.origin) != (now.code, now.origin):
+                yield EntryChange("changed", test, was, now)
+
+
+def _slot(entry: CacheEntry) -> tuple[str, str, str, int]:
+    key = entry.key
+    return key.kind, key.sentence, key.data, key.occurrence
+
+
+@dataclass
+class Printer:
+    out: TextIO
+    colour: bool
+    ref: str
+
+    def paint(self, text: str, tint: str) -> str:
+        return f"{tint}{text}{Style.RESET_ALL}" if self.colour and tint else text
+
+    def file(self, path: PurePosixPath, feature: str, state: str) -> None:
+        suffix = f", {state}" if state else ""
+        self.out.write(self.paint(f"{feature} ({path}{suffix})", Style.BRIGHT) + "\n")
+
+    def change(self, change: EntryChange, first_of_test: bool) -> None:
+        if first_of_test:
+            self.out.write(f"  {change.test}\n")
+        self.out.write(f"    {change.headline()}\n")
+        old = change.old.code if change.old else ""
+        new = change.new.code if change.new else ""
+        for line in unified_diff(old, new, self.ref, WORKING_TREE):
+            tint = {"+": Fore.GREEN, "-": Fore.RED, "@": Fore.CYAN}.get(line[:1], "")
+            if line.startswith(("--- ", "+++ ")):
+                tint = Style.DIM
+            self.out.write("      " + self.paint(line, tint) + "\n")
+
+
+def load(path: PurePosixPath, raw: bytes, side: str) -> Tests:
+    try:
+        return parse(Path(path), raw, check_code)
+    except CacheError as exc:
+        raise DiffError(f"{side}: {exc}") from None
+
+
+def feature_of(repo: Repository, path: PurePosixPath) -> str:
+    """The feature a cache file belongs to: its path under the cache folder, less ``.json``."""
+    relative = path.relative_to(repo.folder).as_posix()
+    return relative[: -len(".json")]
+
+
+def diff(cache_dir: Path, ref: str, out: TextIO | None = None) -> int:
+    """Print the entries whose code changed against ``ref``; the exit status (see the module)."""
+    out = out or sys.stdout
+    repo = Repository.around(cache_dir)
+    repo.check_ref(ref)
+    at_ref, here = repo.files_at(ref), repo.files_here()
+    if not at_ref and not here and not (repo.top / repo.folder).is_dir():
+        raise DiffError(f"{cache_dir}: no such folder, neither in the working tree nor at {ref}")
+    printer = Printer(out, colour=out.isatty(), ref=ref)
+    counts = {"added": 0, "removed": 0, "changed": 0}
+    files = 0
+    for path in sorted({*at_ref, *here}):
+        old_raw = repo.show(ref, path) if path in at_ref else None
+        new_raw = (repo.top / path).read_bytes() if path in here else None
+        if old_raw == new_raw:
+            continue
+        old = load(path, old_raw, ref) if old_raw is not None else {}
+        new = load(path, new_raw, WORKING_TREE) if new_raw is not None else {}
+        changes = list(entry_changes(old, new))
+        if not changes:
+            continue
+        files += 1
+        state = "new file" if old_raw is None else "deleted" if new_raw is None else ""
+        printer.file(path, feature_of(repo, path), state)
+        for number, change in enumerate(changes):
+            counts[change.what] += 1
+            printer.change(change, number == 0 or changes[number - 1].test != change.test)
+    total = sum(counts.values())
+    listed = ", ".join(f"{n} {what}" for what, n in counts.items())
+    out.write(f"{total} entries differ from {ref} in {files} files ({listed})\n")
+    return 1 if total else 0

@@ -1,0 +1,157 @@
+"""What a prettyplay step carries into Allure (allure-behave) as attachments, and the LLM cost of
+a test as an Allure parameter.
+
+allure-behave is optional. Nothing here imports it at module level, and nothing happens unless
+its formatter takes part in the run (``-f allure_behave.formatter:AllureFormatter -o DIR``):
+without it, a run is the same as before. Every text passes the run's secret redaction, as the
+HTML report's do.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..events import record
+from .diffs import change_of
+
+if TYPE_CHECKING:
+    from ..engine.step import ScenarioEntry, TestRun
+
+Redact = Callable[[str], str]
+COST_PARAMETER = "LLM cost"
+
+
+def allure_listening() -> Any | None:
+    """The ``allure`` module when allure-behave's formatter takes attachments in this run."""
+    try:
+        import allure
+        from allure_commons import plugin_manager
+    except ImportError:
+        return None
+    if not plugin_manager.hook.attach_data.get_hookimpls():
+        return None  # installed, but its formatter is not part of this run
+    return allure
+
+
+def step_texts(test: TestRun, entry: ScenarioEntry, redact: Redact) -> list[tuple[str, str]]:
+    """The text attachments of one step: its code, how it ran, its code diff when the run
+    rewrote it, its attempt history and its verdicts; each redacted."""
+    texts = [("how it ran", how_it_ran(entry))]
+    if entry.code:
+        texts.append(("code", entry.code))
+    change = change_of(test, entry, redact)
+    if change is not None:
+        texts.append(("code diff", "\n".join(line.text for line in change.lines) + "\n"))
+    if entry.history:
+        texts.append(("attempt history", history(entry)))
+    if entry.verdicts:
+        texts.append(("verdicts", verdicts(entry)))
+    return [(name, redact(text)) for name, text in texts]
+
+
+def how_it_ran(entry: ScenarioEntry) -> str:
+    lines = [
+        f"{entry.kind.noun}: {entry.sentence}",
+        f"origin: {entry.origin or 'none (no code ran)'}",
+        f"outcome: {entry.outcome}" + (f" ({entry.failure})" if entry.failure else ""),
+    ]
+    if entry.group:
+        lines.append(f"group: {entry.group}")
+    if entry.guidance:
+        lines.append(f"guidance: {entry.guidance}")
+    lines.append(f"LLM: {entry.requests} requests, {entry.tokens:,} tokens")
+    return "\n".join(lines) + "\n"
+
+
+def history(entry: ScenarioEntry) -> str:
+    records = [f"attempt {number}\n{a.render()}" for number, a in enumerate(entry.history)]
+    return "\n---\n".join(records) + "\n"
+
+
+def verdicts(entry: ScenarioEntry) -> str:
+    texts = []
+    for verdict in entry.verdicts:
+        root = f"\nroot step: {verdict.root_step}" if verdict.root_step else ""
+        texts.append(
+            f"verdict: {verdict.label}{root}\nexplanation: {verdict.explanation}\n"
+            f"recommendation: {verdict.recommendation}"
+        )
+    return "\n---\n".join(texts) + "\n"
+
+
+def test_cost(test: TestRun) -> str:
+    """What the LLM cost a test: its requests and tokens (a group's diagnosis is booked on the
+    step that failed, so every request of the test is counted once). The one place the Allure
+    parameter's value is made: a cost in money joins it here."""
+    requests = sum(entry.requests for entry in test.scenario)
+    tokens = sum(entry.tokens for entry in test.scenario)
+    return f"{requests} requests, {tokens:,} tokens"
+
+
+def attach_steps(
+    allure: Any, test: TestRun, entries: Sequence[tuple[ScenarioEntry, bool]], redact: Redact
+) -> None:
+    """Attach to the Allure step that is running the texts of its own entries (``True``) and of
+    earlier entries it rewrote (``False``, e.g. the row of a group recovery), those named after
+    their sentence."""
+    for entry, own in entries:
+        prefix = "" if own else f"{redact(entry.sentence)}: "
+        for name, text in step_texts(test, entry, redact):
+            _safely(allure.attach, text, name=prefix + name,
+                    attachment_type=allure.attachment_type.TEXT)  # fmt: skip
+
+
+def attach_artifacts(allure: Any, screenshot: Path | None, trace: Path | None) -> None:
+    """A failing step's screenshot and Playwright trace (or a trace kept at the test's end)."""
+    if screenshot is not None:
+        _safely(allure.attach.file, str(screenshot), name="failure",
+                attachment_type=allure.attachment_type.PNG)  # fmt: skip
+    if trace is not None:
+        _safely(allure.attach.file, str(trace), name="trace (playwright show-trace)",
+                extension="zip")  # fmt: skip
+
+
+def add_cost(allure: Any, test: TestRun) -> None:
+    """The test's LLM cost as an Allure parameter, kept out of the test's history id."""
+    _safely(_parameters_reach_results)
+    _safely(allure.dynamic.parameter, COST_PARAMETER, test_cost(test), excluded=True)
+
+
+def _safely(call: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+    """An attachment that fails is logged; it never fails the step or the run."""
+    try:
+        call(*args, **kwargs)
+    except Exception as exc:
+        record(logging.WARNING, "attachment_failed", "an Allure attachment failed: %s", exc)
+
+
+def _parameters_reach_results() -> None:
+    """allure-behave (2.x) implements no ``add_parameter`` hook, so ``allure.dynamic.parameter``
+    reaches no result file. Unless it does, a bridge registered once adds the parameter to the
+    test allure-behave is reporting."""
+    import allure_commons
+    from allure_commons.model2 import Parameter
+
+    manager = allure_commons.plugin_manager
+    if manager.hook.add_parameter.get_hookimpls():
+        return
+
+    class ParameterBridge:
+        @allure_commons.hookimpl
+        def add_parameter(self, name: str, value: Any, excluded: Any, mode: Any) -> None:
+            for plugin in manager.get_plugins():
+                if type(plugin).__name__ != "AllureListener":
+                    continue
+                result = plugin.logger.get_test(None)
+                if result is None:
+                    continue
+                result.parameters = [p for p in result.parameters or [] if p.name != name]
+                result.parameters.append(
+                    Parameter(name=name, value=str(value), excluded=excluded or None,
+                              mode=getattr(mode, "value", mode))
+                )  # fmt: skip
+
+    manager.register(ParameterBridge(), name="prettyplay-allure-parameters")

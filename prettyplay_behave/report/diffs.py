@@ -1,0 +1,84 @@
+"""What a run rewrote in the cache: the old and the new code of an entry as a unified diff, and
+the verdict or guidance that caused the rewrite.
+
+A heal, a group row's recovery and a steered turn replace code a step already had; the engine
+keeps the code it replaced (``ScenarioEntry.replaced``). A reviewer reads the change as a diff
+beside its cause: the classification of a healed step, the group diagnosis of a recovered one
+(booked on the group step that failed, which may be a later one), the guidance of a steered one.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..vocabulary import Origin
+
+if TYPE_CHECKING:
+    from ..engine.step import ScenarioEntry, TestRun
+    from ..llm.answers import Verdict
+
+
+def unified_diff(old: str, new: str, old_label: str, new_label: str) -> list[str]:
+    """The unified diff of two codes, line by line (no line endings); empty when equal."""
+    return list(
+        difflib.unified_diff(old.splitlines(), new.splitlines(), old_label, new_label, lineterm="")
+    )
+
+
+@dataclass(frozen=True)
+class DiffLine:
+    """One line of a unified diff and what it is: ``added``, ``removed``, ``hunk``, ``file``
+    (the ``---``/``+++`` labels) or ``context``."""
+
+    text: str
+    tone: str
+
+
+def diff_lines(lines: Sequence[str]) -> list[DiffLine]:
+    marked: list[DiffLine] = []
+    for line in lines:
+        if line.startswith(("--- ", "+++ ")) and len(marked) < 2:
+            tone = "file"
+        elif line.startswith("@@"):
+            tone = "hunk"
+        elif line.startswith("+"):
+            tone = "added"
+        elif line.startswith("-"):
+            tone = "removed"
+        else:
+            tone = "context"
+        marked.append(DiffLine(line, tone))
+    return marked
+
+
+@dataclass(frozen=True)
+class Change:
+    """A rewrite of this run: the diff of its code and what caused it."""
+
+    origin: Origin
+    lines: list[DiffLine]
+    verdict: Verdict | None  # the classification (healed) or the group diagnosis (recovered)
+    guidance: str  # the engineer's guidance (steered)
+
+
+def cause(test: TestRun, entry: ScenarioEntry) -> Verdict | None:
+    """The verdict that started a rewrite: the entry's own last verdict, or for a row step
+    recovered without one, the diagnosis booked on the later group step that failed."""
+    if entry.verdicts:
+        return entry.verdicts[-1]
+    place = next((i for i, other in enumerate(test.scenario) if other is entry), None)
+    for other in test.scenario[place + 1 :] if place is not None else []:
+        if other.group == entry.group and other.verdicts:
+            return other.verdicts[-1]
+    return None
+
+
+def change_of(test: TestRun, entry: ScenarioEntry, redact: Callable[[str], str]) -> Change | None:
+    """The change an entry's rewrite made, redacted, or None when the run rewrote nothing."""
+    if entry.replaced is None or entry.origin is None:
+        return None
+    lines = unified_diff(redact(entry.replaced), redact(entry.code), "cached", str(entry.origin))
+    return Change(entry.origin, diff_lines(lines), cause(test, entry), entry.guidance)

@@ -1,0 +1,399 @@
+"""Reviewing what a run changed: the heal diffs of the HTML report, the rewritten entries of the
+summary, and ``prettyplay cache diff`` against a git ref, over a changed-UI run of the examples
+that heals, in a git repository."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from prettyplay_behave.browser.tabs import Tabs
+from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore, prune
+from prettyplay_behave.config import PrettyConfig
+from prettyplay_behave.demo.server import DemoShop
+from prettyplay_behave.engine import step
+from prettyplay_behave.llm.answers import Verdict
+from prettyplay_behave.report.html import write_report
+from prettyplay_behave.report.summary import RunSummary
+from prettyplay_behave.safety.policy import check_code
+from prettyplay_behave.safety.secrets import Secrets
+from prettyplay_behave.vocabulary import GroupLabel, Kind, Origin, StepStatus
+from tests.conftest import BehaveProject, BehaveResult, copy_examples
+from tests.support.changed_ui import CART, CHECKOUT
+from tests.support.healing_run import HEALING_OPTIONS, RECOVERABLE, ROT, script_heals
+from tests.support.llm_server import ScriptedLLMServer
+from tests.support.shop_steps import ACCEPT, OPEN_SHOP
+
+CART_TESTS = {
+    "Add a product to the cart": [
+        "I accept the cookie banner",
+        'I add the "Blue Mug" to the cart',
+        "the cart link shows 1 item",
+    ],
+    "An empty cart says so": [
+        "I accept the cookie banner",
+        "I open the cart",
+        "the cart says that it is empty",
+    ],
+}
+# every entry the changed UI breaks, by feature and scenario, with its new origin
+REWRITTEN = {
+    ("shop/cart.feature", test, sentence, "healed")
+    for test, sentences in CART_TESTS.items()
+    for sentence in sentences
+} | {("shop/checkout.feature", "Order a product", sentence, "recovered") for sentence in CHECKOUT}
+
+
+def git(root: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=Ann", "-c", "user.email=ann@example.com", *args],
+        cwd=root, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return done.stdout
+
+
+def cache_diff(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent)}
+    return subprocess.run(
+        [sys.executable, "-m", "prettyplay_behave.cli", "cache", "diff", *args],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+
+@dataclass
+class Listed:
+    feature: str
+    test: str
+    what: str
+    kind: str
+    sentence: str
+    origin: str
+    diff: list[str]
+
+
+HEADLINE = re.compile(
+    r"^    (added|removed|changed)\s+(step|expect) (.+?)( #\d+)?( \(with its data\))?, (.+)$"
+)
+
+
+def listed(output: str) -> list[Listed]:
+    """The entries ``cache diff`` printed, with their diff lines."""
+    found: list[Listed] = []
+    feature = test = ""
+    for line in output.splitlines():
+        if not line.startswith(" ") and line.endswith(")") and " (" in line:
+            feature = line.split(" (")[0]
+        elif line.startswith("  ") and not line.startswith("   "):
+            test = line.strip()
+        elif match := HEADLINE.match(line):
+            what, kind, sentence, _, _, origin = match.groups()
+            found.append(Listed(feature, test, what, kind, ast.literal_eval(sentence), origin, []))
+        elif line.startswith("      ") and found:
+            found[-1].diff.append(line[6:])
+    return found
+
+
+@dataclass
+class Healed:
+    root: Path
+    result: BehaveResult
+
+
+@pytest.fixture(scope="module")
+def healed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Healed]:
+    """The example shop features, committed to git, then healed against the changed UI."""
+    root = copy_examples(tmp_path_factory.mktemp("review") / "repo")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "the examples")
+    with DemoShop(variant="changed-ui") as shop, ScriptedLLMServer() as llm:
+        script_heals(llm)
+        result = BehaveProject(root).run(
+            "features/shop", "-D", f"prettyplay.base_url={shop.url}",
+            "-D", "prettyplay.report_dir=reports", *HEALING_OPTIONS, env=llm.env, timeout=400,
+        )  # fmt: skip
+    assert result.returncode == 0, result
+    yield Healed(root, result)
+
+
+def test_the_summary_lists_each_rewritten_entry_after_its_lines(healed: Healed) -> None:
+    lines = [line for line in healed.result.output.splitlines() if line.startswith("prettyplay:")]
+    rewritten = [line for line in lines if line.startswith("prettyplay: rewritten")]
+    assert lines[-len(rewritten) :] == rewritten  # after the existing lines
+    assert lines[3].startswith("prettyplay: wall time:")
+    expected = {
+        f"prettyplay: rewritten ({origin}) {feature}::{test}: {sentence}"
+        for feature, test, sentence, origin in REWRITTEN
+    }
+    assert sorted(rewritten) == sorted(expected)
+
+
+def test_the_report_shows_the_diff_of_each_rewritten_entry_beside_its_cause(
+    healed: Healed, browser
+) -> None:
+    report = healed.root / "reports" / "report.html"
+    page = browser.new_page()
+    try:
+        page.goto(report.as_uri())
+        changes = page.evaluate(
+            """() => [...document.querySelectorAll("section.test")].flatMap(section =>
+                [...section.querySelectorAll("tr")].filter(row => row.querySelector(".change"))
+                .map(row => ({
+                    test: section.querySelector("h2").innerText.split(" — ")[0],
+                    sentence: row.querySelector("td strong").nextSibling.textContent.trim(),
+                    title: row.querySelector(".change h3").innerText,
+                    removed: [...row.querySelectorAll(".change .removed")].map(e => e.innerText),
+                    added: [...row.querySelectorAll(".change .added")].map(e => e.innerText),
+                    diff: row.querySelector(".change pre.diff").innerText,
+                    cause: row.querySelector(".change .cause").innerText,
+                })))"""
+        )
+        rows = page.locator("tr", has=page.locator("td strong")).count()
+    finally:
+        page.close()
+    shown = {(c["test"].split("::")[0], c["test"].split("::")[1], c["sentence"]) for c in changes}
+    assert len(changes) == len(REWRITTEN) < rows  # replayed steps show no change
+    assert shown == {(feature, test, sentence) for feature, test, sentence, _ in REWRITTEN}
+    cached = json.loads((healed.root / "features/.prettyplay/shop/cart.feature.json").read_text())
+    for change in changes:
+        feature = change["test"].split("::")[0]
+        new = {**CART, **CHECKOUT}[change["sentence"]]
+        assert change["added"] == [f"+{line}" for line in new.splitlines()[1:]], change
+        assert change["removed"], change  # the code the changed UI broke
+        assert change["diff"].splitlines()[:2] == [
+            "--- cached",
+            f"+++ {'healed' if feature == 'shop/cart.feature' else 'recovered'}",
+        ]
+        if feature == "shop/cart.feature":
+            assert change["title"] == "healed: what changed"
+            assert change["cause"] == f"why\nrot: {ROT}"
+        else:
+            assert change["title"] == "recovered: what changed"
+            assert change["cause"].startswith(f"why\nrecoverable: {RECOVERABLE} (root: ")
+    banner = next(c for c in changes if c["sentence"] == "I accept the cookie banner")
+    assert '-    page.get_by_role("button", name="Accept cookies").click()' in banner["removed"]
+    assert cached["tests"]["Add a product to the cart"][1]["origin"] == "healed"
+    html = report.read_text()  # escaped: the code's quotes are entities, not markup
+    assert (
+        '<span class="added">+    page.get_by_role(&#34;button&#34;, name=&#34;Allow all&#34;)'
+        ".click()</span>"
+    ) in html
+
+
+def test_cache_diff_lists_exactly_the_rewritten_entries_against_a_ref(healed: Healed) -> None:
+    changed = cache_diff(healed.root)
+    assert changed.returncode == 1, changed.stdout + changed.stderr
+    entries = listed(changed.stdout)
+    assert {(e.feature, e.test, e.sentence, e.origin) for e in entries} == {
+        (feature, test, sentence, f"generated -> {origin}")
+        for feature, test, sentence, origin in REWRITTEN
+    }
+    assert len(entries) == len(REWRITTEN) and {e.what for e in entries} == {"changed"}
+    banner = next(e for e in entries if e.sentence == "I accept the cookie banner")
+    assert banner.diff[:2] == ["--- HEAD", "+++ working tree"]
+    assert '-    page.get_by_role("button", name="Accept cookies").click()' in banner.diff
+    assert '+    page.get_by_role("button", name="Allow all").click()' in banner.diff
+    assert "shop/cart.feature (features/.prettyplay/shop/cart.feature.json)" in changed.stdout
+    assert "    changed  step 'I fill the order form:' (with its data), " in changed.stdout
+    assert changed.stdout.splitlines()[-1] == (
+        f"{len(REWRITTEN)} entries differ from HEAD in 2 files (0 added, 0 removed, "
+        f"{len(REWRITTEN)} changed)"
+    )
+
+    git(healed.root, "commit", "-q", "-am", "healed against the changed UI")
+    clean = cache_diff(healed.root)
+    assert (clean.returncode, clean.stdout) == (
+        0, "0 entries differ from HEAD in 0 files (0 added, 0 removed, 0 changed)\n"
+    )  # fmt: skip
+    before = cache_diff(healed.root, "HEAD~1")
+    assert before.returncode == 1
+    assert {(e.test, e.sentence) for e in listed(before.stdout)} == {
+        (test, sentence) for _, test, sentence, _ in REWRITTEN
+    }
+    unknown = cache_diff(healed.root, "no-such-branch")
+    assert unknown.returncode == 2 and unknown.stdout == ""
+    assert "unknown git ref 'no-such-branch'" in unknown.stderr
+
+
+def test_cache_diff_refuses_what_it_cannot_compare(tmp_path: Path) -> None:
+    outside = tmp_path / "not-a-repo"
+    store = CacheStore(outside / "features" / ".prettyplay", validate=check_code)
+    store.write(
+        CacheEntry(CacheKey("shop.feature::A", "step", "I open the shop"), OPEN_SHOP, "generated")
+    )
+    done = cache_diff(outside)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "features/.prettyplay: not inside a git repository" in done.stderr
+    git(outside, "init", "-q")
+    empty = cache_diff(outside)  # a repository without any commit has no HEAD
+    assert empty.returncode == 2 and "unknown git ref 'HEAD'" in empty.stderr
+    git(outside, "add", "-A")
+    git(outside, "commit", "-q", "-m", "cache")
+    missing = cache_diff(outside, "--cache-dir", "features/nope")
+    assert missing.returncode == 2
+    assert "features/nope: no such folder, neither in the working tree nor at HEAD" in (
+        missing.stderr
+    )
+
+
+def plant(store: CacheStore, test: str, sentence: str, code: str, origin: str = "generated"):
+    store.write(CacheEntry(CacheKey(test, "step", sentence), code, origin))
+
+
+def test_cache_diff_lists_added_removed_and_changed_entries_in_new_and_deleted_files(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "repo"
+    cache_dir = root / "tests-cache"
+    store = CacheStore(cache_dir, validate=check_code)
+    plant(store, "a.feature::One", "I open the shop", OPEN_SHOP)
+    plant(store, "a.feature::One", "I accept the cookie banner", ACCEPT)
+    plant(store, "a.feature::One", "I keep this", OPEN_SHOP)
+    plant(store, "old.feature::Gone", "I open the shop", OPEN_SHOP)
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "cache")
+    untouched = (cache_dir / "a.feature.json").read_bytes()
+
+    store = CacheStore(cache_dir, validate=check_code)
+    plant(store, "a.feature::One", "I open the shop", OPEN_SHOP.replace('"/"', '"/shop"'), "healed")
+    plant(store, "a.feature::Two", "I open the shop", OPEN_SHOP)
+    plant(store, "new.feature::Fresh", "I open the cart", OPEN_SHOP)
+    (cache_dir / "old.feature.json").unlink()
+    gone = CacheKey("a.feature::One", "step", "I accept the cookie banner")
+    prune(cache_dir / "a.feature.json", [gone], check_code)
+    assert (cache_dir / "a.feature.json").read_bytes() != untouched
+
+    done = cache_diff(root, "--cache-dir", "tests-cache")
+    assert done.returncode == 1, done.stderr
+    entries = {(e.feature, e.test, e.what, e.sentence, e.origin) for e in listed(done.stdout)}
+    assert entries == {
+        ("a.feature", "One", "changed", "I open the shop", "generated -> healed"),
+        ("a.feature", "One", "removed", "I accept the cookie banner", "generated"),
+        ("a.feature", "Two", "added", "I open the shop", "generated"),
+        ("new.feature", "Fresh", "added", "I open the cart", "generated"),
+        ("old.feature", "Gone", "removed", "I open the shop", "generated"),
+    }
+    assert "new.feature (tests-cache/new.feature.json, new file)" in done.stdout
+    assert "old.feature (tests-cache/old.feature.json, deleted)" in done.stdout
+    added = next(e for e in listed(done.stdout) if e.feature == "new.feature")
+    assert added.diff[2:] == ["@@ -0,0 +1,2 @@", "+def step(page) -> None:", '+    page.goto("/")']
+    removed = next(e for e in listed(done.stdout) if e.what == "removed" and e.test == "One")
+    assert [line for line in removed.diff if line.startswith("-") and "---" not in line] == [
+        f"-{line}" for line in ACCEPT.splitlines()
+    ]
+    assert done.stdout.splitlines()[-1] == (
+        "5 entries differ from HEAD in 3 files (2 added, 2 removed, 1 changed)"
+    )
+
+
+def test_cache_diff_reports_a_refused_entry_by_file_and_entry(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    cache_dir = root / "features" / ".prettyplay"
+    plant(CacheStore(cache_dir, validate=check_code), "a.feature::One", "I open it", OPEN_SHOP)
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "cache")
+    path = cache_dir / "a.feature.json"
+    document = json.loads(path.read_text())
+    document["tests"]["One"][0]["code"].append("    page.evaluate('1')")
+    path.write_text(json.dumps(document, indent=2) + "\n")
+    refused = cache_diff(root)
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert (
+        "working tree: features/.prettyplay/a.feature.json: test 'One', entry 1 "
+        "(step 'I open it', occurrence 1): the code is refused: line 3: attribute 'evaluate'"
+    ) in refused.stderr
+    path.write_text("<<<<<<< HEAD\n" + path.read_text())
+    conflicted = cache_diff(root)
+    assert conflicted.returncode == 2
+    assert "merge conflict markers at line 1" in conflicted.stderr
+
+
+def test_the_report_shows_a_steered_change_and_a_row_recovered_without_its_own_verdict(
+    browser, tmp_path: Path
+) -> None:
+    """A steered entry's diff sits beside the guidance; a row step recovered before the failed
+    group step shows the diagnosis booked on that later step; code is escaped, not markup."""
+    page = browser.new_page()
+    try:
+        test = step.TestRun("shop.feature::Order", PrettyConfig().for_test(), Tabs(page))
+
+        def entry(sentence: str, old: str, new: str, origin: Origin, group: str | None = None):
+            spec = step.StepSpec(Kind.ACTION, sentence)
+            made = step.ScenarioEntry(
+                spec, CacheKey(test.name, spec.kind, sentence), group=group,
+                outcome=StepStatus.PASSED, origin=origin, code=new, replaced=old,
+            )  # fmt: skip
+            test.scenario.append(made)
+            return made
+
+        hostile = (
+            "def step(page) -> None:\n"
+            '    page.get_by_text("</code></pre><script>x()</script>").click()\n'
+        )
+        steered = entry("I accept the cookie banner", ACCEPT, hostile, Origin.STEERED)
+        steered.guidance = "the banner's button is <b>Allow all</b>"
+        entry("I open the shop", OPEN_SHOP, OPEN_SHOP.replace('"/"', '"/shop"'),
+              Origin.RECOVERED, "buy")  # fmt: skip
+        failed = entry("I buy", OPEN_SHOP, ACCEPT, Origin.RECOVERED, "buy")
+        failed.verdicts.append(
+            Verdict(GroupLabel.RECOVERABLE, "the shop moved", "heal", "I open the shop")
+        )
+        entry("I look", OPEN_SHOP, OPEN_SHOP, Origin.REPLAYED).replaced = None
+        report = write_report(tmp_path, [test], RunSummary.of([test], {}, 0, None, 1.0), str)
+        page.goto(report.as_uri())
+        assert page.locator("script").count() == 0
+        changes = page.locator(".change")
+        assert changes.count() == 3
+        steered_box = page.locator("tr", has_text="I accept the cookie banner").locator(".change")
+        assert steered_box.locator(".cause").inner_text() == (
+            "why\nguidance: the banner's button is <b>Allow all</b>"
+        )
+        assert steered_box.locator(".added").inner_text() == (
+            '+    page.get_by_text("</code></pre><script>x()</script>").click()'
+        )
+        row = page.locator("tr").nth(2).locator(".change .cause")  # after the head and steered
+        assert row.inner_text() == "why\nrecoverable: the shop moved (root: I open the shop)"
+        summary = page.locator("ul.summary li").all_inner_texts()
+        assert summary[-3:] == [
+            "rewritten (steered) shop.feature::Order: I accept the cookie banner",
+            "rewritten (recovered) shop.feature::Order: I open the shop",
+            "rewritten (recovered) shop.feature::Order: I buy",
+        ]
+    finally:
+        page.close()
+
+
+def test_the_diff_of_a_rewrite_is_redacted(browser, tmp_path: Path) -> None:
+    """Code that a step once typed a secret with, and its replacement, show the placeholder."""
+    canary = "canary-D1ff-7q"
+    secrets = Secrets({"TOKEN": canary})
+    secrets.require(["TOKEN"], "log in with ${TOKEN}")
+    page = browser.new_page()
+    try:
+        test = step.TestRun("login.feature::In", PrettyConfig().for_test(), Tabs(page))
+        spec = step.StepSpec(Kind.ACTION, "log in with ${TOKEN}")
+        test.scenario.append(
+            step.ScenarioEntry(
+                spec, CacheKey(test.name, spec.kind, spec.sentence), outcome=StepStatus.PASSED,
+                origin=Origin.HEALED, replaced=f'def step(page) -> None:\n    x = "{canary}"\n',
+                code=f'def step(page) -> None:\n    y = "{canary}"\n',
+            )
+        )  # fmt: skip
+        summary = RunSummary.of([test], {}, 0, None, 1.0)
+        html = write_report(tmp_path, [test], summary, secrets.redact).read_text()
+    finally:
+        page.close()
+    assert canary not in html
+    assert '<span class="removed">-    x = &#34;${TOKEN}&#34;</span>' in html
+    assert '<span class="added">+    y = &#34;${TOKEN}&#34;</span>' in html

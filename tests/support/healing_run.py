@@ -1,0 +1,50 @@
+"""The scripted answers of a changed-UI run of the example features that heals: every broken
+ordinary step classified ``rot`` and healed, every broken step of the ``@group`` checkout
+recovered in a cycle of its own (the diagnosis names the failed step as its root)."""
+
+from __future__ import annotations
+
+from tests.support.changed_ui import CART, CHECKOUT
+from tests.support.llm_server import (
+    CLEAN_GATE,
+    RecordedRequest,
+    ScriptedLLMServer,
+    code_answer,
+    json_answer,
+)
+
+ROT = "the controls were relabelled"
+RECOVERABLE = "the checkout controls were renamed"
+HEALED = {**CART, **CHECKOUT}
+
+
+def rot(request: RecordedRequest) -> str:
+    return json_answer({"label": "rot", "explanation": ROT, "recommendation": "heal the step"})
+
+
+def root_is_the_failed_step(request: RecordedRequest) -> str:
+    return json_answer(
+        {
+            "label": "recoverable",
+            "root_step": request.step,
+            "explanation": RECOVERABLE,
+            "recommendation": "regenerate the step",
+        }
+    )
+
+
+def script_heals(llm: ScriptedLLMServer) -> None:
+    """Answers for the classifications, diagnoses, heals and gates of the changed UI; rules
+    added before this one take precedence."""
+    llm.on("classify", rot, repeat=True)
+    llm.on("diagnose", root_is_the_failed_step, repeat=True)
+    for sentence, code in HEALED.items():
+        llm.on("heal", code_answer(code), step=sentence, repeat=True)
+    llm.on("gate", CLEAN_GATE, repeat=True)
+
+
+# the options a healing run of the examples needs: one recovery cycle per broken group step
+HEALING_OPTIONS = (
+    "-D", f"prettyplay.healing_attempts={len(CHECKOUT)}",
+    "-D", "prettyplay.action_timeout_ms=2000",
+)  # fmt: skip
