@@ -154,13 +154,15 @@ class BrowserSession:
         options: dict[str, Any] = {"base_url": config.base_url, "accept_downloads": True}
         if config.device:
             devices = self.playwright.devices
-            if config.device not in devices:
+            # a scenario tag cannot hold a space: @prettyplay.device=iPhone_13
+            name = config.device if config.device in devices else config.device.replace("_", " ")
+            if name not in devices:
                 near = ", ".join(sorted(n for n in devices if config.device.lower() in n.lower()))
                 raise config.error(
                     "device",
                     f"Playwright knows no such device{'; did you mean ' + near if near else ''}",
                 )
-            options.update(devices[config.device])
+            options.update(devices[name])
             options.pop("default_browser_type", None)
         settings = {
             "storage_state": config.storage_state, "locale": config.locale,

@@ -11,6 +11,8 @@ session cookie, so every fresh browser context starts with an empty shop.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import html
 import itertools
 import json
@@ -44,6 +46,37 @@ __all__ = [
 ]
 
 VARIANTS = ("normal", "changed-ui", "broken-product")
+
+# "Remember me": a login also sets this cookie, signed, so that a saved storage state (a
+# Playwright storage-state file) starts a later session logged in, even after a restart.
+REMEMBER_COOKIE = "demo_remember"
+_REMEMBER_KEY = b"the demo shop signs its remember-me cookie with this"
+
+# path -> (title, page file, kind): the pages of features/real_pages.feature
+_REAL_PAGES = {
+    "/help": ("Help", "help.html", "page"),
+    "/help/questions": ("Questions", "help-questions.html", "bare"),
+    "/help/contact": ("Contact", "help-contact.html", "bare"),
+    "/newsletter": ("Newsletter", "newsletter.html", "page"),
+    "/deals": ("Deals", "deals.html", "page"),
+    "/deals/today": ("Deal of the day", "deal.html", "bare"),
+    "/terms-of-sale": ("Terms of sale", "terms-of-sale.html", "bare"),
+    "/returns": ("Returns", "returns.html", "page"),
+    "/invoices": ("Invoices", "invoices.html", "page"),
+    "/invoices/1001.txt": ("invoice-1001.txt", "invoice-1001.txt", "download"),
+}
+
+
+def remember_token(email: str) -> str:
+    """The value of the remember-me cookie for ``email``."""
+    signature = hmac.new(_REMEMBER_KEY, email.encode(), hashlib.sha256).hexdigest()[:24]
+    return f"{email}|{signature}"
+
+
+def _remembered(value: str | None) -> str | None:
+    email = (value or "").partition("|")[0]
+    return email if email and value and hmac.compare_digest(value, remember_token(email)) else None
+
 
 PASSWORD = "secret"
 STATUS_CONFIRMED = "order confirmed"
@@ -231,6 +264,8 @@ class _Request:
         self.variant = shop.variant
         self.labels = LABELS[self.variant]
         self.changed = self.variant == "changed-ui"
+        self.remember: str | None = None  # a login to remember (set by post())
+        self.forget = False  # a logout
 
     def page(self, title: str, content: str, status: int = 200) -> _Response:
         s, labels = self.session, self.labels
@@ -317,6 +352,16 @@ class _Request:
             )
         return self.page(self.labels["log_in"], _template("login.html").substitute(body=body))
 
+    def real_page(self, path: str) -> _Response:
+        """The pages of the real-pages examples: frames, dialogs, tabs, uploads, downloads."""
+        title, name, kind = _REAL_PAGES[path]
+        if kind == "bare":  # a page that lives in a frame or a tab of its own
+            return _Response(200, _page_file(name).encode())
+        if kind == "download":
+            disposition = ("Content-Disposition", f'attachment; filename="{title}"')
+            return _Response(200, _page_file(name).encode(), "text/plain", [disposition])
+        return self.page(title, _page_file(name))
+
     def promo(self) -> _Response:
         """A sale page with hidden instructions aimed at an LLM: the prompt-injection fixture."""
         return self.page("Spring sale", _page_file("promo.html"))
@@ -361,9 +406,11 @@ class _Request:
             if not email or password != PASSWORD:
                 return self.login(LOGIN_ERROR, email)
             s.user = email.split("@", 1)[0] or email
+            self.remember = email
             return _Response.redirect("/")
         if self.path == "/logout":
             s.user = None
+            self.forget = True
             return _Response.redirect("/")
         return self.not_found()
 
@@ -446,6 +493,9 @@ class _Handler(BaseHTTPRequestHandler):
         slow = False
         with shop._lock:
             session, new_token = shop._session(token)
+            remembered = _remembered(_cookie(self.headers.get("Cookie", ""), REMEMBER_COOKIE))
+            if new_token and remembered:  # "remember me": a fresh session of a known user
+                session.user = remembered.split("@", 1)[0]
             request = _Request(shop, session, path, form, wants_json)
             if method == "POST":
                 slow = path == "/order"
@@ -460,12 +510,19 @@ class _Handler(BaseHTTPRequestHandler):
                 response = request.login()
             elif path == "/promo":
                 response = request.promo()
+            elif path in _REAL_PAGES:
+                response = request.real_page(path)
             else:
                 response = request.not_found()
         if new_token:
             response.headers.append(
                 ("Set-Cookie", f"{cookie_name}={new_token}; Path=/; HttpOnly; SameSite=Lax")
             )
+        if request.remember:
+            remember = f"{REMEMBER_COOKIE}={remember_token(request.remember)}; Path=/; SameSite=Lax"
+            response.headers.append(("Set-Cookie", remember))
+        if request.forget:
+            response.headers.append(("Set-Cookie", f"{REMEMBER_COOKIE}=; Path=/; Max-Age=0"))
         if slow:
             # A real payment call takes a moment; tests must wait for the outcome, not assume it.
             time.sleep(shop.order_delay)
