@@ -19,11 +19,18 @@ sys.path.insert(0, str(ROOT))
 from prettyplay_behave.browser.session import CHROMIUM_ARGS, find_system_chromium  # noqa: E402
 from prettyplay_behave.demo.server import DemoShop  # noqa: E402
 
+# The shop and login examples: what a plain script can run as it is (the real-pages example
+# needs the engine's tabs, dialogs and files).
+FEATURES = ("shop", "login.feature")
+
 
 def scenarios() -> list[list[str]]:
     """The code of every cached step, scenario by scenario, in the order they run."""
     found = []
-    for path in sorted((ROOT / "features" / ".prettyplay").rglob("*.json")):
+    cache = ROOT / "features" / ".prettyplay"
+    paths = [p for name in FEATURES for p in sorted(cache.glob(f"{name}*")) if p.is_file()]
+    paths += [p for name in FEATURES for p in sorted((cache / name).rglob("*.json"))]
+    for path in paths:
         for entries in json.loads(path.read_text())["tests"].values():
             found.append(["\n".join(entry["code"]) + "\n" for entry in entries])
     return found
