@@ -41,7 +41,7 @@ def test_the_examples_replay_green_with_zero_llm_requests(
     project = BehaveProject(root)
     result = project.run(env=llm.env)
     assert result.returncode == 0, result
-    assert "6 scenarios passed, 0 failed" in result.output
+    assert "13 scenarios passed, 0 failed" in result.output
     assert llm.requests == []
     assert cache_files(root / "features" / ".prettyplay") == before
 
