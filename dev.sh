@@ -31,10 +31,22 @@ PY
     return
   fi
   echo "dev.sh: no Chromium found; installing Debian's chromium package" >&2
+  apt_install chromium
+}
+
+# The video tests record with Playwright's recorder, which encodes with ffmpeg (Debian's here).
+ensure_ffmpeg() {
+  if ! command -v ffmpeg >/dev/null; then
+    echo "dev.sh: no ffmpeg found; installing Debian's ffmpeg package" >&2
+    apt_install ffmpeg
+  fi
+}
+
+apt_install() {
   local sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >/dev/null
 }
 
 case "${1:-}" in
@@ -46,6 +58,7 @@ case "${1:-}" in
   test)
     shift
     setup
+    ensure_ffmpeg
     "$VENV/bin/ruff" check .
     "$VENV/bin/ruff" format --check .
     "$VENV/bin/mypy"
@@ -54,6 +67,7 @@ case "${1:-}" in
   mutate)
     shift
     setup
+    ensure_ffmpeg
     exec "$PY" -m tests.mutants "$@"
     ;;
   *)

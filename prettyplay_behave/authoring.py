@@ -70,9 +70,15 @@ class PrettyPlay:
     def page(self) -> Page:
         return self.run.page
 
+    @property
+    def opened(self) -> bool:
+        """Whether the test's context and page are open (they open on first use)."""
+        return self._run is not None
+
     def mark_failed(self) -> None:
         """Something outside prettyplay (a user's own step) failed this test."""
-        self.run.failed_elsewhere = True
+        if self._run is not None:  # a test that never opened has nothing to mark
+            self._run.failed_elsewhere = True
 
     def close(self) -> None:
         if self._run is not None:

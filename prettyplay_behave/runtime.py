@@ -57,6 +57,7 @@ class Runtime:
         self.engine = Engine(self.cache, advisor, self.events, self.secrets, steering)
         self._session: BrowserSession | None = None
         self.tests: list[TestRun] = []
+        self.failed_unopened: set[str] = set()  # tests that failed before their page opened
         self.started = time.monotonic()
         self.report_dir = Path(config.report_dir) if config.report_dir else None
         self.artifacts = Artifacts(self.report_dir) if self.report_dir else None
@@ -72,7 +73,10 @@ class Runtime:
         """A test on the given page, or on a fresh context and page of the run's browser."""
         context: BrowserContext | None = None
         if page is None:
-            context, page = self.session.new_page(config)
+            video = None
+            if self.artifacts is not None and config.video != "off":
+                video = self.artifacts.video_dir(name)
+            context, page = self.session.new_page(config, video)
         Settler.install(page.context)
         # navigation bounds from allowed_origins (default: the origin of base_url)
         guard = NavigationGuard(config.origins) if config.origins else None
@@ -89,12 +93,15 @@ class Runtime:
         return test
 
     def finish_test(self, test: TestRun) -> None:
-        """Keep a failing test's artifacts, then close what the test opened."""
+        """Keep a test's artifacts, close what the test opened, then keep its videos (which
+        Playwright writes as the context closes)."""
         try:
             if self.artifacts is not None:
                 self.artifacts.finish(test)
         finally:
             test.close()
+        if self.artifacts is not None:
+            self.artifacts.keep_videos(test)
 
     def record_obsolete(self) -> list[tuple[Path, CacheKey]]:
         """After a full run: the cache entries no step used, also written for ``cache prune``.
@@ -102,6 +109,7 @@ class Runtime:
         Entries of a test that failed are never counted: its later steps did not get to run.
         """
         failed = {test.name: test.failed for test in self.tests}
+        failed.update(dict.fromkeys(self.failed_unopened, True))
         files = sorted(self.cache.cache_dir.rglob("*.json"))
         unused = [(p, k) for p, k in self.cache.obsolete(files) if not failed.get(k.test, False)]
         listing = self.cache.cache_dir / OBSOLETE_FILE

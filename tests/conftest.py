@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -52,6 +53,23 @@ def browser():
         )
         yield launched
         launched.close()
+
+
+@pytest.fixture(scope="session")
+def video_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """An environment in which Playwright can record video: it encodes with its own ffmpeg
+    build, found in its browsers folder; this machine's ffmpeg (Debian's) stands in for it."""
+    import playwright
+
+    ffmpeg = shutil.which("ffmpeg")
+    assert ffmpeg, "recording video needs ffmpeg: apt-get install -y ffmpeg"
+    listing = Path(playwright.__file__).parent / "driver" / "package" / "browsers.json"
+    tools = json.loads(listing.read_text())["browsers"]
+    revision = next(tool["revision"] for tool in tools if tool["name"] == "ffmpeg")
+    browsers = tmp_path_factory.mktemp("playwright-browsers")
+    (browsers / f"ffmpeg-{revision}").mkdir()
+    (browsers / f"ffmpeg-{revision}" / "ffmpeg-linux").symlink_to(ffmpeg)
+    return {"PLAYWRIGHT_BROWSERS_PATH": str(browsers)}
 
 
 @pytest.fixture

@@ -118,12 +118,11 @@ def before_scenario(context: Any, scenario: Any) -> None:
     from ..authoring import PrettyPlay
 
     runtime: Runtime = context.prettyplay
+    context.prettyplay_scenario = None  # until this scenario's state stands
     tags = list(scenario.effective_tags)
     if "interactive" in tags and os.environ.get("CI"):
         record(logging.WARNING, "interactive_off", "CI is set: @interactive is ignored")
-    name = scenario_namespace(
-        scenario.filename, context.config.base_dir or "features", scenario.name
-    )
+    name = test_name(context, scenario)
     config = runtime.config.for_test(tags, scenario.name)
     test = PrettyPlay(name, config, runtime=runtime)
     group = None
@@ -165,9 +164,14 @@ def after_step(context: Any, step: Any) -> None:
 
 def after_scenario(context: Any, scenario: Any) -> None:
     state: ScenarioState | None = getattr(context, "prettyplay_scenario", None)
+    runtime: Runtime | None = getattr(context, "prettyplay", None)
+    failed = scenario.status.has_failed()
+    if failed and runtime is not None and (state is None or not state.test.opened):
+        # a scenario that failed before its page opened (a hook, a setting): its entries
+        # are unused, not obsolete
+        runtime.failed_unopened.add(test_name(context, scenario))
     if state is None:
         return
-    failed = scenario.status.has_failed()
     try:
         if failed:
             state.test.mark_failed()  # a user's own step may have failed it
@@ -180,6 +184,11 @@ def after_scenario(context: Any, scenario: Any) -> None:
             attachments.add_cost(allure, state.run)
             if not state.trace_attached:  # kept at the end (trace=on, a failing hook)
                 attachments.attach_artifacts(allure, None, state.run.trace_file)
+
+
+def test_name(context: Any, scenario: Any) -> str:
+    base_dir = context.config.base_dir or "features"
+    return scenario_namespace(scenario.filename, base_dir, scenario.name)
 
 
 def is_full_run(config: Any) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -52,6 +53,17 @@ def _context_error(config: TestConfig, exc: Exception) -> Exception:
         if value and (f"Invalid {key}" in text or (key == "timezone_id" and "timezone" in text)):
             return config.error(key, f"the browser refused it ({text.splitlines()[0]})")
     return exc
+
+
+def _video_error(config: TestConfig, exc: Exception) -> ConfigError:
+    """Playwright records video with its own ffmpeg build; a missing one is a setup problem."""
+    where = re.search(r"Executable doesn't exist at (\S+)", str(exc))
+    return config.error(
+        "video",
+        "Playwright records video with its own ffmpeg, which is not installed: run "
+        "`playwright install ffmpeg`"
+        + (f", or link an ffmpeg that encodes VP8 at {where.group(1)}" if where else ""),
+    )
 
 
 class BrowserSession:
@@ -145,7 +157,13 @@ class BrowserSession:
             log.warning("the browser was gone; launching it again", extra={"event": "browser"})
             context = self.browser.new_context(**options)
         context.set_default_timeout(config.action_timeout_ms)
-        page = context.new_page()
+        try:
+            page = context.new_page()
+        except PlaywrightError as exc:
+            context.close()
+            if video_dir is None or "ffmpeg" not in str(exc):
+                raise
+            raise _video_error(config, exc) from exc
         return context, page
 
     def context_options(self, config: TestConfig, video_dir: Path | None) -> dict[str, Any]:

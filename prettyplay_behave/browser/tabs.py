@@ -61,6 +61,11 @@ class Tabs:
         self._add(page)
         self._opened_since += 1
 
+    @property
+    def opened(self) -> list[Page]:
+        """Every page of the test, closed ones too, in the order they opened."""
+        return [tab.page for tab in self._tabs]
+
     def _open(self) -> list[Tab]:
         return [tab for tab in self._tabs if not tab.page.is_closed()]
 

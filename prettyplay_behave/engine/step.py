@@ -107,10 +107,11 @@ class TestRun:
     owned_context: BrowserContext | None = None
     guard: NavigationGuard | None = None
     tracing: bool = False  # a Playwright trace is being recorded for this test
-    uses_secrets: bool = False  # then screenshots and traces are kept only when asked for
+    uses_secrets: bool = False  # then pictures of the page are kept only when asked for
     failed_elsewhere: bool = False  # a step outside prettyplay (a user's own) failed
     screenshot: Path | None = None  # artifacts of a failure, kept in report_dir
     trace_file: Path | None = None
+    videos: list[Path] = field(default_factory=list)  # one per page it opened, when kept
     downloads: Path | None = None  # where its downloads are saved (report_dir)
     files_dir: Path | None = None  # where the files it uploads come from
     notes: list[str] = field(default_factory=list)  # of its last execution: dialogs, for requests
@@ -139,8 +140,8 @@ class TestRun:
         return self.failed_elsewhere or any(e.outcome is StepStatus.FAILED for e in self.scenario)
 
     def uses_secret(self) -> None:
-        """A step names a secret: stop and discard the trace unless traces are asked for
-        (a picture of the page cannot be redacted)."""
+        """A step names a secret: stop and discard the trace unless ``trace=on`` (a picture
+        of the page cannot be redacted; screenshots and videos follow their own policies)."""
         self.uses_secrets = True
         if self.tracing and self.config.trace != "on":
             self.tracing = False

@@ -1,15 +1,21 @@
-"""Failure artifacts in ``report_dir``: a screenshot and a Playwright trace per failing test.
+"""Artifacts in ``report_dir``: a screenshot, a Playwright trace and a video per test.
 
-The trace policy (``trace``): ``off`` records none; ``retain-on-failure`` (the default) records
-every test and keeps the traces of failing ones; ``on`` keeps them all. Under behave, a failing
-test's trace is kept at its first failing step, which then carries it. Screenshots and traces
-are pictures of the page and cannot be redacted: a test stops tracing at its first step that
-names a secret and takes no failure screenshot, unless the policy is ``on``.
+Each follows its setting, in pytest-playwright's words. ``screenshot``: ``only-on-failure`` (the
+default) takes ``failure.png`` at a test's first failing step, ``on`` also takes ``final.png``
+when a passing test ends, ``off`` takes none. ``trace``: ``retain-on-failure`` (the default)
+records every test and keeps the traces of failing ones, ``on`` keeps them all, ``off`` records
+none; under behave a failing test's trace is kept at its first failing step, which carries it.
+``video``: ``off`` (the default), ``on`` keeps every test's video, ``retain-on-failure`` those of
+failing tests (``video.webm``; a test that opened tabs has one more per tab).
+
+Pictures of the page cannot be redacted: a test with a step that names a secret keeps a
+picture only when that picture's own policy is ``on`` (its trace stops at that step otherwise).
 """
 
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,7 +29,7 @@ def folder_name(test_name: str) -> str:
 
 
 class Artifacts:
-    """A run's artifacts; each test follows its own ``trace`` setting (a tag may change it)."""
+    """A run's artifacts; each test follows its own settings (a tag may change them)."""
 
     def __init__(self, report_dir: Path) -> None:
         self.report_dir = report_dir
@@ -33,22 +39,26 @@ class Artifacts:
         folder.mkdir(parents=True, exist_ok=True)
         return folder
 
+    def video_dir(self, name: str) -> Path:
+        """Where Playwright records the videos of the test called ``name`` (kept or not at
+        its end); a path only, made by Playwright when it records."""
+        return self.report_dir / folder_name(name) / "video"
+
     def start(self, test: TestRun) -> None:
         if test.config.trace == "off":
             return
         test.page.context.tracing.start(title=test.name, screenshots=True, snapshots=True)
         test.tracing = True
 
-    def screenshot(self, test: TestRun) -> Path | None:
-        """The failure screenshot of a test, taken once, while its page is still open.
-
-        A test whose steps type secrets gets none unless the trace policy is ``on``: a picture
-        of the page cannot be redacted.
-        """
-        if test.uses_secrets and test.config.trace != "on":
+    def screenshot(self, test: TestRun, name: str = "failure.png") -> Path | None:
+        """The test's screenshot, taken once, while its page is still open: at its first
+        failing step, or (``screenshot=on``) when a passing test ends. None under
+        ``screenshot=off``, and for a test that names a secret unless the policy is ``on``."""
+        policy = test.config.screenshot
+        if policy == "off" or (test.uses_secrets and policy != "on"):
             return None
         if test.screenshot is None and not test.page.is_closed():
-            path = self.folder(test) / "failure.png"
+            path = self.folder(test) / name
             try:
                 test.page.screenshot(path=str(path), full_page=True)
             except Exception:  # a crashed page has no picture to give
@@ -67,11 +77,34 @@ class Artifacts:
         return test.trace_file
 
     def finish(self, test: TestRun) -> None:
-        """Keep or discard the test's trace; a failing test keeps its screenshot too."""
+        """Keep or discard the test's trace; take its last screenshot (a failing test's, or
+        any test's under ``screenshot=on``). Its context is still open: videos come later."""
         if test.failed:
             self.screenshot(test)
+        elif test.config.screenshot == "on":
+            self.screenshot(test, "final.png")
         if test.tracing:
             self._stop(test, keep=test.failed or test.config.trace == "on")
+
+    def keep_videos(self, test: TestRun) -> None:
+        """After the test's context closed (Playwright writes its videos then): keep them as
+        ``video.webm``, ``video-2.webm`` … beside its other artifacts, or remove them."""
+        recorded = self.video_dir(test.name)
+        if not recorded.is_dir():
+            return
+        policy = test.config.video
+        keep = policy == "on" or (policy == "retain-on-failure" and test.failed)
+        if test.uses_secrets and policy != "on":
+            keep = False
+        if keep:
+            videos = [Path(page.video.path()) for page in test.tabs.opened if page.video]
+            for number, video in enumerate(v for v in videos if v.exists()):
+                name = f"video-{number + 1}.webm" if number else "video.webm"
+                test.videos.append(video.replace(recorded.parent / name))
+        shutil.rmtree(recorded, ignore_errors=True)
+        folder = recorded.parent
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
 
     def _stop(self, test: TestRun, keep: bool) -> None:
         test.tracing = False

@@ -3,6 +3,8 @@ Chromium, with the scripted server answering the code a competent model writes."
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -106,12 +108,16 @@ def test_a_dialog_nobody_handles_is_dismissed_and_named(
             'expect(page.get_by_role("status")).to_have_text("Nothing changed.")'
         ),
     })  # fmt: skip
-    with PrettyPlay("t", config=config(site, tmp_path)) as t:
+    reports = tmp_path / "reports"
+    with PrettyPlay("t", config=config(site, tmp_path, report_dir=str(reports))) as t:
         t.step("open the newsletter page")
         pressed = t.step("press unsubscribe")
         t.expect("the page says nothing changed")
     note = "a confirm dialog opened ('Unsubscribe from the newsletter?'); no handler took it"
     assert [n for n in pressed.notes if note in n]  # the step's outcome
+    report = (reports / "report-t.html").read_text()
+    shown = re.findall(r'<div class="muted note">(.*?)</div>', report)
+    assert [n for n in map(html.unescape, shown) if note in n]  # and on its row of the report
     after = llm_env.requests_for("generate")[2].content("user")
     assert f"since the last step: {note}, so it was dismissed" in after  # the next request
 

@@ -207,6 +207,96 @@ def test_a_failed_tests_unused_entries_are_never_obsolete(project: BehaveProject
     assert [(row["test"], row["sentence"]) for row in listed] == [(deleted.test, deleted.sentence)]
 
 
+ARTIFACT_FEATURE = """\
+Feature: Shop
+  Scenario: Passes
+    Given I open the shop
+    Then the heading says Demo Shop
+
+  Scenario: Fails
+    Given I open the shop
+    Then the heading says Welcome
+"""
+
+
+def run_for_artifacts(project: BehaveProject, shop, env: dict[str, str], *settings: str):
+    """A passing and a failing scenario replayed from the cache (no LLM), into reports/."""
+    project.write("features/shop.feature", ARTIFACT_FEATURE)
+    store = CacheStore(project.cache_dir, validate=check_code)
+    for scenario, kind, sentence, code in [
+        ("Passes", "step", "I open the shop", OPEN_SHOP),
+        ("Passes", "expect", "the heading says Demo Shop", HEADING),
+        ("Fails", "step", "I open the shop", OPEN_SHOP),
+        ("Fails", "expect", "the heading says Welcome", WELCOME),
+    ]:
+        key = CacheKey(f"shop.feature::{scenario}", kind, sentence)
+        store.write(CacheEntry(key, code, "generated"))
+    options = [arg for setting in settings for arg in ("-D", f"prettyplay.{setting}")]
+    return project.run(
+        "-D", f"prettyplay.base_url={shop.url}", "-D", "prettyplay.report_dir=reports",
+        "-D", "prettyplay.trace=off", *options, env=env, timeout=120,
+    )  # fmt: skip
+
+
+def kept(reports: Path) -> dict[str, list[str]]:
+    return {
+        folder.name: sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*"))
+        for folder in sorted(reports.iterdir())
+        if folder.is_dir()
+    }
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        (("screenshot=on", "video=retain-on-failure"),
+         {"shop.feature-Passes": ["final.png"],
+          "shop.feature-Fails": ["failure.png", "video.webm"]}),
+        (("screenshot=off", "video=on"),
+         {"shop.feature-Passes": ["video.webm"], "shop.feature-Fails": ["video.webm"]}),
+    ],
+)  # fmt: skip
+def test_screenshots_and_videos_follow_their_settings(
+    project: BehaveProject, shop, video_env: dict[str, str], browser, settings, expected
+) -> None:
+    result = run_for_artifacts(project, shop, video_env, *settings)
+    assert result.returncode == 1, result
+    reports = project.root / "reports"
+    assert kept(reports) == expected
+    for video in reports.rglob("*.webm"):
+        assert video.read_bytes()[:4] == b"\x1a\x45\xdf\xa3"  # a WebM (Matroska) file
+    page = browser.new_page()
+    page.goto((reports / "report.html").as_uri())
+    for name, files in expected.items():
+        scenario = name.removeprefix("shop.feature-")
+        section = page.locator("section", has=page.locator("h2", has_text=scenario))
+        text = section.inner_text()
+        for picture, caption in (("final.png", "when it ended"), ("failure.png", "when it failed")):
+            assert (f"The page {caption}" in text) == (picture in files), (name, text)
+        links = section.locator("a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
+        assert links == [f"{name}/video.webm" for file in files if file == "video.webm"]
+    page.close()
+
+
+def test_video_without_playwrights_ffmpeg_is_a_setup_error_that_names_the_setting(
+    project: BehaveProject, shop, tmp_path: Path
+) -> None:
+    """Playwright records video with its own ffmpeg: where there is none, the run says so."""
+    empty = tmp_path / "no-browsers"
+    empty.mkdir()
+    result = run_for_artifacts(project, shop, {"PLAYWRIGHT_BROWSERS_PATH": str(empty)}, "video=on")
+    assert result.returncode != 0, result
+    assert "video" in result.output and "playwright install ffmpeg" in result.output, result
+    assert str(empty / "ffmpeg-") in result.output, result  # where Playwright looked
+    assert "Traceback" not in result.output, result
+    assert "HOOK-ERROR in after_scenario" not in result.output, result  # said once, at the start
+    leftovers = [p for p in (project.root / "reports").rglob("*") if p.suffix == ".webm"]
+    assert leftovers == []
+    # the scenarios never ran: their entries are unused, not obsolete, and stay
+    assert "prettyplay: cache: 0 entries written, 0 obsolete" in result.output, result
+    assert not (project.cache_dir / ".obsolete-entries").exists()
+
+
 def test_the_html_report_redacts_every_text_it_shows(browser, tmp_path: Path) -> None:
     """Whatever reaches the report (an answer echoing a value, a URL that carries one) is shown
     with the secret's placeholder, never its value."""

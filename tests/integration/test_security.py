@@ -139,32 +139,38 @@ def files_holding(folder: Path, text: str) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("trace", ["retain-on-failure", "on"])
+@pytest.mark.parametrize(
+    ("settings", "kept"),
+    [
+        (("video=retain-on-failure",), []),  # the defaults, and a video of a failure
+        (("trace=on",), ["trace.zip"]),
+        (("trace=on", "screenshot=on", "video=on"), ["failure.png", "trace.zip", "video.webm"]),
+    ],
+)
 def test_a_failing_test_with_a_secret_keeps_no_picture_of_it_unless_asked(
-    project: BehaveProject, shop, llm: ScriptedLLMServer, trace: str
+    project: BehaveProject, shop, llm: ScriptedLLMServer, video_env, settings, kept
 ) -> None:
-    """Screenshots and traces cannot be redacted: a failing test that typed a secret keeps
-    neither, unless the trace policy is ``on``; the report's text never holds the value."""
+    """Screenshots, traces and videos cannot be redacted: a failing test that typed a secret
+    keeps each only when its own policy is ``on``; the report's text never holds the value."""
     order_as_a_secret_customer(project)
     script_the_secret_order(llm)
+    options = [arg for setting in settings for arg in ("-D", f"prettyplay.{setting}")]
     result = project.run(
         "-D", f"prettyplay.base_url={shop.url}", "-D", "prettyplay.generation_attempts=1",
-        "-D", "prettyplay.report_dir=report", "-D", f"prettyplay.trace={trace}",
-        env={**llm.env, "CANARY": CANARY},
+        "-D", "prettyplay.report_dir=report", *options,
+        env={**llm.env, **video_env, "CANARY": CANARY},
     )  # fmt: skip
     assert result.returncode == 1, result
     report = project.root / "report"
     html = (report / "report.html").read_text()
     assert "Thank you, ${CANARY}" in html  # the failure is shown, redacted
-    pictures = sorted(p.name for p in report.rglob("*") if p.suffix in (".png", ".zip"))
-    if trace == "on":
-        # asked for: both are kept, and the trace shows the value as the page did (documented)
-        assert pictures == ["failure.png", "trace.zip"]
-        assert files_holding(report, CANARY) != []
-        assert all(".zip:" in found for found in files_holding(report, CANARY))
-    else:
-        assert pictures == []
-        assert files_holding(report, CANARY) == []
+    pictures = sorted(p.name for p in report.rglob("*") if p.suffix in (".png", ".zip", ".webm"))
+    assert pictures == kept
+    assert [p for p in report.rglob("video") if p.is_dir()] == []  # nothing left half-kept
+    # asked for, a trace shows the value as the page did (documented); the text never does
+    holding = files_holding(report, CANARY)
+    assert all(".zip:" in found for found in holding)
+    assert (holding != []) == ("trace.zip" in kept)
 
 
 def test_a_missing_secret_fails_before_the_step_runs(
