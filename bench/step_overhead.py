@@ -1,17 +1,28 @@
-"""Per-step overhead of the engine, separated from the page's own time.
+"""Where a replayed step's milliseconds go, under behave, for one scenario and for fifteen.
 
-Replays every cached example scenario through the Python API against the demo shop and times,
-per step: the whole step (``StepExecutor.run``), the step code itself on the page
-(``call_step``: the page's own time), the settle wait, and the policy check and compile. The
-rest is bookkeeping (cache lookup, records, hooks). Medians over all steps of several rounds.
+A feature of N copies of the cart example (open the shop, accept the cookie banner, add a
+product, check the cart link: four cached steps each) is replayed strictly by behave, run in
+this process with the plain formatter, so that every part can be timed where it runs:
 
-    .venv/bin/python bench/step_overhead.py [--rounds 3]
+- behave's step (``Step.run``: behave's own work, its hooks, the formatter and the step);
+- prettyplay's step (``Engine.run``), and inside it the step code on the page (``call_step``:
+  the page's own time), the settle wait, the code checks and compile, the cache look-up, the
+  tabs follow-up and the event hooks;
+- the navigation bound's judgement of each document request (Python's part of it);
+- page snapshots (none should be taken on a green replay);
+- prettyplay's behave hooks (``before_step``, ``after_step``; per scenario ``before_scenario``,
+  which opens the test's context and page, and ``after_scenario``) and the plain formatter.
+
+    .venv/bin/python bench/step_overhead.py [--runs 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -24,13 +35,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from prettyplay_behave import PrettyConfig, PrettyPlay  # noqa: E402
-from prettyplay_behave.browser import settle  # noqa: E402
-from prettyplay_behave.demo.server import DemoShop  # noqa: E402
-from prettyplay_behave.engine import cycle, execute  # noqa: E402
-from prettyplay_behave.runtime import Runtime  # noqa: E402
+from prettyplay_behave import cache, events  # noqa: E402
+from prettyplay_behave.behave import hooks  # noqa: E402
+from prettyplay_behave.browser import guard, settle, snapshot, tabs  # noqa: E402
+from prettyplay_behave.engine import advisor, cycle, execute  # noqa: E402
+from prettyplay_behave.safety.policy import check_code  # noqa: E402
 
 TIMES: dict[str, list[float]] = defaultdict(list)
+SCENARIO = "Add a product to the cart"
 
 
 def timing(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
@@ -44,53 +56,123 @@ def timing(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
     return timed
 
 
-def scenarios() -> list[tuple[str, list[dict[str, Any]]]]:
-    found = []
-    for path in sorted((ROOT / "features" / ".prettyplay").rglob("*.json")):
-        feature = path.relative_to(ROOT / "features" / ".prettyplay").as_posix()[: -len(".json")]
-        for name, entries in json.loads(path.read_text())["tests"].items():
-            found.append((f"{feature}::{name}", entries))
-    return found
+def instrument() -> None:
+    import behave.formatter.plain
+    import behave.model
+
+    behave.model.Step.run = timing("behave step", behave.model.Step.run)  # type: ignore[method-assign]
+    cycle.Engine.run = timing("prettyplay step", cycle.Engine.run)  # type: ignore[method-assign]
+    execute.call_step = timing("page (the step code)", execute.call_step)
+    execute.compile_step = timing("code checks and compile", execute.compile_step)
+    settle.Settler.settle = timing("settle", settle.Settler.settle)  # type: ignore[method-assign]
+    cache.CacheStore.lookup = timing("cache look-up", cache.CacheStore.lookup)  # type: ignore[method-assign]
+    tabs.Tabs.follow = timing("tabs follow-up", tabs.Tabs.follow)  # type: ignore[method-assign]
+    events.Events.emit = timing("event hooks", events.Events.emit)  # type: ignore[method-assign]
+    guard.DocumentWatch._paused = timing(  # type: ignore[method-assign]
+        "document judgement", guard.DocumentWatch._paused
+    )
+    advisor.capture = timing("snapshot", snapshot.capture)
+    for name in ("before_step", "after_step", "before_scenario", "after_scenario"):
+        hooks._OURS[name] = timing(name, hooks._OURS[name])
+    plain = behave.formatter.plain.PlainFormatter
+    for method in ("feature", "scenario", "step", "match", "result", "eof"):
+        setattr(plain, method, timing("formatter", getattr(plain, method)))
+
+
+def project(root: Path, scenarios: int) -> Path:
+    """N copies of the cart scenario, each with the example cache's code for its steps."""
+    example = json.loads((ROOT / "features/.prettyplay/shop/cart.feature.json").read_text())
+    entries = example["tests"][SCENARIO]
+    features = root / "features"
+    (features / "steps").mkdir(parents=True)
+    (features / "steps" / "prettyplay_steps.py").write_text(
+        "import prettyplay_behave.behave.steps  # noqa: F401\n"
+    )
+    (features / "environment.py").write_text((ROOT / "features/environment.py").read_text())
+    store = cache.CacheStore(features / ".prettyplay", validate=check_code)
+    lines = ["Feature: Cart", ""]
+    for n in range(1, scenarios + 1):
+        lines.append(f"  Scenario: Cart {n}")
+        for number, entry in enumerate(entries):
+            word = ("Given", "And", "When", "Then")[number]
+            sentence = entry["sentence"]
+            lines.append(f"    {word} {sentence}")
+            key = cache.CacheKey(f"cart.feature::Cart {n}", entry["kind"], sentence)
+            store.write(cache.CacheEntry(key, "\n".join(entry["code"]) + "\n", "generated"))
+        lines.append("")
+    (features / "cart.feature").write_text("\n".join(lines))
+    return root
+
+
+def replay(root: Path) -> None:
+    from behave.__main__ import main as behave_main
+
+    os.chdir(root)
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = behave_main(["-f", "plain", "--no-capture", "-D", "prettyplay.strict=true"])
+    if code != 0:
+        raise SystemExit(f"the replay of {root} failed (exit {code})")
+
+
+def per_step(name: str, steps: int) -> str:
+    times = TIMES.get(name, [])
+    return f"{sum(times) / steps:.2f}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rounds", type=int, default=3)
-    rounds = parser.parse_args().rounds
-    cycle.Engine.run = timing("step", cycle.Engine.run)  # type: ignore[method-assign]
-    execute.call_step = timing("page", execute.call_step)
-    execute.compile_step = timing("policy and compile", execute.compile_step)
-    settle.Settler.settle = timing("settle", settle.Settler.settle)  # type: ignore[method-assign]
-    cache_dir = ROOT / "features" / ".prettyplay"
-    with DemoShop() as shop, tempfile.TemporaryDirectory():
-        config = PrettyConfig(base_url=shop.url, cache_dir=str(cache_dir), strict=True)
-        runtime = Runtime(config)
-        try:
-            for _ in range(rounds):
-                for name, entries in scenarios():
-                    with PrettyPlay(name, config=config, runtime=runtime) as test:
-                        for entry in entries:
-                            data = "\n".join(entry.get("data", []))
-                            do = test.expect if entry["kind"] == "expect" else test.step
-                            do(entry["sentence"], data=data)
-        finally:
-            runtime.close()
-    steps = TIMES["step"]
-    overhead = [s - p for s, p in zip(steps, TIMES["page"], strict=True)]
-    print(f"{len(steps)} steps replayed ({rounds} rounds of the examples)")
-    print("| per step, ms | median | mean |")
+    parser.add_argument("--runs", type=int, default=3)
+    runs = parser.parse_args().runs
+    instrument()
+    columns: dict[int, dict[str, str]] = {}
+    counts: dict[int, str] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for scenarios in (1, 15):
+            root = project(Path(tmp) / str(scenarios), scenarios)
+            replay(root)  # warm-up: bytecode, browser binary and page caches
+            TIMES.clear()
+            for _ in range(runs):
+                replay(root)
+            steps = len(TIMES["prettyplay step"])
+            tests = len(TIMES["before_scenario"])
+            column = {name: per_step(name, steps) for name in ROWS}
+            behave_own = (
+                sum(TIMES["behave step"]) - sum(TIMES["prettyplay step"])
+                - sum(TIMES["before_step"]) - sum(TIMES["after_step"])
+                - sum(t for t in TIMES["formatter"])
+            )  # fmt: skip
+            column["behave's own (step − prettyplay − hooks − formatter)"] = (
+                f"{behave_own / steps:.2f}"
+            )
+            engine = sum(TIMES["prettyplay step"]) - sum(TIMES["page (the step code)"])
+            column["prettyplay's own (prettyplay step − page)"] = f"{engine / steps:.2f}"
+            for name in ("before_scenario", "after_scenario"):
+                column[f"{name}, per scenario"] = f"{sum(TIMES[name]) / tests:.1f}"
+            column["documents judged, per step"] = f"{len(TIMES['document judgement']) / steps:.2f}"
+            column["snapshots taken"] = str(len(TIMES["snapshot"]))
+            columns[scenarios] = column
+            counts[scenarios] = f"{steps} steps"
+    print(f"| per step, ms (mean of {runs} runs) | 1 scenario ({counts[1]}) | "
+          f"15 scenarios ({counts[15]}) |")  # fmt: skip
     print("| --- | ---: | ---: |")
-    for name in ("step", "page", "settle", "policy and compile"):
-        times = TIMES[name]
-        print(f"| {name} | {statistics.median(times):.1f} | {statistics.mean(times):.1f} |")
-    bookkeeping = [
-        o - s - c
-        for o, s, c in zip(overhead, TIMES["settle"], TIMES["policy and compile"], strict=True)
-    ]
-    print(f"| engine overhead (step - page) | {statistics.median(overhead):.1f} | "
-          f"{statistics.mean(overhead):.1f} |")  # fmt: skip
-    print(f"| bookkeeping (overhead - settle - policy) | {statistics.median(bookkeeping):.1f} | "
-          f"{statistics.mean(bookkeeping):.1f} |")  # fmt: skip
+    for name in columns[1]:
+        print(f"| {name} | {columns[1][name]} | {columns[15][name]} |")
+
+
+ROWS = (
+    "behave step",
+    "prettyplay step",
+    "page (the step code)",
+    "settle",
+    "code checks and compile",
+    "cache look-up",
+    "tabs follow-up",
+    "event hooks",
+    "document judgement",
+    "before_step",
+    "after_step",
+    "formatter",
+)
 
 
 if __name__ == "__main__":
