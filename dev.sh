@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up a development environment and run the examples or the test suite.
 #   ./dev.sh examples [behave args]   replay the example features against the demo shop
-#   ./dev.sh test [pytest args]       lint, type-check and run the whole test suite
+#   ./dev.sh test [pytest args]       lint, type-check and run the whole test suite (in parallel:
+#                                     PYTEST_WORKERS=0 runs it in one process)
 #   ./dev.sh mutate [name ...]        break guarded behaviours one by one; their tests must fail
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -62,7 +63,8 @@ case "${1:-}" in
     "$VENV/bin/ruff" check .
     "$VENV/bin/ruff" format --check .
     "$VENV/bin/mypy"
-    exec "$VENV/bin/pytest" "$@"
+    # one worker per core; a module's tests stay together, so its shared fixtures start once
+    exec "$VENV/bin/pytest" -n "${PYTEST_WORKERS:-auto}" --dist loadscope "$@"
     ;;
   mutate)
     shift

@@ -117,11 +117,12 @@ def test_a_heals_gate_carries_the_verdict_that_started_it(
     fresh_shop.set_variant("changed-ui")
     plant(tmp_path, "t", ("step", "open the shop", OPEN_SHOP), ("step", "accept", ACCEPT))
     explanation = "the cookie button is now labelled Allow all"
-    llm_env.on("classify", json_answer({"label": "rot", "explanation": explanation,
-                                        "recommendation": "click Allow all"}))  # fmt: skip
-    llm_env.on("heal", code_answer(ACCEPT.replace("Accept cookies", "Allow all")))
+    verdict = {"label": "rot", "explanation": explanation, "recommendation": "click Allow all"}
+    llm_env.on("classify", json_answer(verdict), step="accept")
+    llm_env.on("heal", code_answer(ACCEPT.replace("Accept cookies", "Allow all")), step="accept")
     llm_env.on("gate", CLEAN_GATE)
-    with PrettyPlay("t", config=config(fresh_shop, tmp_path, action_timeout_ms=500)) as t:
+    # room for the shop to open on a loaded machine; the old button fails in 2 s all the same
+    with PrettyPlay("t", config=config(fresh_shop, tmp_path, action_timeout_ms=2000)) as t:
         t.step("open the shop")
         assert t.step("accept").origin == "healed"
     gate = llm_env.requests_for("gate")[0].content("user")
