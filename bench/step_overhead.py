@@ -60,7 +60,7 @@ def instrument() -> None:
     import behave.formatter.plain
     import behave.model
 
-    behave.model.Step.run = timing("behave step", behave.model.Step.run)  # type: ignore[method-assign]
+    behave.model.Step.run = timing("behave step", behave.model.Step.run)
     cycle.Engine.run = timing("prettyplay step", cycle.Engine.run)  # type: ignore[method-assign]
     execute.call_step = timing("page (the step code)", execute.call_step)
     execute.compile_step = timing("code checks and compile", execute.compile_step)
@@ -148,6 +148,7 @@ def main() -> None:
             column["prettyplay's own (prettyplay step − page)"] = f"{engine / steps:.2f}"
             for name in ("before_scenario", "after_scenario"):
                 column[f"{name}, per scenario"] = f"{sum(TIMES[name]) / tests:.1f}"
+            column["settle, median of the steps"] = f"{statistics.median(TIMES['settle']):.2f}"
             column["documents judged, per step"] = f"{len(TIMES['document judgement']) / steps:.2f}"
             column["snapshots taken"] = str(len(TIMES["snapshot"]))
             columns[scenarios] = column
