@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from playwright.sync_api import Page
+
     from ..engine.step import TestRun
 
 
@@ -97,8 +99,8 @@ class Artifacts:
         if test.uses_secrets and policy != "on":
             keep = False
         if keep:
-            videos = [Path(page.video.path()) for page in test.tabs.opened if page.video]
-            for number, video in enumerate(v for v in videos if v.exists()):
+            videos = [path for path in map(_video_of, test.tabs.opened) if path and path.exists()]
+            for number, video in enumerate(videos):
                 name = f"video-{number + 1}.webm" if number else "video.webm"
                 test.videos.append(video.replace(recorded.parent / name))
         shutil.rmtree(recorded, ignore_errors=True)
@@ -115,3 +117,11 @@ class Artifacts:
             test.trace_file = path
         else:
             tracing.stop()
+
+
+def _video_of(page: Page) -> Path | None:
+    """The file Playwright recorded a page's video into; None for a page it did not record."""
+    try:
+        return Path(page.video.path()) if page.video else None
+    except Exception:  # a page whose recording never started (it crashed at once)
+        return None
