@@ -53,20 +53,25 @@ DEFECT = {
 }
 
 
+def plant(project: BehaveProject, rows: list[tuple[str, str, str, str]]) -> None:
+    """Cache entries of shop.feature: (scenario, kind, sentence, code) each."""
+    store = CacheStore(project.cache_dir, validate=check_code)
+    for scenario, kind, sentence, code in rows:
+        key = CacheKey(f"shop.feature::{scenario}", kind, sentence)
+        store.write(CacheEntry(key, code, "generated"))
+
+
 @pytest.fixture
 def reported(project: BehaveProject, shop, llm: ScriptedLLMServer) -> tuple[BehaveProject, str]:
     """One run with a replayed, a generated and a failing scenario, reported into reports/."""
     project.write("features/shop.feature", FEATURE)
-    store = CacheStore(project.cache_dir, validate=check_code)
-    for scenario, kind, sentence, code in [
+    plant(project, [
         ("Replayed", "step", "I open the shop", OPEN_SHOP),
         ("Replayed", "expect", "the heading says Demo Shop", HEADING),
         ("Generated", "step", "I open the shop", OPEN_SHOP),
         ("Broken", "step", "I open the shop", OPEN_SHOP),
         ("Broken", "expect", "the heading says Welcome", WELCOME),
-    ]:
-        key = CacheKey(f"shop.feature::{scenario}", kind, sentence)
-        store.write(CacheEntry(key, code, "generated"))
+    ])  # fmt: skip
     llm.on("generate", code_answer(ACCEPT))
     llm.on("gate", CLEAN_GATE)
     llm.on("classify", json_answer(DEFECT))
@@ -222,15 +227,12 @@ Feature: Shop
 def run_for_artifacts(project: BehaveProject, shop, env: dict[str, str], *settings: str):
     """A passing and a failing scenario replayed from the cache (no LLM), into reports/."""
     project.write("features/shop.feature", ARTIFACT_FEATURE)
-    store = CacheStore(project.cache_dir, validate=check_code)
-    for scenario, kind, sentence, code in [
+    plant(project, [
         ("Passes", "step", "I open the shop", OPEN_SHOP),
         ("Passes", "expect", "the heading says Demo Shop", HEADING),
         ("Fails", "step", "I open the shop", OPEN_SHOP),
         ("Fails", "expect", "the heading says Welcome", WELCOME),
-    ]:
-        key = CacheKey(f"shop.feature::{scenario}", kind, sentence)
-        store.write(CacheEntry(key, code, "generated"))
+    ])  # fmt: skip
     options = [arg for setting in settings for arg in ("-D", f"prettyplay.{setting}")]
     return project.run(
         "-D", f"prettyplay.base_url={shop.url}", "-D", "prettyplay.report_dir=reports",
