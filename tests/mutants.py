@@ -47,8 +47,9 @@ class Mutant:
 MUTANTS = (
     # -- the code policy ------------------------------------------------------------------------
     Mutant("policy: while loops pass", f"{PACKAGE}/safety/policy.py",
-           "    ast.Pass, ast.Assert, ast.Break, ast.Continue,\n",
-           "    ast.Pass, ast.Assert, ast.Break, ast.Continue, ast.While,\n", POLICY_TESTS),
+           "    ast.Pass, ast.Assert, ast.Break, ast.Continue, ast.With,\n",
+           "    ast.Pass, ast.Assert, ast.Break, ast.Continue, ast.With, ast.While,\n",
+           POLICY_TESTS),
     Mutant("policy: underscore names pass", f"{PACKAGE}/safety/policy.py",
            "-> None:\n        if name.startswith(\"_\"):", "-> None:\n        if False:",
            POLICY_TESTS),
