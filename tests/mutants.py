@@ -285,6 +285,13 @@ def main(argv: list[str]) -> int:
     ).stdout  # fmt: skip
     if dirty:
         raise SystemExit(f"commit or stash these files first, a mutant edits them:\n{dirty}")
+    stale = [
+        f"{m.name!r}: found {found} times in {m.file}"
+        for m in chosen
+        if (found := (ROOT / m.file).read_text(encoding="utf-8").count(m.before)) != 1
+    ]
+    if stale:  # all of them at once, before any runs
+        raise SystemExit("mutants that no longer match the code:\n  " + "\n  ".join(stale))
     survivors = []
     for mutant in chosen:
         killed, seconds = run(mutant)
