@@ -166,6 +166,13 @@ def llm() -> Iterator[ScriptedLLMServer]:
         yield server
 
 
+@pytest.fixture(scope="module")
+def module_server() -> Iterator[ScriptedLLMServer]:
+    """One scripted server for a module's tests; each test resets it (see ``server`` there)."""
+    with ScriptedLLMServer() as server:
+        yield server
+
+
 @pytest.fixture
 def llm_env(llm: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch) -> ScriptedLLMServer:
     """The scripted server, reachable through OPENAI_BASE_URL/OPENAI_API_KEY of this process."""

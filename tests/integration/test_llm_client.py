@@ -8,7 +8,6 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from urllib.parse import quote
 
 import openai
@@ -40,12 +39,6 @@ MESSAGES = [
 ]
 CODE = code_answer("def step(page) -> None:\n    page.get_by_role('button').click()")
 VERDICT = json_answer({"label": "rot", "explanation": "moved", "recommendation": "heal"})
-
-
-@pytest.fixture(scope="module")
-def module_server() -> Iterator[ScriptedLLMServer]:
-    with ScriptedLLMServer() as server:
-        yield server
 
 
 @pytest.fixture
