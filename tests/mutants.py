@@ -239,6 +239,9 @@ MUTANTS = (
            JUDGMENT_TESTS),
     Mutant("judgments: a heal's gate without its verdict", f"{PACKAGE}/engine/advisor.py",
            '"verdict": verdict}', '"verdict": None}', JUDGMENT_TESTS),
+    Mutant("judgments: a page judged before it settled", f"{PACKAGE}/engine/advisor.py",
+           "        test.settler.settle(test.config.settle_ms)\n        state = capture(",
+           "        state = capture(", JUDGMENT_TESTS),
     Mutant("judgments: heals not reused", f"{PACKAGE}/engine/cycle.py",
            "and self.reuse_heal(cached):", "and False:", ("tests/integration/test_healing.py",)),
     # -- reading answers ------------------------------------------------------------------------

@@ -69,7 +69,10 @@ class Advisor:
         self.llm.require()
 
     def page_state(self, test: TestRun, budget_tokens: int = PAGE_TOKENS) -> PageState:
-        """The current page, with the test's other tabs and what happened on it last."""
+        """The current page, once it settled, with the test's other tabs and what happened on it
+        last: what a step's code set off after it returned (a request, a re-render) is part of
+        what the step did."""
+        test.settler.settle(test.config.settle_ms)
         state = capture(test.page, redact=self.secrets.redact, budget_tokens=budget_tokens)
         return dataclasses.replace(state, tabs=tuple(test.tabs.listing()), notes=tuple(test.notes))
 

@@ -111,6 +111,36 @@ def test_the_gate_sees_what_appeared_after_the_action_ran(
     assert "Did the page change as the sentence says?" in gate
 
 
+# Saving takes thirty re-renders, 10 ms apart: the page settles only once it says Saved.
+SLOW_SAVE = """<title>Notes</title><h1>Notes</h1><button>Save</button><p id="status">Draft</p>
+<script>
+document.querySelector("button").addEventListener("click", () => {
+  let left = 30;
+  const tick = () => {
+    document.getElementById("status").textContent = left > 0 ? `Saving (${left})` : "Saved";
+    if (left-- > 0) setTimeout(tick, 10);
+  };
+  tick();
+});
+</script>"""
+
+
+def test_the_gate_sees_the_page_once_the_action_settled(
+    pages, tmp_path: Path, llm_env: ScriptedLLMServer
+) -> None:
+    pages.pages["/"] = SLOW_SAVE
+    open_notes = 'def step(page) -> None:\n    page.goto("/")\n'
+    plant(tmp_path, "t", ("step", "open the notes", open_notes))
+    save = 'def step(page) -> None:\n    page.get_by_role("button", name="Save").click()\n'
+    llm_env.on("generate", code_answer(save))
+    llm_env.on("gate", CLEAN_GATE)
+    with PrettyPlay("t", config=config(pages, tmp_path)) as t:
+        t.step("open the notes")
+        t.step("save the note")
+    evidence = llm_env.requests_for("gate")[0].content("user").split("WHAT THE CANDIDATE DID")[1]
+    assert "Saved" in evidence and "Saving" not in evidence, evidence
+
+
 def test_a_heals_gate_carries_the_verdict_that_started_it(
     fresh_shop, tmp_path: Path, llm_env: ScriptedLLMServer
 ) -> None:
