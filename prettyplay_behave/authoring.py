@@ -22,7 +22,7 @@ from .runtime import Runtime
 from .vocabulary import Kind
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Page
+    from playwright.sync_api import Browser, Page
 
     from .engine.step import TestRun
 
@@ -31,7 +31,8 @@ class PrettyPlay:
     """One test. ``name`` is its cache namespace; without a ``page`` it owns a browser.
 
     ``config`` is the run's settings (a ``PrettyConfig``); a test of a shared ``runtime`` may
-    instead be given its own ``TestConfig``.
+    instead be given its own ``TestConfig``. A ``browser`` handed in (pytest-playwright's, say)
+    serves the test instead: it gets a fresh context there, and the browser stays open.
     """
 
     def __init__(
@@ -41,14 +42,19 @@ class PrettyPlay:
         page: Page | None = None,
         *,
         runtime: Runtime | None = None,
+        browser: Browser | None = None,
     ) -> None:
         if not name.strip():
             raise ValueError("a test needs a name: it is the cache namespace")
         if runtime is None and config is not None and not isinstance(config, PrettyConfig):
             raise TypeError("a test that owns its runtime needs a PrettyConfig")
+        if runtime is not None and browser is not None:
+            raise TypeError("a test of a shared runtime uses that runtime's browser")
         self.name = name
         self._owns_runtime = runtime is None
-        self.runtime = runtime or Runtime(config if isinstance(config, PrettyConfig) else None)
+        self.runtime = runtime or Runtime(
+            config if isinstance(config, PrettyConfig) else None, browser=browser
+        )
         if isinstance(config, PrettyConfig):
             config = config.for_test()
         self.config: TestConfig = config or self.runtime.config.for_test()

@@ -1,8 +1,9 @@
 """One browser per run; a fresh context and page per test.
 
-The browser is launched (a system Chromium is found when Playwright's own build is absent) or
-connected through ``browser_endpoint``: a Playwright server (``ws://``) or a CDP endpoint
-(``http://``).
+The browser is launched (a system Chromium is found when Playwright's own build is absent),
+connected through ``browser_endpoint`` (a Playwright server, ``ws://``, or a CDP endpoint,
+``http://``), or handed in by the caller (a pytest-playwright ``browser``), who keeps it: the
+session then only opens and closes its contexts.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, PrettyPlayError
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Page, Playwright
@@ -67,16 +68,20 @@ def _video_error(config: TestConfig, exc: Exception) -> ConfigError:
 
 
 class BrowserSession:
-    """Owns Playwright and the browser of a run; hands out a context and page per test."""
+    """Owns Playwright and the browser of a run (unless a browser is handed in); hands out a
+    context and page per test."""
 
-    def __init__(self, config: RunConfig) -> None:
+    def __init__(self, config: RunConfig, browser: Browser | None = None) -> None:
         self.config = config
         self._playwright: Playwright | None = None
-        self._browser: Browser | None = None
+        self._browser: Browser | None = browser
+        self._handed_in = browser is not None
 
     @property
     def browser(self) -> Browser:
         if self._browser is None or not self._browser.is_connected():
+            if self._handed_in:  # not ours to launch again
+                raise PrettyPlayError("the browser handed to prettyplay is closed or gone")
             self._browser = self._start()
         return self._browser
 
@@ -154,6 +159,8 @@ class BrowserSession:
         except PlaywrightError as exc:
             if self._browser is None or self._browser.is_connected():
                 raise _context_error(config, exc) from exc
+            if self._handed_in:
+                raise PrettyPlayError("the browser handed to prettyplay is gone") from exc
             log.warning("the browser was gone; launching it again", extra={"event": "browser"})
             context = self.browser.new_context(**options)
         context.set_default_timeout(config.action_timeout_ms)
@@ -170,6 +177,12 @@ class BrowserSession:
         """The browser context of one test, in Playwright's own terms (as pytest-playwright's
         ``browser_context_args``): the device first, the single settings over it."""
         options: dict[str, Any] = {"base_url": config.base_url, "accept_downloads": True}
+        if config.device and self._handed_in:
+            raise config.error(
+                "device",
+                "a device needs prettyplay's own browser: with a browser handed in, open a "
+                "context with playwright.devices[...] yourself and hand in its page",
+            )
         if config.device:
             devices = self.playwright.devices
             # a scenario tag cannot hold a space: @prettyplay.device=iPhone_13
@@ -204,7 +217,7 @@ class BrowserSession:
 
     def close(self) -> None:
         try:
-            if self._browser is not None:
+            if self._browser is not None and not self._handed_in:
                 self._browser.close()
         finally:
             self._browser = None
