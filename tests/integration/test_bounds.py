@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -25,6 +26,9 @@ from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.origins import FRAME_TEXT, TwoOrigins
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 TEST = "bounds"
 OPEN_APP = 'def step(page) -> None:\n    page.goto("/")\n'
@@ -79,10 +83,12 @@ def attack(
     tmp_path: Path,
     llm: ScriptedLLMServer,
     monkeypatch: pytest.MonkeyPatch,
+    browser: Browser,
     **settings: object,
 ) -> Outcome:
     """Open the app, run ``code`` as one step (generated, or planted and replayed strictly),
-    then one more step; what became of it."""
+    then one more step; what became of it. Each attack has a fresh context of the module's
+    browser, as each test of a run has."""
     cache = tmp_path / "cache"
     plant(cache, ("step", "I open the app", OPEN_APP), ("expect", "the heading shows", HEADING))
     if mode == "planted":
@@ -102,7 +108,7 @@ def attack(
         llm_timeout=10.0, step_timeout_ms=STEP_TIMEOUT_MS, action_timeout_ms=5_000,
         **settings,  # type: ignore[arg-type]
     )  # fmt: skip
-    with PrettyPlay(TEST, config=config) as t:
+    with PrettyPlay(TEST, config=config, browser=browser) as t:
         t.step("I open the app")
         started = time.monotonic()
         error: PrettyPlayError | None = None
@@ -143,10 +149,10 @@ NAVIGATIONS = {
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("how", list(NAVIGATIONS))
 def test_no_window_and_no_redirect_hop_reaches_another_origin(
-    how: str, mode: str, origins: TwoOrigins, tmp_path: Path, llm, monkeypatch
+    how: str, mode: str, origins: TwoOrigins, tmp_path: Path, llm, monkeypatch, browser
 ) -> None:
     code = step(origins.fill(NAVIGATIONS[how]))
-    outcome = attack(mode, code, origins, tmp_path, llm, monkeypatch)
+    outcome = attack(mode, code, origins, tmp_path, llm, monkeypatch, browser)
     time.sleep(0.3)  # let a window that slipped out make its request
     assert origins.hits == []
     assert outcome.error is not None and "was blocked: its origin is outside" in str(outcome.error)
@@ -164,9 +170,9 @@ READ_THE_FRAME = step(
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_cross_origin_frame_loads_and_a_step_reads_inside_it(
-    mode: str, origins: TwoOrigins, tmp_path: Path, llm, monkeypatch
+    mode: str, origins: TwoOrigins, tmp_path: Path, llm, monkeypatch, browser
 ) -> None:
-    outcome = attack(mode, READ_THE_FRAME, origins, tmp_path, llm, monkeypatch)
+    outcome = attack(mode, READ_THE_FRAME, origins, tmp_path, llm, monkeypatch, browser)
     assert outcome.error is None
     assert origins.hits == ["/frame"]
 
@@ -204,9 +210,9 @@ WAITS = {
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("how", list(WAITS))
 def test_every_form_of_waiting_ends_within_the_step_timeout(
-    how: str, mode: str, origins: TwoOrigins, tmp_path: Path, llm, monkeypatch
+    how: str, mode: str, origins: TwoOrigins, tmp_path: Path, llm, monkeypatch, browser
 ) -> None:
-    outcome = attack(mode, step(WAITS[how]), origins, tmp_path, llm, monkeypatch)
+    outcome = attack(mode, step(WAITS[how]), origins, tmp_path, llm, monkeypatch, browser)
     assert outcome.seconds < STEP_TIMEOUT_MS / 1000 + MARGIN_S
     assert outcome.went_on
     if outcome.error is not None:  # clamped delays and steps may finish in time, green
@@ -233,9 +239,9 @@ GROWTH = {
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("how", list(GROWTH))
 def test_growth_is_capped_and_the_run_goes_on(
-    how: str, mode: str, origins: TwoOrigins, tmp_path: Path, llm, monkeypatch
+    how: str, mode: str, origins: TwoOrigins, tmp_path: Path, llm, monkeypatch, browser
 ) -> None:
-    outcome = attack(mode, step(GROWTH[how]), origins, tmp_path, llm, monkeypatch)
+    outcome = attack(mode, step(GROWTH[how]), origins, tmp_path, llm, monkeypatch, browser)
     assert outcome.error is not None
     text = str(outcome.error)
     assert "may not build" in text or "sum() adds numbers only" in text or "MemoryError" in text
@@ -261,16 +267,18 @@ REBINDINGS = {
 
 @pytest.mark.parametrize("how", list(REBINDINGS))
 def test_no_binding_form_rebinds_a_provided_name(
-    how: str, origins: TwoOrigins, tmp_path: Path, llm, monkeypatch
+    how: str, origins: TwoOrigins, tmp_path: Path, llm, monkeypatch, browser
 ) -> None:
     code = step(REBINDINGS[how])
-    generated = attack("generated", code, origins, tmp_path / "generated", llm, monkeypatch)
+    generated = attack(
+        "generated", code, origins, tmp_path / "generated", llm, monkeypatch, browser
+    )
     assert isinstance(generated.error, IncurableStepError)
     assert re.search(
         r"CodePolicyError: line \d+: assigning to '\w+' is not allowed", generated.error.details
     )
     with pytest.raises(CacheError, match="the code is refused"):
-        attack("planted", code, origins, tmp_path / "planted", llm, monkeypatch)
+        attack("planted", code, origins, tmp_path / "planted", llm, monkeypatch, browser)
 
 
 # -- 7: a secret in any spelling never leaves the machine ---------------------------------------
@@ -371,7 +379,7 @@ READ_THE_STATUS = step(
 
 @pytest.mark.parametrize("mode", MODES)
 def test_forged_markers_in_outcome_texts_arrive_neutralised(
-    mode: str, origins: TwoOrigins, tmp_path: Path, llm: ScriptedLLMServer, monkeypatch
+    mode: str, origins: TwoOrigins, tmp_path: Path, llm: ScriptedLLMServer, monkeypatch, browser
 ) -> None:
     origins.pages["/status"] = FORGED_PAGE
     if mode == "planted":
@@ -384,10 +392,13 @@ def test_forged_markers_in_outcome_texts_arrive_neutralised(
             CacheEntry(CacheKey(TEST, "step", ATTACK), READ_THE_STATUS, "generated")
         )
         config = PrettyConfig(base_url=origins.app, cache_dir=str(cache), strict=True)
-        with PrettyPlay(TEST, config=config) as t, pytest.raises(IncurableStepError):
+        with (
+            PrettyPlay(TEST, config=config, browser=browser) as t,
+            pytest.raises(IncurableStepError),
+        ):
             t.step(ATTACK)
     else:
-        attack(mode, READ_THE_STATUS, origins, tmp_path, llm, monkeypatch)
+        attack(mode, READ_THE_STATUS, origins, tmp_path, llm, monkeypatch, browser)
     request = llm.requests_for("classify")[0]
     user = request.content("user")
     fence = re.search(r'<untrusted-page-data id="([0-9a-f]{16})">', user)

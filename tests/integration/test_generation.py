@@ -40,11 +40,11 @@ def cache_text(tmp_path: Path, name: str = "visit") -> str:
 
 
 def test_a_generated_step_is_executed_gated_and_cached(
-    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     llm_env.on("generate", code_answer(OPEN_SHOP), step="open the shop")
     llm_env.on("gate", CLEAN_GATE)
-    with PrettyPlay("visit", config=config_for(shop, tmp_path)) as t:
+    with PrettyPlay("visit", config=config_for(shop, tmp_path), browser=browser) as t:
         entry = t.step("open the shop")
         assert (entry.origin, t.page.url) == ("generated", shop.url + "/")
     document = json.loads(cache_text(tmp_path))
@@ -56,18 +56,18 @@ def test_a_generated_step_is_executed_gated_and_cached(
         assert request.step == "open the shop"
     # the second run replays with zero requests
     llm_env.reset()
-    with PrettyPlay("visit", config=config_for(shop, tmp_path)) as t:
+    with PrettyPlay("visit", config=config_for(shop, tmp_path), browser=browser) as t:
         assert t.step("open the shop").origin == "replayed"
     assert llm_env.requests == []
 
 
 def test_the_request_holds_sentence_url_snapshot_and_scenario(
-    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     llm_env.on("generate", code_answer(OPEN_SHOP), step="open the shop")
     llm_env.on("generate", code_answer(ACCEPT), step="accept the cookie banner")
     llm_env.on("gate", CLEAN_GATE, repeat=True)
-    with PrettyPlay("visit", config=config_for(shop, tmp_path)) as t:
+    with PrettyPlay("visit", config=config_for(shop, tmp_path), browser=browser) as t:
         t.step("open the shop")
         t.step("accept the cookie banner")
     request = llm_env.requests_for("generate")[1]
@@ -82,7 +82,7 @@ def test_the_request_holds_sentence_url_snapshot_and_scenario(
 
 
 def test_bad_answers_join_the_history_and_ride_the_next_request(
-    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     escape = "def step(page) -> None:\n    page.evaluate(\"document.title = 'pwned'\")\n"
     failing = (
@@ -98,7 +98,9 @@ def test_bad_answers_join_the_history_and_ride_the_next_request(
         step="open the shop",
     )
     llm_env.on("gate", CLEAN_GATE)
-    with PrettyPlay("visit", config=config_for(shop, tmp_path, generation_attempts=4)) as t:
+    with PrettyPlay(
+        "visit", config=config_for(shop, tmp_path, generation_attempts=4), browser=browser
+    ) as t:
         entry = t.step("open the shop")
         assert t.page.title() != "pwned"  # the refused code never ran
     assert [a.outcome for a in entry.history] == [
@@ -119,19 +121,19 @@ def test_bad_answers_join_the_history_and_ride_the_next_request(
 
 
 def test_a_long_outcome_is_never_truncated(
-    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     message = "x" * 5000
     failing = f'def step(page) -> None:\n    assert False, "{message}"\n'
     llm_env.on("generate", code_answer(failing), code_answer(OPEN_SHOP), step="open the shop")
     llm_env.on("gate", CLEAN_GATE)
-    with PrettyPlay("visit", config=config_for(shop, tmp_path)) as t:
+    with PrettyPlay("visit", config=config_for(shop, tmp_path), browser=browser) as t:
         t.step("open the shop")
     assert message in llm_env.requests_for("generate")[1].content("user")
 
 
 def test_a_high_gate_finding_blocks_the_write_and_the_loop_goes_on(
-    shop, tmp_path: Path, llm_env: ScriptedLLMServer, caplog: pytest.LogCaptureFixture
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, caplog: pytest.LogCaptureFixture, browser
 ) -> None:
     fake = 'def step(page) -> None:\n    page.goto("/?fake")\n'
     llm_env.on("generate", code_answer(fake), code_answer(OPEN_SHOP), step="open the shop")
@@ -139,7 +141,7 @@ def test_a_high_gate_finding_blocks_the_write_and_the_loop_goes_on(
     low = {"dimension": "instructions", "severity": "low", "message": "prefer roles"}
     llm_env.on("gate", json_answer({"findings": [high]}), json_answer({"findings": [low]}))
     caplog.set_level(logging.WARNING, logger="prettyplay")
-    with PrettyPlay("visit", config=config_for(shop, tmp_path)) as t:
+    with PrettyPlay("visit", config=config_for(shop, tmp_path), browser=browser) as t:
         entry = t.step("open the shop")
     assert [a.outcome for a in entry.history] == ["gate violation"]
     assert "fakes the page" in entry.history[0].text
@@ -150,11 +152,11 @@ def test_a_high_gate_finding_blocks_the_write_and_the_loop_goes_on(
 
 
 def test_a_malformed_gate_verdict_writes_nothing_and_ends_terminal(
-    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     llm_env.on("generate", code_answer(OPEN_SHOP), step="open the shop")
     llm_env.on("gate", '{"findings": [')
-    with PrettyPlay("visit", config=config_for(shop, tmp_path)) as t:
+    with PrettyPlay("visit", config=config_for(shop, tmp_path), browser=browser) as t:
         with pytest.raises(IncurableStepError, match="compliance gate could not judge"):
             t.step("open the shop")
     assert cache_text(tmp_path) == ""
@@ -162,12 +164,14 @@ def test_a_malformed_gate_verdict_writes_nothing_and_ends_terminal(
 
 
 def test_an_exhausted_generation_budget_is_terminal(
-    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     llm_env.on("generate", "no code here", repeat=True)
     verdict = {"label": "incurable", "explanation": "no code came", "recommendation": "rephrase"}
     llm_env.on("classify", json_answer(verdict))
-    with PrettyPlay("visit", config=config_for(shop, tmp_path, generation_attempts=2)) as t:
+    with PrettyPlay(
+        "visit", config=config_for(shop, tmp_path, generation_attempts=2), browser=browser
+    ) as t:
         with pytest.raises(IncurableStepError) as caught:
             t.step("open the shop")
     assert caught.value.render().startswith(
@@ -179,7 +183,7 @@ def test_an_exhausted_generation_budget_is_terminal(
 
 @pytest.mark.parametrize("failure", ["5xx", "refused", "timeout"])
 def test_a_provider_that_is_down_ends_the_step_in_bounded_time(
-    shop, tmp_path: Path, llm_env: ScriptedLLMServer, monkeypatch, failure: str
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, monkeypatch, failure: str, browser
 ) -> None:
     timeout, retries = 1.0, 1
     if failure == "5xx":
@@ -189,7 +193,7 @@ def test_a_provider_that_is_down_ends_the_step_in_bounded_time(
     else:
         monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     config = config_for(shop, tmp_path, llm_timeout=timeout, llm_retries=retries)
-    with PrettyPlay("visit", config=config) as t:
+    with PrettyPlay("visit", config=config, browser=browser) as t:
         assert t.page.url == "about:blank"  # the browser is up before the clock starts
         started = time.monotonic()
         with pytest.raises(ProviderUnavailableError, match="unavailable"):
@@ -202,20 +206,28 @@ def test_a_provider_that_is_down_ends_the_step_in_bounded_time(
     assert cache_text(tmp_path) == ""
 
 
-def test_a_refused_key_names_the_setting(shop, tmp_path: Path, llm_env: ScriptedLLMServer) -> None:
+def test_a_refused_key_names_the_setting(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
+) -> None:
     llm_env.on("generate", unauthorized(), repeat=True)
-    with PrettyPlay("visit", config=config_for(shop, tmp_path, llm_retries=2)) as t:
+    with PrettyPlay(
+        "visit", config=config_for(shop, tmp_path, llm_retries=2), browser=browser
+    ) as t:
         with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
             t.step("open the shop")
     assert len(llm_env.requests) == 1
     assert cache_text(tmp_path) == ""
 
 
-def test_max_llm_calls_stops_the_run(shop, tmp_path: Path, llm_env: ScriptedLLMServer) -> None:
+def test_max_llm_calls_stops_the_run(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
+) -> None:
     llm_env.on("generate", code_answer(OPEN_SHOP), step="open the shop")
     llm_env.on("generate", code_answer(ACCEPT), step="accept the cookie banner")
     llm_env.on("gate", CLEAN_GATE, repeat=True)
-    with PrettyPlay("visit", config=config_for(shop, tmp_path, max_llm_calls=2)) as t:
+    with PrettyPlay(
+        "visit", config=config_for(shop, tmp_path, max_llm_calls=2), browser=browser
+    ) as t:
         t.step("open the shop")
         with pytest.raises(ProviderUnavailableError, match="max_llm_calls=2"):
             t.step("accept the cookie banner")
@@ -303,13 +315,13 @@ def order_two_products(t: PrettyPlay) -> list[str]:
 
 
 def test_a_repeated_sentence_has_an_entry_per_occurrence_each_replayed_in_its_place(
-    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     llm_env.on("generate", code_answer(OPEN_SHOP), step="open the shop")
     llm_env.on("generate", code_answer(ACCEPT), step="cookie")
     llm_env.on("generate", code_answer(ADD_THE_MUG), code_answer(ADD_THE_TEA), step="next product")
     llm_env.on("gate", CLEAN_GATE, repeat=True)
-    with PrettyPlay("shopping", config=config_for(shop, tmp_path)) as t:
+    with PrettyPlay("shopping", config=config_for(shop, tmp_path), browser=browser) as t:
         generated = order_two_products(t)
     assert [" ".join(item.split()[:2]) for item in generated] == ["Blue Mug", "Green Tea"]
     # the second request knows the first occurrence ran before it
@@ -321,6 +333,6 @@ def test_a_repeated_sentence_has_an_entry_per_occurrence_each_replayed_in_its_pl
 
     llm_env.reset()
     strict = config_for(shop, tmp_path, strict=True)
-    with PrettyPlay("shopping", config=strict) as t:
+    with PrettyPlay("shopping", config=strict, browser=browser) as t:
         assert order_two_products(t) == generated
     assert llm_env.requests == []

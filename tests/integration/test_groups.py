@@ -98,7 +98,7 @@ def origins(cache_file: Path, test: str = "t") -> dict[str, str]:
 
 
 def test_a_root_in_an_earlier_step_recovers_the_whole_row(
-    changed, tmp_path: Path, llm_env: ScriptedLLMServer, caplog: pytest.LogCaptureFixture
+    changed, tmp_path: Path, llm_env: ScriptedLLMServer, caplog: pytest.LogCaptureFixture, browser
 ) -> None:
     cache_file = plant(
         tmp_path,
@@ -121,7 +121,9 @@ def test_a_root_in_an_earlier_step_recovers_the_whole_row(
     llm_env.on("gate", CLEAN_GATE, repeat=True)
     recorder = Recorder()
     caplog.set_level(logging.INFO, logger="prettyplay")
-    with PrettyPlay("t", config=config_for(changed, tmp_path, hooks=[recorder])) as t:
+    with PrettyPlay(
+        "t", config=config_for(changed, tmp_path, hooks=[recorder]), browser=browser
+    ) as t:
         t.step("open the shop")
         t.step("allow the cookies")
         with t.group(PROMPT) as g:
@@ -177,21 +179,21 @@ def group_with_old_banner(tmp_path: Path) -> Path:
     )
 
 
-def run_banner_group(shop, tmp_path: Path, **changes) -> None:
-    with PrettyPlay("t", config=config_for(shop, tmp_path, **changes)) as t:
+def run_banner_group(shop, tmp_path: Path, browser, **changes) -> None:
+    with PrettyPlay("t", config=config_for(shop, tmp_path, **changes), browser=browser) as t:
         with t.group(PROMPT) as g:
             g.step("open the shop")
             g.step("accept the cookie banner")
 
 
 def test_a_repeat_failure_takes_a_second_cycle(
-    changed, tmp_path: Path, llm_env: ScriptedLLMServer
+    changed, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     cache_file = group_with_old_banner(tmp_path)
     llm_env.on("diagnose", root_is_the_failed_step, repeat=True)
     llm_env.on("heal", code_answer(ACCEPT_OLD), code_answer(ACCEPT_OLD), code_answer(ACCEPT_NEW))
     llm_env.on("gate", CLEAN_GATE)
-    run_banner_group(changed, tmp_path)
+    run_banner_group(changed, tmp_path, browser)
     purposes = [r.purpose for r in llm_env.requests]
     assert purposes == ["diagnose", "heal", "heal", "diagnose", "heal", "gate"]
     assert origins(cache_file)["accept the cookie banner"] == "recovered"
@@ -201,14 +203,14 @@ def test_a_repeat_failure_takes_a_second_cycle(
 
 @pytest.mark.parametrize("cap", [1, 2])
 def test_the_cycle_cap_ends_terminal_within_cap_times_cap_heals(
-    changed, tmp_path: Path, llm_env: ScriptedLLMServer, cap: int
+    changed, tmp_path: Path, llm_env: ScriptedLLMServer, cap: int, browser
 ) -> None:
     cache_file = group_with_old_banner(tmp_path)
     original = cache_file.read_bytes()
     llm_env.on("diagnose", root_is_the_failed_step, repeat=True)
     llm_env.on("heal", code_answer(ACCEPT_OLD), repeat=True)
     with pytest.raises(IncurableStepError) as caught:
-        run_banner_group(changed, tmp_path, healing_attempts=cap)
+        run_banner_group(changed, tmp_path, browser, healing_attempts=cap)
     assert caught.value.render().startswith(
         f"IncurableStepError: the group's recovery cycles are exhausted ({cap})\n---\n"
     )
@@ -219,7 +221,7 @@ def test_the_cycle_cap_ends_terminal_within_cap_times_cap_heals(
 
 
 def test_two_groups_with_one_prompt_share_the_cap(
-    changed, tmp_path: Path, llm_env: ScriptedLLMServer
+    changed, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     wrong_check = (
         "def step(page) -> None:\n"
@@ -234,7 +236,9 @@ def test_two_groups_with_one_prompt_share_the_cap(
     llm_env.on("diagnose", root_is_the_failed_step, repeat=True)
     llm_env.on("heal", code_answer(ACCEPT_NEW))
     llm_env.on("gate", CLEAN_GATE)
-    with PrettyPlay("t", config=config_for(changed, tmp_path, healing_attempts=1)) as t:
+    with PrettyPlay(
+        "t", config=config_for(changed, tmp_path, healing_attempts=1), browser=browser
+    ) as t:
         with t.group(PROMPT) as first:
             first.step("open the shop")
             first.step("accept the cookie banner")  # recovered: the one cycle is spent
@@ -279,6 +283,7 @@ def test_terminal_diagnoses_are_never_healed(
     answer: str,
     error: type[Exception],
     headline: str,
+    browser,
 ) -> None:
     cache_file = group_with_old_banner(tmp_path)
     original = cache_file.read_bytes()
@@ -286,7 +291,7 @@ def test_terminal_diagnoses_are_never_healed(
     caplog.set_level(logging.INFO, logger="prettyplay")
     recorder = Recorder()
     with pytest.raises(error) as caught:
-        run_banner_group(changed, tmp_path, hooks=[recorder])
+        run_banner_group(changed, tmp_path, browser, hooks=[recorder])
     assert str(caught.value.render()).startswith(headline + "\n---\n")  # type: ignore[attr-defined]
     assert [r.purpose for r in llm_env.requests] == ["diagnose"]
     assert cache_file.read_bytes() == original
@@ -304,7 +309,7 @@ def test_terminal_diagnoses_are_never_healed(
 
 
 def test_strict_group_steps_only_classify(
-    changed, tmp_path: Path, llm_env: ScriptedLLMServer
+    changed, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     cache_file = group_with_old_banner(tmp_path)
     original = cache_file.read_bytes()
@@ -313,13 +318,13 @@ def test_strict_group_steps_only_classify(
         json_answer({"label": "rot", "explanation": "relabelled", "recommendation": "heal"}),
     )
     with pytest.raises(IncurableStepError, match=r"strict: replay only"):
-        run_banner_group(changed, tmp_path, strict=True)
+        run_banner_group(changed, tmp_path, browser, strict=True)
     assert [r.purpose for r in llm_env.requests] == ["classify"]
     assert cache_file.read_bytes() == original
 
 
 def test_group_generation_is_framed_and_never_classified(
-    changed, tmp_path: Path, llm_env: ScriptedLLMServer
+    changed, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     plant(tmp_path, ("step", "open the shop", OPEN_SHOP))
     wrong_check = (
@@ -330,7 +335,9 @@ def test_group_generation_is_framed_and_never_classified(
     llm_env.on("generate", code_answer(wrong_check), code_answer(wrong_check), step="heading")
     llm_env.on("gate", CLEAN_GATE)
     llm_env.on("diagnose", diagnosis("incurable", None, "cannot tell"))
-    with PrettyPlay("t", config=config_for(changed, tmp_path, generation_attempts=2)) as t:
+    with PrettyPlay(
+        "t", config=config_for(changed, tmp_path, generation_attempts=2), browser=browser
+    ) as t:
         with pytest.raises(IncurableStepError, match="the group cannot recover"):
             with t.group(PROMPT) as g:
                 g.step("open the shop")
@@ -348,12 +355,12 @@ def test_group_generation_is_framed_and_never_classified(
 
 
 def test_membership_stays_in_the_scenario_records(
-    changed, tmp_path: Path, llm_env: ScriptedLLMServer
+    changed, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     plant(tmp_path, ("step", "open the shop", OPEN_SHOP))
     llm_env.on("generate", code_answer(ACCEPT_NEW))
     llm_env.on("gate", CLEAN_GATE)
-    with PrettyPlay("t", config=config_for(changed, tmp_path)) as t:
+    with PrettyPlay("t", config=config_for(changed, tmp_path), browser=browser) as t:
         with t.group(PROMPT) as g:
             g.step("open the shop")
         t.step("accept the cookie banner")  # an ordinary step after the block
@@ -362,6 +369,7 @@ def test_membership_stays_in_the_scenario_records(
     assert "GROUP PROMPT" not in user
 
 
+@pytest.mark.slow
 def test_the_group_example_recovers_a_changed_ui_under_behave(
     tmp_path: Path, changed, llm: ScriptedLLMServer
 ) -> None:

@@ -54,6 +54,7 @@ def cart_project(tmp_path: Path) -> BehaveProject:
 QUICK_FAILURES = ("-D", "prettyplay.action_timeout_ms=2000")
 
 
+@pytest.mark.slow
 def test_a_changed_ui_heals_and_the_next_run_replays(
     tmp_path: Path, fresh_shop, llm: ScriptedLLMServer
 ) -> None:
@@ -180,14 +181,14 @@ class Recorder:
 
 
 def test_a_fixable_step_heals_with_hooks_and_history(
-    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     cache_file = plant_broken(tmp_path)
     recorder = Recorder()
     llm_env.on("classify", verdict("fixable", "the locator names no real button"))
     llm_env.on("heal", code_answer(BROKEN_ACCEPT), code_answer(ACCEPT))
     llm_env.on("gate", CLEAN_GATE)
-    with PrettyPlay("t", config=api_config(shop, tmp_path, hooks=[recorder])) as t:
+    with PrettyPlay("t", config=api_config(shop, tmp_path, hooks=[recorder]), browser=browser) as t:
         t.step("open the shop")
         entry = t.step("accept the cookie banner")
     assert entry.origin == "healed"
@@ -230,6 +231,7 @@ def test_terminal_verdicts_end_incurable_with_their_headline(
     classify: str,
     heals: list[str],
     headline: str,
+    browser,
 ) -> None:
     cache_file = plant_broken(tmp_path)
     original = cache_file.read_bytes()
@@ -237,7 +239,7 @@ def test_terminal_verdicts_end_incurable_with_their_headline(
     if heals:
         llm_env.on("heal", *(code_answer(code) for code in heals))
     caplog.set_level(logging.WARNING, logger="prettyplay")
-    with PrettyPlay("t", config=api_config(shop, tmp_path)) as t:
+    with PrettyPlay("t", config=api_config(shop, tmp_path), browser=browser) as t:
         t.step("open the shop")
         with pytest.raises(IncurableStepError) as caught:
             t.step("accept the cookie banner")
@@ -253,7 +255,7 @@ def test_terminal_verdicts_end_incurable_with_their_headline(
 
 
 def test_a_freshly_generated_check_that_fails_is_classified_at_once(
-    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     store = CacheStore(tmp_path / "cache", validate=check_code)
     store.write(CacheEntry(CacheKey("t", "step", "open the shop"), OPEN_SHOP, "generated"))
@@ -263,7 +265,7 @@ def test_a_freshly_generated_check_that_fails_is_classified_at_once(
     )
     llm_env.on("generate", code_answer(wrong_heading))
     llm_env.on("classify", verdict("product_defect", "the page has no welcome heading"))
-    with PrettyPlay("t", config=api_config(shop, tmp_path)) as t:
+    with PrettyPlay("t", config=api_config(shop, tmp_path), browser=browser) as t:
         t.step("open the shop")
         with pytest.raises(ProductDefectError, match="the page has no welcome heading"):
             t.expect("the page welcomes the shopper")
@@ -271,7 +273,7 @@ def test_a_freshly_generated_check_that_fails_is_classified_at_once(
 
 
 def test_a_failed_check_classified_rot_regenerates_within_the_budget(
-    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     wrong = (
         "def step(page) -> None:\n"
@@ -286,18 +288,20 @@ def test_a_failed_check_classified_rot_regenerates_within_the_budget(
     llm_env.on("generate", code_answer(wrong), code_answer(right))
     llm_env.on("classify", verdict("fixable", "exact text differs"))
     llm_env.on("gate", CLEAN_GATE)
-    with PrettyPlay("t", config=api_config(shop, tmp_path)) as t:
+    with PrettyPlay("t", config=api_config(shop, tmp_path), browser=browser) as t:
         t.step("open the shop")
         assert t.expect("the heading names the shop").origin == "generated"
     assert [r.purpose for r in llm_env.requests] == ["generate", "classify", "generate", "gate"]
 
 
 def test_an_exhausted_generation_budget_is_classified(
-    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     llm_env.on("generate", "no code", "still no code")
     llm_env.on("classify", verdict("incurable", "the answers never held code"))
-    with PrettyPlay("t", config=api_config(shop, tmp_path, generation_attempts=2)) as t:
+    with PrettyPlay(
+        "t", config=api_config(shop, tmp_path, generation_attempts=2), browser=browser
+    ) as t:
         with pytest.raises(IncurableStepError) as caught:
             t.step("open the shop")
     render = caught.value.render()
@@ -307,12 +311,12 @@ def test_an_exhausted_generation_budget_is_classified(
 
 
 def test_strict_classifies_once_and_writes_nothing(
-    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     cache_file = plant_broken(tmp_path)
     original = cache_file.read_bytes()
     llm_env.on("classify", verdict("rot", "the banner changed"))
-    with PrettyPlay("t", config=api_config(shop, tmp_path, strict=True)) as t:
+    with PrettyPlay("t", config=api_config(shop, tmp_path, strict=True), browser=browser) as t:
         t.step("open the shop")
         with pytest.raises(IncurableStepError) as caught:
             t.step("accept the cookie banner")
@@ -325,13 +329,13 @@ def test_strict_classifies_once_and_writes_nothing(
 
 
 def test_strict_without_llm_makes_no_request(
-    shop, tmp_path: Path, llm: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch
+    shop, tmp_path: Path, llm: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch, browser
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)
     cache_file = plant_broken(tmp_path)
     original = cache_file.read_bytes()
-    with PrettyPlay("t", config=api_config(shop, tmp_path, strict=True)) as t:
+    with PrettyPlay("t", config=api_config(shop, tmp_path, strict=True), browser=browser) as t:
         t.step("open the shop")
         with pytest.raises(IncurableStepError, match=r"strict: replay only"):
             t.step("accept the cookie banner")

@@ -52,6 +52,7 @@ ANSWERS = {
 }
 
 
+@pytest.mark.slow
 def test_each_distinct_sentence_is_generated_and_gated_once_a_run(
     project: BehaveProject, shop, llm: ScriptedLLMServer
 ) -> None:
@@ -93,12 +94,12 @@ def plant(tmp_path: Path, test: str, *steps: tuple[str, str, str]) -> None:
 
 
 def test_the_gate_sees_what_appeared_after_the_action_ran(
-    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     plant(tmp_path, "t", ("step", "open the shop", OPEN_SHOP), ("step", "accept", ACCEPT))
     llm_env.on("generate", code_answer(ADD_TEA))
     llm_env.on("gate", CLEAN_GATE)
-    with PrettyPlay("t", config=config(shop, tmp_path)) as t:
+    with PrettyPlay("t", config=config(shop, tmp_path), browser=browser) as t:
         t.step("open the shop")
         t.step("accept")
         t.step('add the "Green Tea" to the cart')
@@ -126,7 +127,7 @@ document.querySelector("button").addEventListener("click", () => {
 
 
 def test_the_gate_sees_the_page_once_the_action_settled(
-    pages, tmp_path: Path, llm_env: ScriptedLLMServer
+    pages, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     pages.pages["/"] = SLOW_SAVE
     open_notes = 'def step(page) -> None:\n    page.goto("/")\n'
@@ -134,7 +135,7 @@ def test_the_gate_sees_the_page_once_the_action_settled(
     save = 'def step(page) -> None:\n    page.get_by_role("button", name="Save").click()\n'
     llm_env.on("generate", code_answer(save))
     llm_env.on("gate", CLEAN_GATE)
-    with PrettyPlay("t", config=config(pages, tmp_path)) as t:
+    with PrettyPlay("t", config=config(pages, tmp_path), browser=browser) as t:
         t.step("open the notes")
         t.step("save the note")
     evidence = llm_env.requests_for("gate")[0].content("user").split("WHAT THE CANDIDATE DID")[1]
@@ -142,7 +143,7 @@ def test_the_gate_sees_the_page_once_the_action_settled(
 
 
 def test_a_heals_gate_carries_the_verdict_that_started_it(
-    fresh_shop, tmp_path: Path, llm_env: ScriptedLLMServer
+    fresh_shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     fresh_shop.set_variant("changed-ui")
     plant(tmp_path, "t", ("step", "open the shop", OPEN_SHOP), ("step", "accept", ACCEPT))
@@ -152,7 +153,9 @@ def test_a_heals_gate_carries_the_verdict_that_started_it(
     llm_env.on("heal", code_answer(ACCEPT.replace("Accept cookies", "Allow all")), step="accept")
     llm_env.on("gate", CLEAN_GATE)
     # room for the shop to open on a loaded machine; the old button fails in 2 s all the same
-    with PrettyPlay("t", config=config(fresh_shop, tmp_path, action_timeout_ms=2000)) as t:
+    with PrettyPlay(
+        "t", config=config(fresh_shop, tmp_path, action_timeout_ms=2000), browser=browser
+    ) as t:
         t.step("open the shop")
         assert t.step("accept").origin == "healed"
     gate = llm_env.requests_for("gate")[0].content("user")
@@ -171,7 +174,7 @@ ROOT = {
 
 @pytest.mark.parametrize("strict", [False, True])
 def test_a_verdict_naming_an_earlier_root_ends_the_check_without_a_heal(
-    shop, tmp_path: Path, llm_env: ScriptedLLMServer, strict: bool
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, strict: bool, browser
 ) -> None:
     plant(
         tmp_path, "t",
@@ -180,7 +183,7 @@ def test_a_verdict_naming_an_earlier_root_ends_the_check_without_a_heal(
         ("expect", "the cart link shows 1 item", CART_HAS_ONE.replace('")', '", timeout=500)')),
     )  # fmt: skip
     llm_env.on("classify", json_answer(ROOT))
-    with PrettyPlay("t", config=config(shop, tmp_path, strict=strict)) as t:
+    with PrettyPlay("t", config=config(shop, tmp_path, strict=strict), browser=browser) as t:
         for sentence in ("I open the shop", "I accept the cookie banner",
                          'I add the "Green Tea" to the cart'):  # fmt: skip
             t.step(sentence)
@@ -197,7 +200,7 @@ def test_a_verdict_naming_an_earlier_root_ends_the_check_without_a_heal(
 
 
 def test_a_product_defect_with_a_root_stays_a_product_defect(
-    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     from prettyplay_behave import ProductDefectError
 
@@ -208,7 +211,7 @@ def test_a_product_defect_with_a_root_stays_a_product_defect(
     )  # fmt: skip
     llm_env.on("classify", json_answer({**ROOT, "label": "product_defect",
                                         "root_step": "I open the shop"}))  # fmt: skip
-    with PrettyPlay("t", config=config(shop, tmp_path)) as t:
+    with PrettyPlay("t", config=config(shop, tmp_path), browser=browser) as t:
         t.step("I open the shop")
         with pytest.raises(ProductDefectError):
             t.expect("the heading says Welcome")
