@@ -63,8 +63,8 @@ case "${1:-}" in
     "$VENV/bin/ruff" check .
     "$VENV/bin/ruff" format --check .
     "$VENV/bin/mypy"
-    # one worker per core; a module's tests stay together, so its shared fixtures start once
-    exec "$VENV/bin/pytest" -n "${PYTEST_WORKERS:-auto}" --dist loadscope "$@"
+    # one worker per core; tests that share a run of their module carry an xdist_group mark
+    exec "$VENV/bin/pytest" -n "${PYTEST_WORKERS:-auto}" --dist loadgroup "$@"
     ;;
   mutate)
     shift

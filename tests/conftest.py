@@ -30,6 +30,12 @@ use_prettyplay(globals())
 STEPS = "import prettyplay_behave.behave.steps  # noqa: F401\n"
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Slow tests first, each group in its own order: a parallel run then starts its longest
+    tests while the short ones can still fill the other workers, instead of ending on them."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(scope="session")
 def shop() -> Iterator[DemoShop]:
     with DemoShop() as running:

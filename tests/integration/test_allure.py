@@ -32,6 +32,9 @@ from tests.support.healing_run import HEALING_OPTIONS, RECOVERABLE, ROT, script_
 from tests.support.llm_server import ScriptedLLMServer, json_answer
 from tests.support.shop_steps import BROKEN_ACCEPT, OPEN_SHOP
 
+# the module's tests read one shared run: in a parallel suite they stay on one worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_allure")]
+
 ALLURE = ("-f", "allure_behave.formatter:AllureFormatter", "-o", "allure-results")
 JSON = ("-f", "json", "-o", "out.json")
 DEFECT = "the sign-in form lost its Email field"

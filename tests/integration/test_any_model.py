@@ -10,6 +10,8 @@ import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
+
 from prettyplay_behave import PrettyConfig, PrettyPlay
 from tests.conftest import BehaveProject, copy_examples
 from tests.support.changed_ui import CART
@@ -73,6 +75,7 @@ def summary_counts(output: str) -> dict[str, int]:
     return {word: int(n) for n, word in re.findall(r"(\d+) (replayed|generated|healed)", line)}
 
 
+@pytest.mark.slow
 def test_a_cold_run_of_the_examples_goes_green_whatever_shape_the_answers_take(
     tmp_path: Path, llm: ScriptedLLMServer
 ) -> None:
@@ -109,6 +112,7 @@ def classify_shape(request: RecordedRequest) -> str:
     )
 
 
+@pytest.mark.slow
 def test_a_changed_ui_heals_green_on_classifications_in_a_loose_form(
     tmp_path: Path, fresh_shop, llm: ScriptedLLMServer
 ) -> None:

@@ -33,6 +33,7 @@ def cache_files(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*.json")}
 
 
+@pytest.mark.slow
 def test_the_examples_replay_green_with_zero_llm_requests(
     tmp_path: Path, llm: ScriptedLLMServer
 ) -> None:

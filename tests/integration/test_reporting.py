@@ -149,6 +149,7 @@ def test_junit_output_carries_the_terminal_render(reported) -> None:
     assert "explanation: the shop greets nobody" in xml
 
 
+@pytest.mark.slow
 def test_prune_removes_exactly_the_obsolete_entries(tmp_path: Path) -> None:
     root = copy_examples(tmp_path)
     cache_dir = root / "features" / ".prettyplay"

@@ -33,6 +33,9 @@ from tests.support.healing_run import HEALING_OPTIONS, RECOVERABLE, ROT, script_
 from tests.support.llm_server import ScriptedLLMServer
 from tests.support.shop_steps import ACCEPT, OPEN_SHOP
 
+# the module's tests read one shared run: in a parallel suite they stay on one worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_review")]
+
 CART_TESTS = {
     "Add a product to the cart": [
         "I accept the cookie banner",

@@ -51,6 +51,7 @@ def answer(request: RecordedRequest) -> str:
     )
 
 
+@pytest.mark.slow
 def test_parallel_workers_merge_their_cache_writes(
     project: BehaveProject, shop, llm: ScriptedLLMServer
 ) -> None:
