@@ -150,12 +150,17 @@ class BehaveProject:
         return BehaveResult(completed.returncode, completed.stdout + completed.stderr)
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> BehaveProject:
-    made = BehaveProject(tmp_path / "project")
+def new_project(folder: Path) -> BehaveProject:
+    """A behave project in ``folder``/project that uses prettyplay, with no feature yet."""
+    made = BehaveProject(folder / "project")
     made.write("features/environment.py", ENVIRONMENT)
     made.write("features/steps/prettyplay_steps.py", STEPS)
     return made
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> BehaveProject:
+    return new_project(tmp_path)
 
 
 def copy_examples(destination: Path) -> Path:

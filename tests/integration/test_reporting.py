@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,7 @@ from prettyplay_behave.report.summary import RunSummary
 from prettyplay_behave.safety.policy import check_code
 from prettyplay_behave.safety.secrets import Secrets
 from prettyplay_behave.vocabulary import FailureKind, Kind, Outcome, StepLabel, StepStatus
-from tests.conftest import BehaveProject, copy_examples
+from tests.conftest import BehaveProject, copy_examples, new_project
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.shop_steps import ACCEPT, HEADING, OPEN_SHOP
 
@@ -61,9 +62,22 @@ def plant(project: BehaveProject, rows: list[tuple[str, str, str, str]]) -> None
         store.write(CacheEntry(key, code, "generated"))
 
 
-@pytest.fixture
-def reported(project: BehaveProject, shop, llm: ScriptedLLMServer) -> tuple[BehaveProject, str]:
-    """One run with a replayed, a generated and a failing scenario, reported into reports/."""
+@dataclass
+class Reported:
+    project: BehaveProject
+    output: str
+    requests: dict[str, int]  # by purpose
+
+
+@pytest.fixture(scope="module")
+def reported(
+    tmp_path_factory: pytest.TempPathFactory, shop, module_server: ScriptedLLMServer
+) -> Reported:
+    """One run with a replayed, a generated and a failing scenario, reported into reports/;
+    the tests that read it share it (and one worker, in a parallel suite)."""
+    llm = module_server
+    llm.reset()
+    project = new_project(tmp_path_factory.mktemp("reported"))
     project.write("features/shop.feature", FEATURE)
     plant(project, [
         ("Replayed", "step", "I open the shop", OPEN_SHOP),
@@ -80,16 +94,21 @@ def reported(project: BehaveProject, shop, llm: ScriptedLLMServer) -> tuple[Beha
         "--junit", "--junit-directory=junit", env=llm.env,
     )  # fmt: skip
     assert result.returncode == 1, result
-    return project, result.output
+    requests = {p: len(llm.requests_for(p)) for p in ("classify", "gate", "generate")}
+    llm.reset()
+    return Reported(project, result.output, requests)
 
 
-def test_the_summary_counts_what_happened(reported, llm: ScriptedLLMServer) -> None:
-    _, output = reported
+READ_THE_REPORTED_RUN = pytest.mark.xdist_group("reported run")
+
+
+@READ_THE_REPORTED_RUN
+def test_the_summary_counts_what_happened(reported: Reported) -> None:
+    output, requests = reported.output, reported.requests
     assert (
         "prettyplay: 3 tests (1 failed); 6 steps: 4 replayed, 0 reused, 1 generated, 0 healed, "
         "0 recovered, 0 steered; 1 failed (1 product_defect)"
     ) in output
-    requests = {p: len(llm.requests_for(p)) for p in ("classify", "gate", "generate")}
     assert requests == {"classify": 1, "gate": 1, "generate": 1}
     line = next(line for line in output.splitlines() if line.startswith("prettyplay: LLM:"))
     assert line.startswith("prettyplay: LLM: 3 requests,")
@@ -99,8 +118,9 @@ def test_the_summary_counts_what_happened(reported, llm: ScriptedLLMServer) -> N
     assert re.search(r"prettyplay: wall time: \d+\.\d s", output)
 
 
-def test_a_failing_scenario_leaves_a_screenshot_and_a_trace(reported) -> None:
-    project, _ = reported
+@READ_THE_REPORTED_RUN
+def test_a_failing_scenario_leaves_a_screenshot_and_a_trace(reported: Reported) -> None:
+    project = reported.project
     folders = sorted(p.name for p in (project.root / "reports").iterdir() if p.is_dir())
     assert folders == ["shop.feature-Broken"]  # passing scenarios leave nothing
     folder = project.root / "reports" / "shop.feature-Broken"
@@ -113,8 +133,9 @@ def test_a_failing_scenario_leaves_a_screenshot_and_a_trace(reported) -> None:
     assert any(e.get("type") == "screencast-frame" for e in events)
 
 
-def test_the_html_report_shows_what_a_person_needs(reported, browser) -> None:
-    project, _ = reported
+@READ_THE_REPORTED_RUN
+def test_the_html_report_shows_what_a_person_needs(reported: Reported, browser) -> None:
+    project = reported.project
     report = project.root / "reports" / "report.html"
     html = report.read_text()
     assert "http://" not in html.split("<body>")[0]  # no outside assets
@@ -142,8 +163,9 @@ def test_the_html_report_shows_what_a_person_needs(reported, browser) -> None:
     page.close()
 
 
-def test_junit_output_carries_the_terminal_render(reported) -> None:
-    project, _ = reported
+@READ_THE_REPORTED_RUN
+def test_junit_output_carries_the_terminal_render(reported: Reported) -> None:
+    project = reported.project
     xml = "".join(p.read_text() for p in (project.root / "junit").glob("*.xml"))
     assert "ProductDefectError: the product does not do what the step says" in xml
     assert "explanation: the shop greets nobody" in xml
