@@ -257,6 +257,13 @@ MUTANTS = (
     # -- the steering rules ---------------------------------------------------------------------
     Mutant("steering: opens under CI", f"{PACKAGE}/engine/steering.py",
            ' and not os.environ.get("CI")', "", ("tests/integration/test_steering.py",)),
+    # -- the browser ----------------------------------------------------------------------------
+    Mutant("browser: the caller's browser closed with the run", f"{PACKAGE}/browser/session.py",
+           "if self._browser is not None and not self._handed_in:",
+           "if self._browser is not None:", ("tests/integration/test_python_api.py",)),
+    Mutant("browser: the caller's closed browser launched again", f"{PACKAGE}/browser/session.py",
+           "            if self._handed_in:  # not ours to launch again\n",
+           "            if False:\n", ("tests/integration/test_python_api.py",)),
 )  # fmt: skip
 
 
