@@ -228,6 +228,9 @@ MUTANTS = (
            BOUNDS_TESTS),
     Mutant("secrets: forged markers pass", f"{PACKAGE}/engine/advisor.py",
            '_neutralised(user["content"], page)', 'user["content"]', BOUNDS_TESTS),
+    Mutant("bounds: an earlier block blamed on the next step", f"{PACKAGE}/engine/execute.py",
+           "        _earlier_blocks(test, spec, secrets)\n", "",
+           ("tests/integration/test_bounds.py",)),
     # -- judgments ------------------------------------------------------------------------------
     Mutant("judgments: no reuse", f"{PACKAGE}/engine/cycle.py",
            "        elif not self.reuse():", "        elif True:", JUDGMENT_TESTS),

@@ -50,6 +50,7 @@ def execute(test: TestRun, spec: StepSpec, code: str, secrets: Secrets) -> Attem
         return Attempt(Outcome.POLICY_VIOLATION, url_before, url_before, secrets.redact(code), text)
     for attempt_no in range(1, spec.tries + 1):
         settled = test.settler.settle(test.config.settle_ms)
+        _earlier_blocks(test, spec, secrets)
         error: Exception | None = None
         try:
             call_step(function, test.page, _services(test))
@@ -100,6 +101,17 @@ def _services(test: TestRun) -> PageServices:
         files_dir=test.files_dir,
         downloaded=downloaded,
     )
+
+
+def _earlier_blocks(test: TestRun, spec: StepSpec, secrets: Secrets) -> None:
+    """Blocks judged since the last step ended belong to what ran before this step (a window
+    the browser reported late, a page's own timer): logged, never this step's failure."""
+    if test.guard is None:
+        return
+    for url in test.guard.take():
+        record(logging.WARNING, "late_block",
+               "before %r ran, a navigation set off earlier was blocked: %s (outside "
+               "allowed_origins)", spec.text, secrets.redact(url))  # fmt: skip
 
 
 def _bound_hit(test: TestRun) -> str | None:

@@ -159,6 +159,29 @@ def test_no_window_and_no_redirect_hop_reaches_another_origin(
     assert outcome.went_on
 
 
+LATER_PAGE = """<title>Later</title><h1>Later</h1>
+<button onclick="setTimeout(() => { location.href = '{outside}/late'; }, 200)">Later</button>"""
+
+
+def test_a_navigation_a_page_sets_off_after_its_step_is_refused_and_blames_no_later_step(
+    origins: TwoOrigins, tmp_path: Path, browser, caplog: pytest.LogCaptureFixture
+) -> None:
+    origins.pages["/later"] = LATER_PAGE
+    cache = tmp_path / "cache"
+    plant(cache, ("step", "I open the later page", step('page.goto("/later")')),
+          ("step", "I press Later", step('page.get_by_role("button", name="Later").click()')),
+          ("expect", "the heading shows", HEADING))  # fmt: skip
+    config = PrettyConfig(base_url=origins.app, cache_dir=str(cache), strict=True)
+    with PrettyPlay(TEST, config=config, browser=browser) as t:
+        t.step("I open the later page")
+        t.step("I press Later")  # green: the page navigates only 200 ms later
+        time.sleep(1.0)  # meanwhile the browser refuses that navigation
+        assert t.expect("the heading shows").outcome == "passed"
+    assert origins.hits == []
+    late = [r.getMessage() for r in caplog.records if getattr(r, "event", "") == "late_block"]
+    assert len(late) == 1 and "/late" in late[0] and "'the heading shows'" in late[0], late
+
+
 # -- 3: frames may load other origins -----------------------------------------------------------
 
 READ_THE_FRAME = step(
