@@ -146,16 +146,39 @@ NAVIGATIONS = {
 }
 
 
+SAME_WINDOW = {
+    "a link through two redirect hops",
+    "goto through two redirect hops",
+    "goto the other origin",
+}
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("how", list(NAVIGATIONS))
 def test_no_window_and_no_redirect_hop_reaches_another_origin(
-    how: str, mode: str, origins: TwoOrigins, tmp_path: Path, llm, monkeypatch, browser
+    how: str,
+    mode: str,
+    origins: TwoOrigins,
+    tmp_path: Path,
+    llm,
+    monkeypatch,
+    browser,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     code = step(origins.fill(NAVIGATIONS[how]))
     outcome = attack(mode, code, origins, tmp_path, llm, monkeypatch, browser)
     time.sleep(0.3)  # let a window that slipped out make its request
     assert origins.hits == []
-    assert outcome.error is not None and "was blocked: its origin is outside" in str(outcome.error)
+    refused = outcome.error is not None and "was blocked: its origin is outside" in str(
+        outcome.error
+    )
+    # the attack goes red for it; only a new window that the browser reported after the
+    # attack's own check (a loaded machine) is refused with a warning before the next step
+    late = [r.getMessage() for r in caplog.records if getattr(r, "event", "") == "late_block"]
+    if how in SAME_WINDOW:
+        assert refused, outcome
+    else:
+        assert refused or any("outside allowed_origins" in message for message in late), outcome
     assert outcome.went_on
 
 
