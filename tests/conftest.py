@@ -9,9 +9,10 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -19,6 +20,9 @@ from prettyplay_behave.browser.session import CHROMIUM_ARGS, find_system_chromiu
 from prettyplay_behave.demo.server import DemoShop
 from tests.support.llm_server import ScriptedLLMServer
 from tests.support.pages import PageServer
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,8 +53,10 @@ def fresh_shop() -> Iterator[DemoShop]:
         yield running
 
 
-@pytest.fixture(scope="module")
-def browser():
+@contextmanager
+def launched_browser() -> Iterator[Browser]:
+    """A Chromium of a Playwright of its own, as a Playwright user holds one; only one
+    Playwright runs in a thread at a time, so not inside a test that uses ``browser``."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -59,6 +65,12 @@ def browser():
         )
         yield launched
         launched.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with launched_browser() as launched:
+        yield launched
 
 
 @pytest.fixture(scope="session")

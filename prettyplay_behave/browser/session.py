@@ -81,7 +81,7 @@ class BrowserSession:
     def browser(self) -> Browser:
         if self._browser is None or not self._browser.is_connected():
             if self._handed_in:  # not ours to launch again
-                raise PrettyPlayError("the browser handed to prettyplay is closed or gone")
+                raise PrettyPlayError("the browser handed to prettyplay is closed")
             self._browser = self._start()
         return self._browser
 
@@ -159,9 +159,8 @@ class BrowserSession:
         except PlaywrightError as exc:
             if self._browser is None or self._browser.is_connected():
                 raise _context_error(config, exc) from exc
-            if self._handed_in:
-                raise PrettyPlayError("the browser handed to prettyplay is gone") from exc
-            log.warning("the browser was gone; launching it again", extra={"event": "browser"})
+            if not self._handed_in:  # else ``browser`` says it is closed
+                log.warning("the browser was gone; launching it again", extra={"event": "browser"})
             context = self.browser.new_context(**options)
         context.set_default_timeout(config.action_timeout_ms)
         try:

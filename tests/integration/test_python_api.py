@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
@@ -18,13 +15,10 @@ from prettyplay_behave import (
     PrettyPlayError,
     ProviderUnavailableError,
 )
-from prettyplay_behave.browser.session import CHROMIUM_ARGS, find_system_chromium
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
+from tests.conftest import launched_browser
 from tests.support.shop_steps import ORDER_A_TEA
-
-if TYPE_CHECKING:
-    from playwright.sync_api import Browser
 
 STEPS = {
     ("step", "open the shop"): 'def step(page) -> None:\n    page.goto("/")\n',
@@ -72,25 +66,12 @@ def test_cached_steps_replay_on_a_browser_the_test_owns(shop, tmp_path: Path) ->
         assert [e.outcome for e in t.run.scenario] == ["passed", "passed"]
 
 
-@contextmanager
-def own_browser() -> Iterator[Browser]:
-    """A browser of this test's own Playwright, as a pytest-playwright user has one."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=find_system_chromium(), args=list(CHROMIUM_ARGS)
-        )
-        yield browser
-        browser.close()
-
-
 def test_tests_on_a_browser_handed_in_get_their_own_contexts_and_leave_it_open(
     shop, tmp_path: Path
 ) -> None:
     plant(tmp_path, "visit", ("step", "open the shop"), ("step", "accept the cookie banner"))
     plant(tmp_path, "again", ("step", "open the shop"), ("expect", "the banner is gone"))
-    with own_browser() as browser:
+    with launched_browser() as browser:
         with PrettyPlay("visit", config=config_for(shop, tmp_path), browser=browser) as t:
             t.step("open the shop")
             t.step("accept the cookie banner")  # the consent lives in this context's storage
@@ -108,12 +89,12 @@ def test_a_browser_handed_in_is_never_launched_again_nor_given_a_device(
     shop, tmp_path: Path
 ) -> None:
     plant(tmp_path, "visit", ("step", "open the shop"))
-    with own_browser() as browser:
+    with launched_browser() as browser:
         config = config_for(shop, tmp_path, device="iPhone_13")
         with PrettyPlay("visit", config=config, browser=browser) as t:
             with pytest.raises(ConfigError, match=r"device.*prettyplay's own browser"):
                 t.step("open the shop")
-    # own_browser closed it
+    # launched_browser closed it
     with PrettyPlay("visit", config=config_for(shop, tmp_path), browser=browser) as t:
         with pytest.raises(PrettyPlayError, match="browser handed to prettyplay is closed"):
             t.step("open the shop")
@@ -247,7 +228,7 @@ def test_a_hook_that_raises_is_logged_and_the_run_goes_on(shop, tmp_path: Path, 
 
 def test_a_page_handed_in_stays_open(shop, tmp_path: Path) -> None:
     plant(tmp_path, "mine", ("step", "open the shop"))
-    with own_browser() as browser:
+    with launched_browser() as browser:
         page = browser.new_page(base_url=shop.url)
         with PrettyPlay("mine", config=config_for(shop, tmp_path), page=page) as t:
             t.step("open the shop")

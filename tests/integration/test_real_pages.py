@@ -18,6 +18,7 @@ from prettyplay_behave import (
     PrettyPlay,
 )
 from prettyplay_behave.safety.policy import check_code
+from tests.conftest import launched_browser
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.origins import FRAME_TEXT, TwoOrigins
 
@@ -288,16 +289,10 @@ def test_a_download_is_checked_by_name_and_kept_in_report_dir(
 
 
 def test_a_storage_state_starts_a_test_logged_in(shop, tmp_path: Path) -> None:
-    from playwright.sync_api import sync_playwright
-
-    from prettyplay_behave.browser.session import CHROMIUM_ARGS, find_system_chromium
     from prettyplay_behave.demo.server import PASSWORD
 
     state = tmp_path / "ann.json"
-    with sync_playwright() as playwright:  # a login, saved once
-        browser = playwright.chromium.launch(
-            executable_path=find_system_chromium(), args=list(CHROMIUM_ARGS)
-        )
+    with launched_browser() as browser:  # a login, saved once
         context = browser.new_context(base_url=shop.url)
         page = context.new_page()
         page.goto("/login")
@@ -306,7 +301,6 @@ def test_a_storage_state_starts_a_test_logged_in(shop, tmp_path: Path) -> None:
         page.get_by_role("button", name="Log in").click()
         page.get_by_role("button", name="Log out").wait_for()
         context.storage_state(path=str(state))
-        browser.close()
     settings = {"base_url": shop.url, "cache_dir": str(tmp_path / "cache")}
     with PrettyPlay("t", config=PrettyConfig(**settings, storage_state=str(state))) as t:
         t.page.goto("/")
