@@ -49,7 +49,7 @@ def wait_for(condition: Callable[[], object], timeout: float, what: str) -> None
 # -- processes ----------------------------------------------------------------------------------
 
 
-def _parent_of(pid: int) -> int | None:
+def parent_of(pid: int) -> int | None:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
@@ -72,7 +72,7 @@ def descendants(root: int) -> set[int]:
     """Every living process below ``root``."""
     children: dict[int, list[int]] = {}
     for pid in _pids():
-        parent = _parent_of(pid)
+        parent = parent_of(pid)
         if parent is not None:
             children.setdefault(parent, []).append(pid)
     found: set[int] = set()

@@ -29,6 +29,7 @@ from tests.faults.support import (
     descendants,
     folder_bytes,
     kill_all,
+    parent_of,
     plant,
     playwright_api_log,
     wait_for,
@@ -66,7 +67,9 @@ class KillOnStep:
             )
         except AssertionError as failure:
             self.failure = failure
-        for pid in self.pids:
+        # the browser process first: a renderer killed before it would be reported as a crashed
+        # page by a browser still alive to see it, not as a killed browser
+        for pid in sorted(self.pids, key=lambda pid: parent_of(pid) in self.pids):
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
 
