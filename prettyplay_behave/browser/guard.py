@@ -41,6 +41,10 @@ log = logging.getLogger("prettyplay")
 
 REDIRECTS = range(300, 400)
 BLANK = "about:blank"
+# A window with no opener (a modifier or middle click, ``rel=noopener``) may show about:blank
+# before it asks for its document, as a new page of the caller's shows it for good: it is waited
+# for this long after it turned blank.
+BLANK_GRACE_S = 0.5
 STATIC_ASSETS = ("css", "js", "mjs", "map", "png", "jpg", "jpeg", "gif", "svg", "webp", "avif",
                  "ico", "woff", "woff2", "ttf", "otf")  # fmt: skip
 
@@ -70,9 +74,10 @@ class NavigationGuard:
 
     def watch(self, browser: Browser, context: BrowserContext, page: Page) -> None:
         """Bound the context through the browser's interception of document requests."""
-        self._context_id = _context_id(context, page)
+        self._context_id, target = _identity(context, page)
         self._watch = DocumentWatch.of(browser)
         self._watch.guards[self._context_id] = self
+        self._watch.targets.judged(target)  # the test's own page is no window on its way
 
     def route(self, context: BrowserContext) -> None:
         """Bound the context through Playwright's routing (weaker: see the module docstring)."""
@@ -123,7 +128,7 @@ class NavigationGuard:
         """How many pages the browser reports for the guarded context; None when unknown."""
         if self._watch is None or self._context_id is None:
             return None
-        return self._watch.pages_of(self._context_id)
+        return self._watch.targets.count(self._context_id)
 
     def take(self) -> list[str]:
         """The URLs refused since the last call (a window opened since has been judged)."""
@@ -166,12 +171,78 @@ def routed_urls(origins: Iterable[str]) -> re.Pattern[str]:
     return re.compile(rf"^(?!(?:{hosts})/[^?#]*\.(?:{assets})(?:[?#]|$))", re.IGNORECASE)
 
 
-def _context_id(context: BrowserContext, page: Page) -> str:
+def _identity(context: BrowserContext, page: Page) -> tuple[str, str]:
+    """The browser's ids of ``page``'s context and of ``page`` itself."""
     session = context.new_cdp_session(page)
     try:
-        return str(session.send("Target.getTargetInfo")["targetInfo"]["browserContextId"])
+        info = session.send("Target.getTargetInfo")["targetInfo"]
+        return str(info["browserContextId"]), str(info["targetId"])
     finally:
         session.detach()
+
+
+class PageTargets:
+    """The browser's page targets as its events tell them: the context and URL of each, the new
+    windows whose first document is not judged yet, and the refused windows being closed."""
+
+    def __init__(self) -> None:
+        self._pages: dict[str, tuple[str, str]] = {}  # target -> (context, URL)
+        # new windows whose first document is not judged yet -> when they turned blank (or None)
+        self._opening: dict[str, float | None] = {}
+        self._closing: set[str] = set()  # refused windows closed, until the browser says so
+        self.watching = False  # the targets that exist when the watch starts are no new windows
+
+    def seen(self, info: dict[str, Any]) -> None:
+        """A ``Target.targetCreated`` or ``Target.targetInfoChanged`` event's target info."""
+        if info["type"] != "page":
+            return
+        target, url = info["targetId"], info.get("url", "")
+        new = target not in self._pages
+        self._pages[target] = (str(info.get("browserContextId", "")), url)
+        if new and self.watching and url != BLANK:
+            self._opening[target] = None  # a window on its way to a document
+        elif url == BLANK and target in self._opening:
+            if info.get("openerId"):  # a script's blank window asks for no document
+                del self._opening[target]
+            elif self._opening[target] is None:
+                self._opening[target] = time.monotonic()
+
+    def judged(self, target: str) -> None:
+        """The first document of ``target`` was let through or refused, or it needs none (the
+        test's own page)."""
+        self._opening.pop(target, None)
+
+    def closing(self, target: str) -> None:
+        self._closing.add(target)
+
+    def gone(self, target: str) -> None:
+        self._pages.pop(target, None)
+        self._opening.pop(target, None)
+        self._closing.discard(target)
+
+    def context_of(self, target: str) -> str | None:
+        return self._pages[target][0] if target in self._pages else None
+
+    def is_new_window(self, target: str) -> bool:
+        """A window that has shown no document yet."""
+        return self._pages.get(target, ("", "x"))[1] == ""
+
+    def count(self, context: str) -> int:
+        """How many pages the context has, refused windows being closed left out."""
+        return sum(
+            1
+            for target, (of, _) in self._pages.items()
+            if of == context and target not in self._closing
+        )
+
+    def opening(self, context: str) -> bool:
+        """Whether a new window of the context may still ask for its first document."""
+        now = time.monotonic()
+        return any(
+            self.context_of(target) == context
+            and (blank_since is None or now - blank_since < BLANK_GRACE_S)
+            for target, blank_since in self._opening.items()
+        )
 
 
 class DocumentWatch:
@@ -188,16 +259,14 @@ class DocumentWatch:
 
     def __init__(self, browser: Browser) -> None:
         self.guards: dict[str, NavigationGuard] = {}  # by browser context id
-        self._pages: dict[str, tuple[str, str]] = {}  # page target -> (context, URL)
-        self._opening: set[str] = set()  # new windows whose first document is not judged yet
-        self._watching = False  # the targets that exist when the watch starts are no new windows
+        self.targets = PageTargets()
         self._session: CDPSession = browser.new_browser_cdp_session()
         self._session.on("Target.targetCreated", self._target)
         self._session.on("Target.targetInfoChanged", self._target)
         self._session.on("Target.targetDestroyed", self._gone)
         self._session.on("Fetch.requestPaused", self._paused)
         self._session.send("Target.setDiscoverTargets", {"discover": True})
-        self._watching = True
+        self.targets.watching = True
         patterns = [{"urlPattern": "*", "resourceType": "Document", "requestStage": "Request"}]
         self._session.send("Fetch.enable", {"patterns": patterns})
 
@@ -208,33 +277,24 @@ class DocumentWatch:
         return cls._watches[browser]
 
     def _target(self, event: dict[str, Any]) -> None:
-        info = event["targetInfo"]
-        if info["type"] != "page":
-            return
-        target, url = info["targetId"], info.get("url", "")
-        new = target not in self._pages
-        self._pages[target] = (str(info.get("browserContextId", "")), url)
-        if new and self._watching and url != BLANK:
-            self._opening.add(target)  # a window on its way to a document
-        elif url == BLANK:
-            self._opening.discard(target)  # a blank window asks for no document
+        self.targets.seen(event["targetInfo"])
 
     def _gone(self, event: dict[str, Any]) -> None:
-        self._pages.pop(event["targetId"], None)
-        self._opening.discard(event["targetId"])
+        self.targets.gone(event["targetId"])
 
     def _paused(self, event: dict[str, Any]) -> None:
         request_id, url, frame = event["requestId"], event["request"]["url"], event["frameId"]
         guard = self._refusing(frame, url)
-        self._opening.discard(frame)
+        self.targets.judged(frame)
         try:
             if guard is None:
                 self._session.send("Fetch.continueRequest", {"requestId": request_id})
                 return
-            new_window = self._pages.get(frame, ("", "x"))[1] == ""
+            new_window = self.targets.is_new_window(frame)
             self._session.send("Fetch.fulfillRequest", {"requestId": request_id,
                                                         "responseCode": 204})  # fmt: skip
             if new_window:  # a window opened to go there has nothing else to show
+                self.targets.closing(frame)
                 self._session.send("Target.closeTarget", {"targetId": frame})
         except Exception as exc:  # a closed page or a gone browser: nothing left to guard
             log.debug("document request %s not answered: %s", url, exc, extra={"event": "guard"})
@@ -242,22 +302,17 @@ class DocumentWatch:
     def _refusing(self, frame: str, url: str) -> NavigationGuard | None:
         """The guard that refuses ``url`` as the document of ``frame`` (recording it), or None
         when the request may go: it stays in bounds, or ``frame`` is a frame inside a page."""
-        if frame not in self._pages:
+        context = self.targets.context_of(frame)
+        if context is None:
             return None
-        guard = self.guards.get(self._pages[frame][0])
+        guard = self.guards.get(context)
         if guard is None or guard.allows(url):
             return None
         guard.refuse(url)
         return guard
 
-    def pages_of(self, context_id: str) -> int:
-        """How many pages the browser reports for the context (refused windows are closed)."""
-        return sum(1 for context, _ in self._pages.values() if context == context_id)
-
     def settle_windows(self, context_id: str, timeout_s: float = 2.0) -> None:
         """Wait until every new window of the context has had its first document judged."""
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline and any(
-            self._pages.get(target, ("", ""))[0] == context_id for target in self._opening
-        ):
+        while time.monotonic() < deadline and self.targets.opening(context_id):
             self._session.send("Target.getTargets")  # one round trip: its events are handled

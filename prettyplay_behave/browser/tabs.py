@@ -83,16 +83,18 @@ class Tabs:
     def page(self) -> Page:
         return self.current.page
 
-    def follow(self, expected: int | None = None, timeout_s: float = 2.0) -> None:
-        """A page opened since (during a step) becomes the current page. ``expected`` is how
-        many pages the browser has for the context: one Playwright has not announced yet is
-        waited for."""
+    def follow(
+        self, expected: Callable[[], int | None] = lambda: None, timeout_s: float = 2.0
+    ) -> None:
+        """A page opened since (during a step) becomes the current page. ``expected`` tells how
+        many pages the browser has for the context: a page Playwright has not announced yet, or
+        not yet reported closed (a refused window), is waited for."""
         deadline = time.monotonic() + timeout_s
-        while expected is not None and len(self._open()) < expected:
-            if time.monotonic() > deadline or self.page.is_closed():
+        while (count := expected()) is not None and len(still := self._open()) != count:
+            if time.monotonic() > deadline or not still:
                 break
             try:
-                self.page.wait_for_timeout(10)  # lets Playwright announce the page
+                still[0].page.wait_for_timeout(10)  # lets Playwright announce the change
             except PlaywrightError:  # the page or the browser is gone: nothing to follow
                 break
         if self._opened_since:

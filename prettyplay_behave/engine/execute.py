@@ -49,7 +49,7 @@ def execute(test: TestRun, spec: StepSpec, code: str, secrets: Secrets) -> Attem
         text = secrets.redact(f"CodePolicyError: {exc}")
         return Attempt(Outcome.POLICY_VIOLATION, url_before, url_before, secrets.redact(code), text)
     for attempt_no in range(1, spec.tries + 1):
-        settled = test.settler.settle(test.config.settle_ms)
+        settled = test.settler.settle(test.config.settle_ms)  # lets late events arrive too
         _earlier_blocks(test, spec, secrets)
         error: Exception | None = None
         try:
@@ -84,7 +84,8 @@ def _compile(test: TestRun, spec: StepSpec, code: str, secrets: Secrets) -> Step
 
 def follow_tabs(test: TestRun) -> None:
     """Make a page opened since the last step the current one (as a browser focuses it)."""
-    test.tabs.follow(expected=test.guard.pages() if test.guard is not None else None)
+    guard = test.guard
+    test.tabs.follow(expected=guard.pages if guard is not None else lambda: None)
 
 
 def _services(test: TestRun) -> PageServices:
@@ -108,10 +109,13 @@ def _earlier_blocks(test: TestRun, spec: StepSpec, secrets: Secrets) -> None:
     the browser reported late, a page's own timer): logged, never this step's failure."""
     if test.guard is None:
         return
-    for url in test.guard.take():
+    late = test.guard.take()
+    for url in late:
         record(logging.WARNING, "late_block",
                "before %r ran, a navigation set off earlier was blocked: %s (outside "
                "allowed_origins)", spec.text, secrets.redact(url))  # fmt: skip
+    if late:
+        follow_tabs(test)  # a refused window is closed: the page it took the focus from is back
 
 
 def _bound_hit(test: TestRun) -> str | None:
