@@ -18,21 +18,33 @@ setup() {
   ensure_browser
 }
 
-# Playwright's own browser download needs the internet; a system Chromium serves as well.
+# Playwright's own browser download needs the internet; a system Chromium serves as well, and for
+# headless runs (the suite's, CI's) its headless shell, which opens pages far faster.
 ensure_browser() {
-  if "$PY" - <<'PY'
-import os, shutil, sys
+  local found
+  found=$("$PY" - <<'PY'
+import os
 from playwright.sync_api import sync_playwright
+from prettyplay_behave.browser.session import find_system_chromium
 with sync_playwright() as p:
     bundled = os.path.exists(p.chromium.executable_path)
-system = any(shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome"))
-sys.exit(0 if bundled or system else 1)
+print("bundled" if bundled else "system" if find_system_chromium(headless=False) else "none")
 PY
-  then
-    return
-  fi
-  echo "dev.sh: no Chromium found; installing Debian's chromium package" >&2
-  apt_install chromium
+)
+  case "$found" in
+    bundled) ;;
+    system)
+      if ! command -v chromium-headless-shell >/dev/null && command -v apt-get >/dev/null; then
+        echo "dev.sh: installing Debian's chromium-headless-shell for headless runs" >&2
+        apt_install chromium-headless-shell ||
+          echo "dev.sh: not installed; headless runs use the full Chromium" >&2
+      fi
+      ;;
+    *)
+      echo "dev.sh: no Chromium found; installing Debian's chromium and chromium-headless-shell" >&2
+      apt_install chromium chromium-headless-shell
+      ;;
+  esac
 }
 
 # The video tests record with Playwright's recorder, which encodes with ffmpeg (Debian's here).

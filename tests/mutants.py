@@ -228,6 +228,12 @@ MUTANTS = (
            BOUNDS_TESTS),
     Mutant("secrets: forged markers pass", f"{PACKAGE}/engine/advisor.py",
            '_neutralised(user["content"], page)', 'user["content"]', BOUNDS_TESTS),
+    Mutant("bounds: a clicked window that shows blank first is not waited for",
+           f"{PACKAGE}/browser/guard.py", 'if info.get("openerId"):', "if True:",
+           ("tests/unit/test_page_targets.py",)),
+    Mutant("bounds: a refused window counted while it closes", f"{PACKAGE}/browser/guard.py",
+           "if of == context and target not in self._closing", "if of == context",
+           ("tests/unit/test_page_targets.py",)),
     Mutant("bounds: an earlier block blamed on the next step", f"{PACKAGE}/engine/execute.py",
            "        _earlier_blocks(test, spec, secrets)\n", "",
            ("tests/integration/test_bounds.py",)),
@@ -267,6 +273,9 @@ MUTANTS = (
     Mutant("browser: the caller's closed browser launched again", f"{PACKAGE}/browser/session.py",
            "            if self._handed_in:  # not ours to launch again\n",
            "            if False:\n", ("tests/integration/test_python_api.py",)),
+    Mutant("browser: a headless run launches the full browser", f"{PACKAGE}/browser/session.py",
+           "(SYSTEM_HEADLESS_SHELLS if headless else ())", "()",
+           ("tests/unit/test_browser_choice.py", "tests/integration/test_python_api.py")),
 )  # fmt: skip
 
 

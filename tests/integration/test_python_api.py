@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import shutil
 import time
 from pathlib import Path
 
@@ -57,13 +59,20 @@ def plant(tmp_path: Path, test: str, *steps: tuple[str, str]) -> None:
         store.write(CacheEntry(key, STEPS[(kind, sentence)], "generated"))
 
 
-def test_cached_steps_replay_on_a_browser_the_test_owns(shop, tmp_path: Path) -> None:
+def test_cached_steps_replay_on_a_browser_the_test_owns(shop, tmp_path: Path, caplog) -> None:
     plant(tmp_path, "visit", ("step", "open the shop"), ("expect", "the heading says Demo Shop"))
+    caplog.set_level(logging.INFO, logger="prettyplay")
     with PrettyPlay("visit", config=config_for(shop, tmp_path)) as t:
         assert t.step("open the shop").origin == "replayed"
         t.expect("the heading says Demo Shop")
         assert t.page.url == shop.url + "/"
         assert [e.outcome for e in t.run.scenario] == ["passed", "passed"]
+        bundled = Path(t.runtime.session.playwright.chromium.executable_path).exists()
+    # without Playwright's own build, a headless run launches the system's headless shell
+    shell = shutil.which("chromium-headless-shell")
+    assert bundled or shell, "the suite's set-up installs chromium-headless-shell"
+    launched = f"({shell})" if not bundled else "(Playwright's build)"
+    assert f"launching chromium {launched}" in caplog.messages
 
 
 def test_tests_on_a_browser_handed_in_get_their_own_contexts_and_leave_it_open(
