@@ -207,10 +207,10 @@ class PageTargets:
             elif self._opening[target] is None:
                 self._opening[target] = time.monotonic()
 
-    def judged(self, target: str) -> None:
+    def judged(self, target: str) -> bool:
         """The first document of ``target`` was let through or refused, or it needs none (the
-        test's own page)."""
-        self._opening.pop(target, None)
+        test's own page); whether it was a new window on its way to that document."""
+        return self._opening.pop(target, False) is not False
 
     def closing(self, target: str) -> None:
         self._closing.add(target)
@@ -222,10 +222,6 @@ class PageTargets:
 
     def context_of(self, target: str) -> str | None:
         return self._pages[target][0] if target in self._pages else None
-
-    def is_new_window(self, target: str) -> bool:
-        """A window that has shown no document yet."""
-        return self._pages.get(target, ("", "x"))[1] == ""
 
     def count(self, context: str) -> int:
         """How many pages the context has, refused windows being closed left out."""
@@ -285,12 +281,11 @@ class DocumentWatch:
     def _paused(self, event: dict[str, Any]) -> None:
         request_id, url, frame = event["requestId"], event["request"]["url"], event["frameId"]
         guard = self._refusing(frame, url)
-        self.targets.judged(frame)
+        new_window = self.targets.judged(frame)
         try:
             if guard is None:
                 self._session.send("Fetch.continueRequest", {"requestId": request_id})
                 return
-            new_window = self.targets.is_new_window(frame)
             self._session.send("Fetch.fulfillRequest", {"requestId": request_id,
                                                         "responseCode": 204})  # fmt: skip
             if new_window:  # a window opened to go there has nothing else to show

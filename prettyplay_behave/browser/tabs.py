@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Dialog, Page
 
 DialogHandler = Callable[[Any], object]
+BLANK_URLS = ("about:blank", "")
 
 
 @dataclass
@@ -84,14 +85,23 @@ class Tabs:
         return self.current.page
 
     def follow(
-        self, expected: Callable[[], int | None] = lambda: None, timeout_s: float = 2.0
+        self,
+        expected: Callable[[], int | None] = lambda: None,
+        timeout_s: float = 2.0,
+        blank_s: float = 0.5,
     ) -> None:
         """A page opened since (during a step) becomes the current page. ``expected`` tells how
         many pages the browser has for the context: a page Playwright has not announced yet, or
-        not yet reported closed (a refused window), is waited for."""
-        deadline = time.monotonic() + timeout_s
-        while (count := expected()) is not None and len(still := self._open()) != count:
-            if time.monotonic() > deadline or not still:
+        not yet reported closed (a refused window), is waited for; so is, for up to ``blank_s``,
+        a new page still on about:blank, which has yet to ask for its document (and may be
+        refused it)."""
+        started = time.monotonic()
+        while still := self._open():
+            count = expected()
+            elapsed = time.monotonic() - started
+            unsettled = count is not None and len(still) != count
+            blank = self._opened_since and still[-1].page.url in BLANK_URLS and elapsed < blank_s
+            if elapsed > timeout_s or not (unsettled or blank):
                 break
             try:
                 still[0].page.wait_for_timeout(10)  # lets Playwright announce the change

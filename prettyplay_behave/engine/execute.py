@@ -56,8 +56,8 @@ def execute(test: TestRun, spec: StepSpec, code: str, secrets: Secrets) -> Attem
             call_step(function, test.page, _services(test))
         except Exception as exc:  # a red outcome, whatever raised it
             error = exc
-        bound = _bound_hit(test)
         follow_tabs(test)  # a page the step opened is the page of what comes next
+        bound = _bound_hit(test)  # once a window the step opened asked for its document
         test.notes = test.tabs.take_notes()
         if error is None and bound is None:
             return Attempt(

@@ -58,6 +58,13 @@ class KillOnStep:
         if sentence == self.sentence:
             self.thread.start()
 
+    def _depth(self, pid: int) -> int:
+        """How many of the processes to kill are above ``pid``."""
+        depth, parent = 0, parent_of(pid)
+        while parent in self.pids:
+            depth, parent = depth + 1, parent_of(parent)
+        return depth
+
     def _kill(self) -> None:
         try:
             wait_for(
@@ -67,9 +74,9 @@ class KillOnStep:
             )
         except AssertionError as failure:
             self.failure = failure
-        # the browser process first: a renderer killed before it would be reported as a crashed
-        # page by a browser still alive to see it, not as a killed browser
-        for pid in sorted(self.pids, key=lambda pid: parent_of(pid) in self.pids):
+        # from the top of the tree down: a renderer killed before the browser process would be
+        # reported as a crashed page by a browser still alive to see it, not as a killed browser
+        for pid in sorted(self.pids, key=self._depth):
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
 

@@ -30,9 +30,10 @@ def targets() -> PageTargets:
 
 def test_a_new_window_is_opening_until_its_first_document_is_judged(targets) -> None:
     targets.seen(info("popup"))
-    assert targets.opening(CONTEXT) and targets.is_new_window("popup")
-    targets.judged("popup")
+    assert targets.opening(CONTEXT)
+    assert targets.judged("popup")  # a new window: refused, it is closed
     assert not targets.opening(CONTEXT)
+    assert not targets.judged("popup") and not targets.judged("first")  # pages that stay open
 
 
 def test_a_window_without_an_opener_that_shows_blank_is_waited_for_a_grace_period(
@@ -42,6 +43,9 @@ def test_a_window_without_an_opener_that_shows_blank_is_waited_for_a_grace_perio
     targets.seen(info("clicked"))
     targets.seen(info("clicked", BLANK))
     assert targets.opening(CONTEXT)
+    assert targets.judged("clicked")  # still a new window, though it shows about:blank
+    targets.seen(info("later"))
+    targets.seen(info("later", BLANK))
     later = time.monotonic() + guard.BLANK_GRACE_S + 0.01
     monkeypatch.setattr(guard.time, "monotonic", lambda: later)
     assert not targets.opening(CONTEXT)  # a page that stays blank is not waited for longer
