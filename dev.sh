@@ -35,7 +35,8 @@ PY
   case "$found" in
     bundled) ;;
     system)
-      if ! command -v chromium-headless-shell >/dev/null && command -v apt-get >/dev/null; then
+      if ! command -v chromium-headless-shell chrome-headless-shell >/dev/null &&
+        command -v apt-get >/dev/null; then
         echo "dev.sh: installing Debian's chromium-headless-shell for headless runs" >&2
         apt_install chromium-headless-shell ||
           echo "dev.sh: not installed; headless runs use the full Chromium" >&2

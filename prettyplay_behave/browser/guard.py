@@ -42,8 +42,8 @@ log = logging.getLogger("prettyplay")
 REDIRECTS = range(300, 400)
 BLANK = "about:blank"
 # A window with no opener (a modifier or middle click, ``rel=noopener``) may show about:blank
-# before it asks for its document, as a new page of the caller's shows it for good: it is waited
-# for this long after it turned blank.
+# before it asks for its document, and a page opened blank shows it for good: such a window is
+# waited for this long after it turned blank.
 BLANK_GRACE_S = 0.5
 STATIC_ASSETS = ("css", "js", "mjs", "map", "png", "jpg", "jpeg", "gif", "svg", "webp", "avif",
                  "ico", "woff", "woff2", "ttf", "otf")  # fmt: skip
