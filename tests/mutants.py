@@ -234,6 +234,8 @@ MUTANTS = (
     Mutant("bounds: a refused window counted while it closes", f"{PACKAGE}/browser/guard.py",
            "if of == context and target not in self._closing", "if of == context",
            ("tests/unit/test_page_targets.py",)),
+    Mutant("bounds: a new tab still blank is followed at once", f"{PACKAGE}/browser/tabs.py",
+           "blank_s: float = 0.5", "blank_s: float = 0.0", ("tests/integration/test_bounds.py",)),
     Mutant("bounds: an earlier block blamed on the next step", f"{PACKAGE}/engine/execute.py",
            "        _earlier_blocks(test, spec, secrets)\n", "",
            ("tests/integration/test_bounds.py",)),

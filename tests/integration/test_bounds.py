@@ -205,6 +205,29 @@ def test_a_navigation_a_page_sets_off_after_its_step_is_refused_and_blames_no_la
     assert len(late) == 1 and "/late" in late[0] and "'the heading shows'" in late[0], late
 
 
+OPENER_PAGE = """<title>Opener</title><h1>Opener</h1>
+<button onclick="const tab = window.open();
+  setTimeout(() => { tab.location.href = location.origin + '/target'; }, 50)">Open</button>"""
+
+
+def test_a_new_tab_still_blank_as_its_step_ends_is_followed_once_it_asked_for_its_document(
+    origins: TwoOrigins, tmp_path: Path, browser
+) -> None:
+    """The step's bound and the test's next page wait for a new tab that has yet to ask for
+    its document (and might be refused it), up to half a second."""
+    origins.pages["/opener"] = OPENER_PAGE
+    cache = tmp_path / "cache"
+    press = step('page.get_by_role("button", name="Open").click()')
+    plant(cache, ("step", "I open the opener page", step('page.goto("/opener")')),
+          ("step", "I press Open", press))  # fmt: skip
+    config = PrettyConfig(base_url=origins.app, cache_dir=str(cache), strict=True)
+    with PrettyPlay(TEST, config=config, browser=browser) as t:
+        t.step("I open the opener page")
+        t.step("I press Open")
+        assert t.page.url == origins.app + "/target"
+        assert len(t.run.tabs.opened) == 2
+
+
 # -- 3: frames may load other origins -----------------------------------------------------------
 
 READ_THE_FRAME = step(
