@@ -210,7 +210,9 @@ class PageTargets:
     def judged(self, target: str) -> bool:
         """The first document of ``target`` was let through or refused, or it needs none (the
         test's own page); whether it was a new window on its way to that document."""
-        return self._opening.pop(target, False) is not False
+        was_opening = target in self._opening
+        self._opening.pop(target, None)
+        return was_opening
 
     def closing(self, target: str) -> None:
         self._closing.add(target)

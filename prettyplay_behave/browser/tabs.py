@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from playwright.sync_api import Error as PlaywrightError
 
+from .guard import BLANK, BLANK_GRACE_S
 from .settle import Settler
 
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Dialog, Page
 
 DialogHandler = Callable[[Any], object]
-BLANK_URLS = ("about:blank", "")
+BLANK_URLS = (BLANK, "")
 
 
 @dataclass
@@ -88,7 +89,7 @@ class Tabs:
         self,
         expected: Callable[[], int | None] = lambda: None,
         timeout_s: float = 2.0,
-        blank_s: float = 0.5,
+        blank_s: float = BLANK_GRACE_S,
     ) -> None:
         """A page opened since (during a step) becomes the current page. ``expected`` tells how
         many pages the browser has for the context: a page Playwright has not announced yet, or
