@@ -36,6 +36,7 @@ EXPECT_TIMEOUT_MS = 5_000  # Playwright's assertions, unless expect.set_options 
 MEMORY_HEADROOM = 1 << 30  # bytes step code may add to the process (Linux)
 
 _SIZED = (str, bytes, list, tuple)
+_CONTAINERS = (list, tuple, set, frozenset, dict)
 
 
 class Budget:
@@ -140,8 +141,39 @@ def _too_big(what: str) -> CodePolicyError:
     return CodePolicyError(f"step code may not build {what}")
 
 
+def _printed_length(value: Any, limit: int, within: frozenset[int] = frozenset()) -> int:
+    """At least how long ``str(value)`` is, counted until past ``limit``: the strings inside
+    containers and their punctuation, and one character for anything else. A container inside
+    itself prints as ``[...]``."""
+    if isinstance(value, (str, bytes)):
+        return len(value)
+    if not isinstance(value, _CONTAINERS):
+        return 1
+    if id(value) in within:
+        return 5
+    within = within | {id(value)}
+    total = 2 * len(value)  # the brackets, and ", " between items
+    pairs = value.items() if isinstance(value, dict) else ((item,) for item in value)
+    for pair in pairs:
+        for item in pair:
+            total += _printed_length(item, limit - total, within)
+        if total > limit:
+            break
+    return total
+
+
+def printable(value: Any) -> Any:
+    """``value``, unless printing it (``str()``, an f-string or ``%``) would build a
+    string past the caps: refused before it is built, not after a gigabyte was."""
+    if isinstance(value, _CONTAINERS) and _printed_length(value, MAX_LENGTH) > MAX_LENGTH:
+        raise _too_big(f"a string of more than {MAX_LENGTH:,} characters")
+    return value
+
+
 def _size_after(op: str, left: Any, right: Any) -> None:
     """Refuse, before it is computed, a result of ``left op right`` past the caps."""
+    if op == "%" and isinstance(left, str):
+        printable(right)
     if op == "*":
         if isinstance(left, int) and isinstance(right, int):
             if left.bit_length() + right.bit_length() > MAX_INT_BITS:

@@ -3,7 +3,8 @@
 The checked code is rewritten before it is compiled, so that what the policy lets Python
 compute stays bounded (:mod:`.limits`): every ``for`` loop walks a snapshot through a guard that
 checks the time budget at each item; ``+``, ``*`` and ``%`` (and their augmented forms),
-f-strings, ``str.replace`` and ``str.join`` refuse results past the size caps. The names the
+f-strings, ``str.replace`` and ``str.join`` refuse results past the size caps, and so does
+printing a container (``str()``, an f-string, ``%``) before the string is built. The names the
 rewrite adds start with ``__``, which step code cannot write.
 """
 
@@ -23,6 +24,7 @@ from .limits import (
     grow,
     memory_headroom,
     numbers_sum,
+    printable,
 )
 from .policy import BUILTIN_NAMES, MAX_LOOP_ITEMS, check_code
 from .proxy import PageProxy, PageServices, expect_for_steps
@@ -87,12 +89,17 @@ class _Bound(ast.NodeTransformer):
         return ast.copy_location(ast.Call(_helper("capped"), [node], []), node)
 
     def visit_FormattedValue(self, node: ast.FormattedValue) -> ast.AST:
-        node.value = self.visit(node.value)  # a format spec stays an f-string part
+        value = self.visit(node.value)  # a format spec stays an f-string part
+        node.value = ast.copy_location(ast.Call(_helper("printable"), [value], []), value)
         return node
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
         func = node.func
+        if isinstance(func, ast.Name) and func.id == "str" and len(node.args) == 1:
+            # ``str`` cannot be rebound in step code: this is the builtin
+            node.args = [ast.Call(_helper("printable"), node.args, [])]
+            return node
         if not isinstance(func, ast.Attribute) or func.attr not in _GROWING_METHODS:
             return node
         args = [func.value, ast.Constant(func.attr), *node.args]
@@ -118,6 +125,7 @@ def compile_step(
         "__loop_items__": bounded_items(budget, MAX_LOOP_ITEMS),
         "__grow__": grow,
         "__capped__": capped,
+        "__printable__": printable,
         "__call_method__": call_method,
         "__budget__": budget,
     }
