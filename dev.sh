@@ -2,8 +2,8 @@
 # Set up a development environment and run the examples or the test suite.
 #   ./dev.sh examples [behave args]   replay the example features against the demo shop
 #   ./dev.sh test [pytest args]       lint, type-check and run the whole test suite (in parallel,
-#                                     a worker per core and one more; PYTEST_WORKERS=0 runs it in
-#                                     one process)
+#                                     two workers per core; PYTEST_WORKERS=0 runs it in one
+#                                     process)
 #   ./dev.sh mutate [name ...]        break guarded behaviours one by one; their tests must fail
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -77,10 +77,10 @@ case "${1:-}" in
     "$VENV/bin/ruff" check .
     "$VENV/bin/ruff" format --check .
     "$VENV/bin/mypy"
-    # one worker per core and one more: the suite waits on browsers, servers and timeouts about
-    # as long as it computes, and the extra worker fills those waits; tests that share a run of
+    # two workers per core: the suite waits on browsers, servers and timeouts about as long as
+    # it computes, and the second worker of a core fills those waits; tests that share a run of
     # their module carry an xdist_group mark
-    exec "$VENV/bin/pytest" -n "${PYTEST_WORKERS:-$(($(nproc) + 1))}" --dist loadgroup "$@"
+    exec "$VENV/bin/pytest" -n "${PYTEST_WORKERS:-$(($(nproc) * 2))}" --dist loadgroup "$@"
     ;;
   mutate)
     shift

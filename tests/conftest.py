@@ -1,15 +1,14 @@
-"""Shared fixtures: the demo shop, a real Chromium, and behave projects run in a subprocess."""
+"""Shared fixtures: the demo shop, a real Chromium, and behave projects run in a process of their
+own."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
-import subprocess
-import sys
 import textwrap
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +17,7 @@ import pytest
 
 from prettyplay_behave.browser.session import CHROMIUM_ARGS, find_system_chromium
 from prettyplay_behave.demo.server import DemoShop
+from tests.support.behave_runs import run_behave
 from tests.support.llm_server import ScriptedLLMServer
 from tests.support.pages import PageServer
 
@@ -38,6 +38,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Slow tests first, each group in its own order: a parallel run then starts its longest
     tests while the short ones can still fill the other workers, instead of ending on them."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    SHARED.modules = {item.path for item in items if "browser" in getattr(item, "fixturenames", ())}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def node_compile_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Playwright's driver is a Node.js program that every behave run and browser fixture starts
+    again: with Node's compile cache, each start after the first skips compiling its scripts."""
+    os.environ.setdefault("NODE_COMPILE_CACHE", str(tmp_path_factory.mktemp("node-compile-cache")))
 
 
 @pytest.fixture(scope="session")
@@ -67,10 +75,44 @@ def launched_browser() -> Iterator[Browser]:
         launched.close()
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with launched_browser() as launched:
-        yield launched
+class SharedBrowser:
+    """One Chromium per worker for the modules whose tests use ``browser``, each test with
+    contexts of its own: started on first use, again after a crash, and stopped before a test
+    of any other module, which may start a Playwright of its own."""
+
+    def __init__(self) -> None:
+        self.modules: set[Path] = set()  # the modules with a test that uses it
+        self._running = ExitStack()
+        self._browser: Browser | None = None
+
+    def get(self) -> Browser:
+        if self._browser is None or not self._browser.is_connected():
+            self.stop()
+            self._browser = self._running.enter_context(launched_browser())
+        return self._browser
+
+    def stop(self) -> None:
+        self._browser = None
+        self._running.close()
+
+
+SHARED = SharedBrowser()
+
+
+@pytest.fixture(autouse=True)
+def one_playwright_per_thread(request: pytest.FixtureRequest) -> Iterator[None]:
+    if request.node.path not in SHARED.modules:
+        SHARED.stop()
+    yield
+
+
+@pytest.fixture
+def browser() -> Browser:
+    return SHARED.get()
+
+
+def pytest_sessionfinish() -> None:
+    SHARED.stop()
 
 
 @pytest.fixture(scope="session")
@@ -151,15 +193,10 @@ class BehaveProject:
             if not key.startswith(("PRETTYPLAY_", "OPENAI_")) and key != "CI"
         }
         environ.update(env or {})
-        completed = subprocess.run(
-            [sys.executable, "-m", "behave", "--no-color", "-f", "plain", *args],
-            cwd=self.root,
-            env=environ,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
+        returncode, output = run_behave(
+            self.root, environ, ["--no-color", "-f", "plain", *args], timeout
         )
-        return BehaveResult(completed.returncode, completed.stdout + completed.stderr)
+        return BehaveResult(returncode, output)
 
 
 def new_project(folder: Path) -> BehaveProject:
