@@ -76,11 +76,19 @@ case "${1:-}" in
     ensure_ffmpeg
     "$VENV/bin/ruff" check .
     "$VENV/bin/ruff" format --check .
-    "$VENV/bin/mypy"
+    # the type check (some 20 s from a fresh clone) runs beside the suite and fails it as surely
+    types=$(mktemp)
+    "$VENV/bin/mypy" >"$types" 2>&1 &
+    mypy_pid=$!
     # two workers per core: the suite waits on browsers, servers and timeouts about as long as
     # it computes, and the second worker of a core fills those waits; tests that share a run of
     # their module carry an xdist_group mark
-    exec "$VENV/bin/pytest" -n "${PYTEST_WORKERS:-$(($(nproc) * 2))}" --dist loadgroup "$@"
+    status=0
+    "$VENV/bin/pytest" -n "${PYTEST_WORKERS:-$(($(nproc) * 2))}" --dist loadgroup "$@" || status=$?
+    wait "$mypy_pid" || status=1
+    cat "$types"
+    rm -f "$types"
+    exit "$status"
     ;;
   mutate)
     shift
