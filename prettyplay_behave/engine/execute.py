@@ -11,6 +11,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..browser.guard import BLANK
 from ..errors import CodePolicyError, describe_exception
 from ..events import record
 from ..safety.limits import MEMORY_HEADROOM, Budget
@@ -42,7 +43,7 @@ def execute(test: TestRun, spec: StepSpec, code: str, secrets: Secrets) -> Attem
 
     A navigation outside the test's bounds makes the outcome red.
     """
-    url_before = page_url(test.page)
+    started_on, url_before = test.page, page_url(test.page)
     try:
         function = _compile(test, spec, code, secrets)
     except CodePolicyError as exc:
@@ -66,7 +67,7 @@ def execute(test: TestRun, spec: StepSpec, code: str, secrets: Secrets) -> Attem
         if attempt_no < spec.tries and bound is None:
             record(logging.DEBUG, "step_retry", "red execution %d of %d", attempt_no, spec.tries)
             continue
-        return _red(test, spec, code, url_before, error, bound, settled, secrets)
+        return _red(test, spec, code, (started_on, url_before), error, bound, settled, secrets)
     raise AssertionError("unreachable: tries >= 1")
 
 
@@ -119,24 +120,42 @@ def _earlier_blocks(test: TestRun, spec: StepSpec, secrets: Secrets) -> None:
 
 
 def _bound_hit(test: TestRun) -> str | None:
-    """The message of a navigation bound the execution hit, if any."""
-    if test.guard is None or test.page.is_closed():
+    """The message of a navigation bound the execution hit, if any: a refused request, or a tab
+    of the test outside the bounds (Playwright's routing misses later redirect hops), whichever
+    tab the step left current."""
+    guard = test.guard
+    if guard is None or test.page.is_closed():
         return None
-    return test.guard.problem(test.guard.take(), test.page.url)
+    urls = [page.url for page in test.tabs.opened if not page.is_closed()]
+    outside = next((url for url in urls if not guard.allows(url)), test.page.url)
+    return guard.problem(guard.take(), outside)
+
+
+def _take_back(test: TestRun, started_on: Page, url_before: str) -> str | None:
+    """Bring every tab of the test that is outside the bounds back (the one the step started
+    on to where it was); the URL the first of them is on then, or None when none had left."""
+    assert test.guard is not None
+    restored = [
+        test.guard.restore(page, url_before if page is started_on else BLANK)
+        for page in test.tabs.opened
+        if not page.is_closed()
+    ]
+    return next((url for url in restored if url), None)
 
 
 def _red(
     test: TestRun,
     spec: StepSpec,
     code: str,
-    url_before: str,
+    before: tuple[Page, str],
     error: Exception | None,
     bound: str | None,
     settled: bool,
     secrets: Secrets,
 ) -> Attempt:
+    started_on, url_before = before
     texts = [bound] if bound else []
-    restored = test.guard.restore(test.page, url_before) if bound and test.guard else None
+    restored = _take_back(test, started_on, url_before) if bound and test.guard else None
     if restored:
         texts.append(f"(the page was taken back to {restored})")
     if isinstance(error, MemoryError):

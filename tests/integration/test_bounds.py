@@ -22,6 +22,7 @@ from prettyplay_behave import (
     PrettyPlay,
     PrettyPlayError,
 )
+from prettyplay_behave.browser.guard import NavigationGuard
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
@@ -226,6 +227,29 @@ def test_a_new_tab_still_blank_as_its_step_ends_is_followed_once_it_asked_for_it
         t.step("I press Open")
         assert t.page.url == origins.app + "/target"
         assert len(t.run.tabs.opened) == 2
+
+
+def test_on_playwrights_routing_a_page_sent_outside_beside_a_new_tab_is_taken_back(
+    origins: TwoOrigins, tmp_path: Path, browser, monkeypatch
+) -> None:
+    """Firefox and WebKit have only Playwright's routing, which misses a redirect's later hops:
+    the check after the step looks at every tab, not just the new one the step left current."""
+    monkeypatch.setattr(NavigationGuard, "install", lambda guard, context, _: guard.route(context))
+    origins.pages["/tabbed"] = '<title>Tabbed</title><a href="/" target="_blank">New tab</a>'
+    cache = tmp_path / "cache"
+    away = step('page.get_by_role("link", name="New tab").click()\npage.goto("/hop1")')
+    plant(cache, ("step", "I open the tabbed page", step('page.goto("/tabbed")')),
+          ("step", "I go away", away))  # fmt: skip
+    config = PrettyConfig(base_url=origins.app, cache_dir=str(cache), strict=True)
+    with PrettyPlay(TEST, config=config, browser=browser) as t:
+        t.step("I open the tabbed page")
+        with pytest.raises(PrettyPlayError) as refused:
+            t.step("I go away")
+        first, opened = t.run.tabs.opened
+        assert t.page is opened and opened.url == origins.app + "/"
+        assert first.url == origins.app + "/tabbed"  # taken back from where the hops led it
+    assert f"navigation to {origins.outside}/landing was blocked" in str(refused.value)
+    assert f"(the page was taken back to {origins.app}/tabbed)" in str(refused.value)
 
 
 # -- 3: frames may load other origins -----------------------------------------------------------
