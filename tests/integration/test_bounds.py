@@ -211,18 +211,24 @@ OPENER_PAGE = """<title>Opener</title><h1>Opener</h1>
   setTimeout(() => { tab.location.href = location.origin + '/target'; }, 50)">Open</button>"""
 
 
+def replayed(
+    origins: TwoOrigins, tmp_path: Path, browser: Browser, *steps: tuple[str, str]
+) -> PrettyPlay:
+    """A strict test on the module's browser, its cache planted with ``steps`` (sentence, code)."""
+    plant(tmp_path / "cache", *(("step", sentence, code) for sentence, code in steps))
+    config = PrettyConfig(base_url=origins.app, cache_dir=str(tmp_path / "cache"), strict=True)
+    return PrettyPlay(TEST, config=config, browser=browser)
+
+
 def test_a_new_tab_still_blank_as_its_step_ends_is_followed_once_it_asked_for_its_document(
     origins: TwoOrigins, tmp_path: Path, browser
 ) -> None:
     """The step's bound and the test's next page wait for a new tab that has yet to ask for
     its document (and might be refused it), up to half a second."""
     origins.pages["/opener"] = OPENER_PAGE
-    cache = tmp_path / "cache"
     press = step('page.get_by_role("button", name="Open").click()')
-    plant(cache, ("step", "I open the opener page", step('page.goto("/opener")')),
-          ("step", "I press Open", press))  # fmt: skip
-    config = PrettyConfig(base_url=origins.app, cache_dir=str(cache), strict=True)
-    with PrettyPlay(TEST, config=config, browser=browser) as t:
+    opening = ("I open the opener page", step('page.goto("/opener")'))
+    with replayed(origins, tmp_path, browser, opening, ("I press Open", press)) as t:
         t.step("I open the opener page")
         t.step("I press Open")
         assert t.page.url == origins.app + "/target"
@@ -236,12 +242,9 @@ def test_on_playwrights_routing_a_page_sent_outside_beside_a_new_tab_is_taken_ba
     the check after the step looks at every tab, not just the new one the step left current."""
     monkeypatch.setattr(NavigationGuard, "install", lambda guard, context, _: guard.route(context))
     origins.pages["/tabbed"] = '<title>Tabbed</title><a href="/" target="_blank">New tab</a>'
-    cache = tmp_path / "cache"
     away = step('page.get_by_role("link", name="New tab").click()\npage.goto("/hop1")')
-    plant(cache, ("step", "I open the tabbed page", step('page.goto("/tabbed")')),
-          ("step", "I go away", away))  # fmt: skip
-    config = PrettyConfig(base_url=origins.app, cache_dir=str(cache), strict=True)
-    with PrettyPlay(TEST, config=config, browser=browser) as t:
+    opening = ("I open the tabbed page", step('page.goto("/tabbed")'))
+    with replayed(origins, tmp_path, browser, opening, ("I go away", away)) as t:
         t.step("I open the tabbed page")
         with pytest.raises(PrettyPlayError) as refused:
             t.step("I go away")
