@@ -20,6 +20,7 @@ import pytest
 
 from prettyplay_behave.browser.session import CHROMIUM_ARGS, find_system_chromium
 from tests.conftest import BehaveProject
+from tests.faults.support import alive, descendants, kill_all
 from tests.support.llm_server import (
     CLEAN_GATE,
     RecordedRequest,
@@ -134,10 +135,16 @@ def cdp_browser(tmp_path: Path) -> Iterator[str]:
 
 
 def stop_group(process: subprocess.Popen[bytes]) -> None:
-    """Stop a process and everything it started (``playwright run-server`` starts node)."""
+    """Stop a process and everything it started (``playwright run-server`` starts node): asked
+    first, killed when any of them still runs 5 s later (node, now and then, stays)."""
+    started = descendants(process.pid)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGTERM)
     process.wait(timeout=10)
+    deadline = time.monotonic() + 5
+    while alive(started) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    kill_all(alive(started))
 
 
 REPLAY = """\
