@@ -72,6 +72,11 @@ class Tabs:
         return [tab for tab in self._tabs if not tab.page.is_closed()]
 
     @property
+    def open_pages(self) -> list[Page]:
+        """The test's pages still open, in the order they opened."""
+        return [tab.page for tab in self._open()]
+
+    @property
     def current(self) -> Tab:
         tab = self._tabs[self._current]
         if tab.page.is_closed():  # a closed tab gives the focus back to the last open one

@@ -126,7 +126,7 @@ def _bound_hit(test: TestRun) -> str | None:
     guard = test.guard
     if guard is None or test.page.is_closed():
         return None
-    urls = [page.url for page in test.tabs.opened if not page.is_closed()]
+    urls = [page.url for page in test.tabs.open_pages]
     outside = next((url for url in urls if not guard.allows(url)), test.page.url)
     return guard.problem(guard.take(), outside)
 
@@ -137,8 +137,7 @@ def _take_back(test: TestRun, started_on: Page, url_before: str) -> str | None:
     assert test.guard is not None
     restored = [
         test.guard.restore(page, url_before if page is started_on else BLANK)
-        for page in test.tabs.opened
-        if not page.is_closed()
+        for page in test.tabs.open_pages
     ]
     return next((url for url in restored if url), None)
 
