@@ -10,6 +10,7 @@ HTML report's do.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,8 @@ COST_PARAMETER = "LLM cost"
 
 def allure_listening() -> Any | None:
     """The ``allure`` module when allure-behave's formatter takes attachments in this run."""
+    if "allure_commons" not in sys.modules:
+        return None  # the formatter imports it: not imported, not part of this run (~50 ms)
     try:
         import allure
         from allure_commons import plugin_manager
