@@ -22,7 +22,7 @@ from .runtime import Runtime
 from .vocabulary import Kind
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page
+    from playwright.sync_api import Browser, Page, Playwright
 
     from .engine.step import TestRun
 
@@ -32,7 +32,9 @@ class PrettyPlay:
 
     ``config`` is the run's settings (a ``PrettyConfig``); a test of a shared ``runtime`` may
     instead be given its own ``TestConfig``. A ``browser`` handed in (pytest-playwright's, say)
-    serves the test instead: it gets a fresh context there, and the browser stays open.
+    serves the test instead: it gets a fresh context there, and the browser stays open. A
+    ``playwright`` handed in launches the test's configured browser (its device too), which
+    closes with the test while the Playwright keeps running.
     """
 
     def __init__(
@@ -43,17 +45,20 @@ class PrettyPlay:
         *,
         runtime: Runtime | None = None,
         browser: Browser | None = None,
+        playwright: Playwright | None = None,
     ) -> None:
         if not name.strip():
             raise ValueError("a test needs a name: it is the cache namespace")
         if runtime is None and config is not None and not isinstance(config, PrettyConfig):
             raise TypeError("a test that owns its runtime needs a PrettyConfig")
-        if runtime is not None and browser is not None:
+        if runtime is not None and (browser is not None or playwright is not None):
             raise TypeError("a test of a shared runtime uses that runtime's browser")
         self.name = name
         self._owns_runtime = runtime is None
         self.runtime = runtime or Runtime(
-            config if isinstance(config, PrettyConfig) else None, browser=browser
+            config if isinstance(config, PrettyConfig) else None,
+            browser=browser,
+            playwright=playwright,
         )
         if isinstance(config, PrettyConfig):
             config = config.for_test()

@@ -27,7 +27,7 @@ from .safety.policy import check_code
 from .safety.secrets import RedactingFilter, Secrets
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, BrowserContext, Page
+    from playwright.sync_api import Browser, BrowserContext, Page, Playwright
 
     from .config import TestConfig
 
@@ -44,9 +44,13 @@ class Runtime:
         default_cache_dir: Path = DEFAULT_CACHE_DIR,
         default_files_dir: Path = DEFAULT_FILES_DIR,
         browser: Browser | None = None,
+        playwright: Playwright | None = None,
     ) -> None:
+        if browser is not None and playwright is not None:
+            raise TypeError("hand in a browser or a Playwright, not both")
         self.config = config = config or PrettyConfig()
         self._browser = browser  # the caller's, kept open when the run closes
+        self._playwright = playwright  # the caller's, left running when the run closes
         self.events = Events(config.hooks)
         self.cache = CacheStore(Path(config.cache_dir or default_cache_dir), validate=check_code)
         self.default_files_dir = default_files_dir
@@ -68,7 +72,7 @@ class Runtime:
     @property
     def session(self) -> BrowserSession:
         if self._session is None:
-            self._session = BrowserSession(self.config, self._browser)
+            self._session = BrowserSession(self.config, self._browser, self._playwright)
         return self._session
 
     def open_test(self, name: str, config: TestConfig, page: Page | None = None) -> TestRun:

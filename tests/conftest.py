@@ -8,7 +8,7 @@ import os
 import shutil
 import textwrap
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +22,7 @@ from tests.support.llm_server import ScriptedLLMServer
 from tests.support.pages import PageServer
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser
+    from playwright.sync_api import Browser, Playwright
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,7 +38,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Slow tests first, each group in its own order: a parallel run then starts its longest
     tests while the short ones can still fill the other workers, instead of ending on them."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-    SHARED.modules = {item.path for item in items if "browser" in getattr(item, "fixturenames", ())}
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -61,54 +60,67 @@ def fresh_shop() -> Iterator[DemoShop]:
         yield running
 
 
-@contextmanager
-def launched_browser() -> Iterator[Browser]:
-    """A Chromium of a Playwright of its own, as a Playwright user holds one; only one
-    Playwright runs in a thread at a time, so not inside a test that uses ``browser``."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(
-            executable_path=find_system_chromium(), args=list(CHROMIUM_ARGS)
-        )
-        yield launched
-        launched.close()
+def launch_chromium(playwright: Playwright) -> Browser:
+    """The system Chromium, launched as prettyplay launches it."""
+    return playwright.chromium.launch(
+        executable_path=find_system_chromium(), args=list(CHROMIUM_ARGS)
+    )
 
 
-class SharedBrowser:
-    """One Chromium per worker for the modules whose tests use ``browser``, each test with
-    contexts of its own: started on first use, again after a crash, and stopped before a test
-    of any other module, which may start a Playwright of its own."""
+class SharedPlaywright:
+    """One Playwright and one Chromium per worker, for the tests that use ``playwright`` or
+    ``browser`` (each test with contexts or browsers of its own): the browser starts on first
+    use, and again after a crash. A thread runs one sync Playwright at a time, so it is stopped
+    before a test marked ``own_playwright``, and started before any other test outside
+    ``tests/unit``: a test that starts a Playwright of its own without the mark fails every
+    time, never only when it happens to follow a test that used the shared one."""
 
     def __init__(self) -> None:
-        self.modules: set[Path] = set()  # the modules with a test that uses it
         self._running = ExitStack()
+        self._playwright: Playwright | None = None
         self._browser: Browser | None = None
 
-    def get(self) -> Browser:
+    @property
+    def playwright(self) -> Playwright:
+        if self._playwright is None:
+            from playwright.sync_api import sync_playwright
+
+            self._playwright = self._running.enter_context(sync_playwright())
+        return self._playwright
+
+    @property
+    def browser(self) -> Browser:
         if self._browser is None or not self._browser.is_connected():
-            self.stop()
-            self._browser = self._running.enter_context(launched_browser())
+            self._browser = launch_chromium(self.playwright)
         return self._browser
 
     def stop(self) -> None:
-        self._browser = None
-        self._running.close()
+        self._browser = self._playwright = None
+        self._running.close()  # the browser closes with its Playwright
 
 
-SHARED = SharedBrowser()
+SHARED = SharedPlaywright()
+UNIT = ROOT / "tests" / "unit"
 
 
 @pytest.fixture(autouse=True)
 def one_playwright_per_thread(request: pytest.FixtureRequest) -> Iterator[None]:
-    if request.node.path not in SHARED.modules:
+    if request.node.get_closest_marker("own_playwright"):
         SHARED.stop()
+    elif not request.node.path.is_relative_to(UNIT):
+        SHARED.playwright  # noqa: B018 (started, as the docstring says)
     yield
 
 
 @pytest.fixture
+def playwright() -> Playwright:
+    """The worker's Playwright, to hand to ``PrettyPlay(..., playwright=...)``."""
+    return SHARED.playwright
+
+
+@pytest.fixture
 def browser() -> Browser:
-    return SHARED.get()
+    return SHARED.browser
 
 
 def pytest_sessionfinish() -> None:

@@ -4,7 +4,9 @@ The browser is launched (a system Chromium, for a headless run its headless shel
 when Playwright's own build is absent),
 connected through ``browser_endpoint`` (a Playwright server, ``ws://``, or a CDP endpoint,
 ``http://``), or handed in by the caller (a pytest-playwright ``browser``), who keeps it: the
-session then only opens and closes its contexts.
+session then only opens and closes its contexts. A caller's Playwright (pytest-playwright's
+``playwright``) may be handed in instead: the session launches its configured browser there and
+closes only that browser, leaving the Playwright running.
 """
 
 from __future__ import annotations
@@ -73,12 +75,18 @@ def _video_error(config: TestConfig, exc: Exception) -> ConfigError:
 
 
 class BrowserSession:
-    """Owns Playwright and the browser of a run (unless a browser is handed in); hands out a
-    context and page per test."""
+    """Owns the browser of a run (unless one is handed in) and Playwright (unless one is handed
+    in); hands out a context and page per test."""
 
-    def __init__(self, config: RunConfig, browser: Browser | None = None) -> None:
+    def __init__(
+        self,
+        config: RunConfig,
+        browser: Browser | None = None,
+        playwright: Playwright | None = None,
+    ) -> None:
         self.config = config
-        self._playwright: Playwright | None = None
+        self._playwright: Playwright | None = playwright
+        self._owns_playwright = playwright is None
         self._browser: Browser | None = browser
         self._handed_in = browser is not None
 
@@ -184,8 +192,9 @@ class BrowserSession:
         if config.device and self._handed_in:
             raise config.error(
                 "device",
-                "a device needs prettyplay's own browser: with a browser handed in, open a "
-                "context with playwright.devices[...] yourself and hand in its page",
+                "a device needs prettyplay's own browser: hand in your Playwright instead of "
+                "the browser, or open a context with playwright.devices[...] yourself and "
+                "hand in its page",
             )
         if config.device:
             devices = self.playwright.devices
@@ -225,6 +234,6 @@ class BrowserSession:
                 self._browser.close()
         finally:
             self._browser = None
-            if self._playwright is not None:
+            if self._playwright is not None and self._owns_playwright:
                 self._playwright.stop()
                 self._playwright = None

@@ -37,6 +37,9 @@ from tests.faults.support import (
 from tests.support.llm_server import ScriptedLLMServer
 from tests.support.shop_steps import HEADING, OPEN_SHOP
 
+# each test's runs own their browsers and Playwright, whose processes the tests kill and count
+pytestmark = pytest.mark.own_playwright
+
 CLOSED = "Target page, context or browser has been closed"
 
 

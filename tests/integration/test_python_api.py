@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import shutil
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from prettyplay_behave import (
 )
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
-from tests.conftest import launched_browser
+from tests.conftest import launch_chromium
 from tests.support.shop_steps import ORDER_A_TEA
 
 STEPS = {
@@ -59,6 +60,7 @@ def plant(tmp_path: Path, test: str, *steps: tuple[str, str]) -> None:
         store.write(CacheEntry(key, STEPS[(kind, sentence)], "generated"))
 
 
+@pytest.mark.own_playwright
 def test_cached_steps_replay_on_a_browser_the_test_owns(shop, tmp_path: Path, caplog) -> None:
     plant(tmp_path, "visit", ("step", "open the shop"), ("expect", "the heading says Demo Shop"))
     caplog.set_level(logging.INFO, logger="prettyplay")
@@ -75,12 +77,29 @@ def test_cached_steps_replay_on_a_browser_the_test_owns(shop, tmp_path: Path, ca
     assert f"launching chromium {launched}" in caplog.messages
 
 
+def test_a_playwright_handed_in_launches_the_tests_browser_and_keeps_running(
+    shop, tmp_path: Path, playwright
+) -> None:
+    plant(tmp_path, "visit", ("step", "open the shop"))
+    config = config_for(shop, tmp_path, device="iPhone_13")
+    with PrettyPlay("visit", config=config, playwright=playwright) as t:
+        t.step("open the shop")
+        assert "iPhone" in t.page.evaluate("navigator.userAgent")  # a device needs the launch
+        launched = t.page.context.browser
+        assert launched is not None and launched.is_connected()
+    assert not launched.is_connected()  # the test's own browser closed with it
+    with closing(launch_chromium(playwright)) as browser:  # the Playwright still runs
+        assert browser.is_connected()
+    with pytest.raises(TypeError, match="a browser or a Playwright, not both"):
+        PrettyPlay("visit", config=config, browser=browser, playwright=playwright)
+
+
 def test_tests_on_a_browser_handed_in_get_their_own_contexts_and_leave_it_open(
-    shop, tmp_path: Path
+    shop, tmp_path: Path, playwright
 ) -> None:
     plant(tmp_path, "visit", ("step", "open the shop"), ("step", "accept the cookie banner"))
     plant(tmp_path, "again", ("step", "open the shop"), ("expect", "the banner is gone"))
-    with launched_browser() as browser:
+    with closing(launch_chromium(playwright)) as browser:
         with PrettyPlay("visit", config=config_for(shop, tmp_path), browser=browser) as t:
             t.step("open the shop")
             t.step("accept the cookie banner")  # the consent lives in this context's storage
@@ -95,24 +114,27 @@ def test_tests_on_a_browser_handed_in_get_their_own_contexts_and_leave_it_open(
 
 
 def test_a_browser_handed_in_is_never_launched_again_nor_given_a_device(
-    shop, tmp_path: Path
+    shop, tmp_path: Path, playwright
 ) -> None:
     plant(tmp_path, "visit", ("step", "open the shop"))
-    with launched_browser() as browser:
+    with closing(launch_chromium(playwright)) as browser:
         config = config_for(shop, tmp_path, device="iPhone_13")
         with PrettyPlay("visit", config=config, browser=browser) as t:
             with pytest.raises(ConfigError, match=r"device.*prettyplay's own browser"):
                 t.step("open the shop")
-    # launched_browser closed it
+    # closed with the with-block
     with PrettyPlay("visit", config=config_for(shop, tmp_path), browser=browser) as t:
         with pytest.raises(PrettyPlayError, match="browser handed to prettyplay is closed"):
             t.step("open the shop")
 
 
-def test_a_red_replay_is_terminal_with_the_full_render(shop, tmp_path: Path) -> None:
+def test_a_red_replay_is_terminal_with_the_full_render(shop, tmp_path: Path, playwright) -> None:
     plant(tmp_path, "visit", ("expect", "the heading says Demo Shop"))
     config = config_for(shop, tmp_path, action_timeout_ms=1000, strict=True)
-    with PrettyPlay("visit", config=config) as t, pytest.raises(IncurableStepError) as caught:
+    with (
+        PrettyPlay("visit", config=config, playwright=playwright) as t,
+        pytest.raises(IncurableStepError) as caught,
+    ):
         t.expect("the heading says Demo Shop")
     render = caught.value.render()
     assert render.startswith(
@@ -122,9 +144,11 @@ def test_a_red_replay_is_terminal_with_the_full_render(shop, tmp_path: Path) -> 
     assert "Call log:" in render
 
 
-def test_a_miss_without_llm_is_provider_unavailable(shop, tmp_path: Path, monkeypatch) -> None:
+def test_a_miss_without_llm_is_provider_unavailable(
+    shop, tmp_path: Path, monkeypatch, playwright
+) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with PrettyPlay("visit", config=config_for(shop, tmp_path)) as t:
+    with PrettyPlay("visit", config=config_for(shop, tmp_path), playwright=playwright) as t:
         with pytest.raises(ProviderUnavailableError, match="OPENAI_API_KEY"):
             t.step("open the shop")
     assert not (tmp_path / "cache").exists()
@@ -141,14 +165,18 @@ ORDER = {
 
 
 @pytest.mark.parametrize(("tries", "passes"), [(1, False), (80, True)])
-def test_tries_reexecute_a_red_step(fresh_shop, tmp_path: Path, tries: int, passes: bool) -> None:
+def test_tries_reexecute_a_red_step(
+    fresh_shop, tmp_path: Path, tries: int, passes: bool, playwright
+) -> None:
     shop = fresh_shop
     shop.order_delay = 2.0  # the order stays "processing…" that long
     store = CacheStore(tmp_path / "cache", validate=check_code)
     for (kind, sentence), code in ORDER.items():
         store.write(CacheEntry(CacheKey("tries", kind, sentence), code, "generated"))
     # settle_ms=0: no settle wait, so only the re-executions of ``tries`` can see the status
-    with PrettyPlay("tries", config=config_for(shop, tmp_path, settle_ms=0)) as t:
+    with PrettyPlay(
+        "tries", config=config_for(shop, tmp_path, settle_ms=0), playwright=playwright
+    ) as t:
         t.step("order a tea")
         if passes:
             t.expect("the order is confirmed at once", tries=tries)
@@ -157,7 +185,7 @@ def test_tries_reexecute_a_red_step(fresh_shop, tmp_path: Path, tries: int, pass
                 t.expect("the order is confirmed at once", tries=tries)
 
 
-def test_group_pace_entry_delay_traces_and_framing(shop, tmp_path: Path) -> None:
+def test_group_pace_entry_delay_traces_and_framing(shop, tmp_path: Path, playwright) -> None:
     plant(
         tmp_path,
         "group",
@@ -167,7 +195,7 @@ def test_group_pace_entry_delay_traces_and_framing(shop, tmp_path: Path) -> None
     )
     recorder = Recorder()
     config = config_for(shop, tmp_path, hooks=[recorder])
-    with PrettyPlay("group", config=config) as t:
+    with PrettyPlay("group", config=config, playwright=playwright) as t:
         started = time.monotonic()
         with t.group("accept the cookies", speed=90, delay=0.4) as g:
             g.step("open the shop")
@@ -190,9 +218,11 @@ def test_group_pace_entry_delay_traces_and_framing(shop, tmp_path: Path) -> None
     assert {e[1] for e in recorder.events if e[0].startswith("on_group")} == {"accept the cookies"}
 
 
-def test_an_empty_group_is_a_quiet_no_op(shop, tmp_path: Path) -> None:
+def test_an_empty_group_is_a_quiet_no_op(shop, tmp_path: Path, playwright) -> None:
     recorder = Recorder()
-    with PrettyPlay("empty", config=config_for(shop, tmp_path, hooks=[recorder])) as t:
+    with PrettyPlay(
+        "empty", config=config_for(shop, tmp_path, hooks=[recorder]), playwright=playwright
+    ) as t:
         started = time.monotonic()
         with t.group("nothing to do", delay=30) as g:
             pass
@@ -206,10 +236,12 @@ def test_an_empty_group_is_a_quiet_no_op(shop, tmp_path: Path) -> None:
     ]
 
 
-def test_a_failing_group_reports_failed_and_keeps_the_trace(shop, tmp_path: Path) -> None:
+def test_a_failing_group_reports_failed_and_keeps_the_trace(
+    shop, tmp_path: Path, playwright
+) -> None:
     recorder = Recorder()
     config = config_for(shop, tmp_path, hooks=[recorder], strict=True)
-    with PrettyPlay("failing", config=config) as t:
+    with PrettyPlay("failing", config=config, playwright=playwright) as t:
         with pytest.raises(IncurableStepError), t.group("the checkout") as g:
             g.step("open the shop")
         assert [(tr.sentence, tr.outcome) for tr in g.traces] == [("open the shop", "failed")]
@@ -218,26 +250,32 @@ def test_a_failing_group_reports_failed_and_keeps_the_trace(shop, tmp_path: Path
 
 
 @pytest.mark.parametrize("prompt", ["", "   "])
-def test_an_empty_group_prompt_fails_at_entry(shop, tmp_path: Path, prompt: str) -> None:
-    with PrettyPlay("empty", config=config_for(shop, tmp_path)) as t:
+def test_an_empty_group_prompt_fails_at_entry(
+    shop, tmp_path: Path, prompt: str, playwright
+) -> None:
+    with PrettyPlay("empty", config=config_for(shop, tmp_path), playwright=playwright) as t:
         with pytest.raises(ValueError, match="a group needs a prompt"):
             t.group(prompt)
 
 
-def test_a_hook_that_raises_is_logged_and_the_run_goes_on(shop, tmp_path: Path, caplog) -> None:
+def test_a_hook_that_raises_is_logged_and_the_run_goes_on(
+    shop, tmp_path: Path, caplog, playwright
+) -> None:
     class Broken:
         def on_step_started(self, sentence: str) -> None:
             raise RuntimeError("hook bug")
 
     plant(tmp_path, "hooks", ("step", "open the shop"))
-    with PrettyPlay("hooks", config=config_for(shop, tmp_path, hooks=[Broken()])) as t:
+    with PrettyPlay(
+        "hooks", config=config_for(shop, tmp_path, hooks=[Broken()]), playwright=playwright
+    ) as t:
         t.step("open the shop")
     assert any("hook Broken.on_step_started raised" in r.getMessage() for r in caplog.records)
 
 
-def test_a_page_handed_in_stays_open(shop, tmp_path: Path) -> None:
+def test_a_page_handed_in_stays_open(shop, tmp_path: Path, playwright) -> None:
     plant(tmp_path, "mine", ("step", "open the shop"))
-    with launched_browser() as browser:
+    with closing(launch_chromium(playwright)) as browser:
         page = browser.new_page(base_url=shop.url)
         with PrettyPlay("mine", config=config_for(shop, tmp_path), page=page) as t:
             t.step("open the shop")
