@@ -5,7 +5,8 @@ document, fetch or XHR request is pending. The quiet period is watched inside th
 page's own timer queue: the check that ends it is a timer due after the period, so every page
 timer due earlier runs first. A busy machine that delays a page's timers therefore delays the
 check too, and a page that keeps changing never looks quiet, however short the period. A quiet
-page costs one round trip; the wait lasts only while the page changes. A closed or crashed page
+page costs one round trip; the wait lasts only while the page changes, and a wait on pending
+requests ends as the last of them finishes. A closed or crashed page
 has nothing left to wait for: the wait ends at once, and the step's own call then reports what
 happened to the page.
 """
@@ -13,9 +14,11 @@ happened to the page.
 from __future__ import annotations
 
 import time
+from contextlib import suppress
 from typing import TYPE_CHECKING
 
 from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Page, Request
@@ -128,6 +131,15 @@ class Settler:
             if quiet and not self._pending:
                 return True
             try:  # a request is pending, or a new document is on its way
-                self.page.wait_for_timeout(max(1.0, min(POLL_MS, remaining_ms)))
+                self._wait(max(1.0, min(POLL_MS, remaining_ms)))
             except PlaywrightError:  # the page crashed or was closed while it was watched
                 return True
+
+    def _wait(self, ms: float) -> None:
+        """Wait ``ms`` at most: while requests are pending, only until the last one finishes
+        (a failed one ends the wait when its time is up)."""
+        if not self._pending:
+            self.page.wait_for_timeout(ms)
+            return
+        with suppress(PlaywrightTimeoutError):
+            self.page.wait_for_event("requestfinished", lambda _: not self._pending, timeout=ms)
