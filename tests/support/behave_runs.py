@@ -17,11 +17,14 @@ import tempfile
 import threading
 from pathlib import Path
 
+# prettyplay imports openai (most of a second) and jinja2 only at a run's first LLM request
 PRELOADED = [
     "behave.__main__",
     "prettyplay_behave.behave",
     "prettyplay_behave.runtime",
     "prettyplay_behave.llm.client",
+    "openai",
+    "jinja2",
     __name__,
 ]
 _forks = multiprocessing.get_context("forkserver")
