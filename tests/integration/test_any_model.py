@@ -159,7 +159,7 @@ def cached(tmp_path: Path) -> Iterator[dict]:
 
 
 def test_a_draft_blocking_finding_in_the_reasoning_lets_the_candidate_through(
-    shop, tmp_path: Path, llm_env: ScriptedLLMServer, playwright
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     llm_env.on("generate", f"```python\n{OPEN_SHOP}```")
     llm_env.on(
@@ -167,7 +167,7 @@ def test_a_draft_blocking_finding_in_the_reasoning_lets_the_candidate_through(
         f"<think>\nMaybe: {json.dumps({'findings': [HIGH]})}\nNo: it opens the shop as the "
         'sentence says.\n</think>\n\n{"findings": []}',
     )
-    with PrettyPlay("visit", config=config_for(shop, tmp_path), playwright=playwright) as t:
+    with PrettyPlay("visit", config=config_for(shop, tmp_path), browser=browser) as t:
         entry = t.step("open the shop")
     assert (entry.origin, entry.code) == ("generated", OPEN_SHOP)
     assert entry.history == []  # no gate violation, no second attempt
@@ -176,7 +176,7 @@ def test_a_draft_blocking_finding_in_the_reasoning_lets_the_candidate_through(
 
 
 def test_a_draft_code_block_in_the_reasoning_is_never_executed(
-    shop, tmp_path: Path, llm_env: ScriptedLLMServer, playwright
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     llm_env.on(
         "generate",
@@ -184,7 +184,7 @@ def test_a_draft_code_block_in_the_reasoning_is_never_executed(
         f"the shop.\n</think>\n```python\n{OPEN_SHOP}```",
     )
     llm_env.on("gate", '{"findings": []}')
-    with PrettyPlay("visit", config=config_for(shop, tmp_path), playwright=playwright) as t:
+    with PrettyPlay("visit", config=config_for(shop, tmp_path), browser=browser) as t:
         entry = t.step("open the shop")
         assert t.page.url == shop.url + "/"  # the draft would have opened /cart
     assert (entry.origin, entry.code, entry.history) == ("generated", OPEN_SHOP, [])

@@ -128,11 +128,11 @@ def test_a_browser_handed_in_is_never_launched_again_nor_given_a_device(
             t.step("open the shop")
 
 
-def test_a_red_replay_is_terminal_with_the_full_render(shop, tmp_path: Path, playwright) -> None:
+def test_a_red_replay_is_terminal_with_the_full_render(shop, tmp_path: Path, browser) -> None:
     plant(tmp_path, "visit", ("expect", "the heading says Demo Shop"))
     config = config_for(shop, tmp_path, action_timeout_ms=1000, strict=True)
     with (
-        PrettyPlay("visit", config=config, playwright=playwright) as t,
+        PrettyPlay("visit", config=config, browser=browser) as t,
         pytest.raises(IncurableStepError) as caught,
     ):
         t.expect("the heading says Demo Shop")
@@ -145,10 +145,10 @@ def test_a_red_replay_is_terminal_with_the_full_render(shop, tmp_path: Path, pla
 
 
 def test_a_miss_without_llm_is_provider_unavailable(
-    shop, tmp_path: Path, monkeypatch, playwright
+    shop, tmp_path: Path, monkeypatch, browser
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with PrettyPlay("visit", config=config_for(shop, tmp_path), playwright=playwright) as t:
+    with PrettyPlay("visit", config=config_for(shop, tmp_path), browser=browser) as t:
         with pytest.raises(ProviderUnavailableError, match="OPENAI_API_KEY"):
             t.step("open the shop")
     assert not (tmp_path / "cache").exists()
@@ -166,7 +166,7 @@ ORDER = {
 
 @pytest.mark.parametrize(("tries", "passes"), [(1, False), (80, True)])
 def test_tries_reexecute_a_red_step(
-    fresh_shop, tmp_path: Path, tries: int, passes: bool, playwright
+    fresh_shop, tmp_path: Path, tries: int, passes: bool, browser
 ) -> None:
     shop = fresh_shop
     shop.order_delay = 2.0  # the order stays "processing…" that long
@@ -174,9 +174,7 @@ def test_tries_reexecute_a_red_step(
     for (kind, sentence), code in ORDER.items():
         store.write(CacheEntry(CacheKey("tries", kind, sentence), code, "generated"))
     # settle_ms=0: no settle wait, so only the re-executions of ``tries`` can see the status
-    with PrettyPlay(
-        "tries", config=config_for(shop, tmp_path, settle_ms=0), playwright=playwright
-    ) as t:
+    with PrettyPlay("tries", config=config_for(shop, tmp_path, settle_ms=0), browser=browser) as t:
         t.step("order a tea")
         if passes:
             t.expect("the order is confirmed at once", tries=tries)
@@ -185,7 +183,7 @@ def test_tries_reexecute_a_red_step(
                 t.expect("the order is confirmed at once", tries=tries)
 
 
-def test_group_pace_entry_delay_traces_and_framing(shop, tmp_path: Path, playwright) -> None:
+def test_group_pace_entry_delay_traces_and_framing(shop, tmp_path: Path, browser) -> None:
     plant(
         tmp_path,
         "group",
@@ -195,7 +193,7 @@ def test_group_pace_entry_delay_traces_and_framing(shop, tmp_path: Path, playwri
     )
     recorder = Recorder()
     config = config_for(shop, tmp_path, hooks=[recorder])
-    with PrettyPlay("group", config=config, playwright=playwright) as t:
+    with PrettyPlay("group", config=config, browser=browser) as t:
         started = time.monotonic()
         with t.group("accept the cookies", speed=90, delay=0.4) as g:
             g.step("open the shop")
@@ -218,10 +216,10 @@ def test_group_pace_entry_delay_traces_and_framing(shop, tmp_path: Path, playwri
     assert {e[1] for e in recorder.events if e[0].startswith("on_group")} == {"accept the cookies"}
 
 
-def test_an_empty_group_is_a_quiet_no_op(shop, tmp_path: Path, playwright) -> None:
+def test_an_empty_group_is_a_quiet_no_op(shop, tmp_path: Path, browser) -> None:
     recorder = Recorder()
     with PrettyPlay(
-        "empty", config=config_for(shop, tmp_path, hooks=[recorder]), playwright=playwright
+        "empty", config=config_for(shop, tmp_path, hooks=[recorder]), browser=browser
     ) as t:
         started = time.monotonic()
         with t.group("nothing to do", delay=30) as g:
@@ -236,12 +234,10 @@ def test_an_empty_group_is_a_quiet_no_op(shop, tmp_path: Path, playwright) -> No
     ]
 
 
-def test_a_failing_group_reports_failed_and_keeps_the_trace(
-    shop, tmp_path: Path, playwright
-) -> None:
+def test_a_failing_group_reports_failed_and_keeps_the_trace(shop, tmp_path: Path, browser) -> None:
     recorder = Recorder()
     config = config_for(shop, tmp_path, hooks=[recorder], strict=True)
-    with PrettyPlay("failing", config=config, playwright=playwright) as t:
+    with PrettyPlay("failing", config=config, browser=browser) as t:
         with pytest.raises(IncurableStepError), t.group("the checkout") as g:
             g.step("open the shop")
         assert [(tr.sentence, tr.outcome) for tr in g.traces] == [("open the shop", "failed")]
@@ -250,16 +246,14 @@ def test_a_failing_group_reports_failed_and_keeps_the_trace(
 
 
 @pytest.mark.parametrize("prompt", ["", "   "])
-def test_an_empty_group_prompt_fails_at_entry(
-    shop, tmp_path: Path, prompt: str, playwright
-) -> None:
-    with PrettyPlay("empty", config=config_for(shop, tmp_path), playwright=playwright) as t:
+def test_an_empty_group_prompt_fails_at_entry(shop, tmp_path: Path, prompt: str, browser) -> None:
+    with PrettyPlay("empty", config=config_for(shop, tmp_path), browser=browser) as t:
         with pytest.raises(ValueError, match="a group needs a prompt"):
             t.group(prompt)
 
 
 def test_a_hook_that_raises_is_logged_and_the_run_goes_on(
-    shop, tmp_path: Path, caplog, playwright
+    shop, tmp_path: Path, caplog, browser
 ) -> None:
     class Broken:
         def on_step_started(self, sentence: str) -> None:
@@ -267,7 +261,7 @@ def test_a_hook_that_raises_is_logged_and_the_run_goes_on(
 
     plant(tmp_path, "hooks", ("step", "open the shop"))
     with PrettyPlay(
-        "hooks", config=config_for(shop, tmp_path, hooks=[Broken()]), playwright=playwright
+        "hooks", config=config_for(shop, tmp_path, hooks=[Broken()]), browser=browser
     ) as t:
         t.step("open the shop")
     assert any("hook Broken.on_step_started raised" in r.getMessage() for r in caplog.records)

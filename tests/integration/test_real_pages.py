@@ -19,7 +19,6 @@ from prettyplay_behave import (
     PrettyPlay,
 )
 from prettyplay_behave.safety.policy import check_code
-from tests.conftest import launch_chromium
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.origins import FRAME_TEXT, TwoOrigins
 
@@ -82,7 +81,7 @@ def config(site: TwoOrigins, tmp_path: Path, **changes: object) -> PrettyConfig:
 
 
 def test_a_step_accepts_the_confirm_dialog_that_guards_a_form(
-    site: TwoOrigins, tmp_path: Path, llm_env: ScriptedLLMServer, playwright
+    site: TwoOrigins, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     answering(llm_env, {
         "open the newsletter page": 'page.goto("/unsubscribe")',
@@ -94,14 +93,14 @@ def test_a_step_accepts_the_confirm_dialog_that_guards_a_form(
             'expect(page.get_by_role("status")).to_have_text("You are unsubscribed.")'
         ),
     })  # fmt: skip
-    with PrettyPlay("t", config=config(site, tmp_path), playwright=playwright) as t:
+    with PrettyPlay("t", config=config(site, tmp_path), browser=browser) as t:
         t.step("open the newsletter page")
         t.step("unsubscribe and confirm")
         assert t.expect("the page says I am unsubscribed").outcome == "passed"
 
 
 def test_a_dialog_nobody_handles_is_dismissed_and_named(
-    site: TwoOrigins, tmp_path: Path, llm_env: ScriptedLLMServer, playwright
+    site: TwoOrigins, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     answering(llm_env, {
         "open the newsletter page": 'page.goto("/unsubscribe")',
@@ -112,7 +111,7 @@ def test_a_dialog_nobody_handles_is_dismissed_and_named(
     })  # fmt: skip
     reports = tmp_path / "reports"
     with PrettyPlay(
-        "t", config=config(site, tmp_path, report_dir=str(reports)), playwright=playwright
+        "t", config=config(site, tmp_path, report_dir=str(reports)), browser=browser
     ) as t:
         t.step("open the newsletter page")
         pressed = t.step("press unsubscribe")
@@ -130,7 +129,7 @@ def test_a_dialog_nobody_handles_is_dismissed_and_named(
 
 
 def test_text_inside_same_origin_nested_and_cross_origin_frames_is_read_and_shown(
-    site: TwoOrigins, tmp_path: Path, llm_env: ScriptedLLMServer, playwright
+    site: TwoOrigins, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     answering(llm_env, {
         "open the help page": 'page.goto("/help")',
@@ -143,7 +142,7 @@ def test_text_inside_same_origin_nested_and_cross_origin_frames_is_read_and_show
             f'expect(partner.locator("#inside")).to_have_text("{FRAME_TEXT}")'
         ),
     })  # fmt: skip
-    with PrettyPlay("t", config=config(site, tmp_path), playwright=playwright) as t:
+    with PrettyPlay("t", config=config(site, tmp_path), browser=browser) as t:
         t.step("open the help page")
         assert t.expect("the help frames answer my questions").outcome == "passed"
     shown = llm_env.requests_for("generate")[1].content("user")
@@ -156,7 +155,7 @@ def test_text_inside_same_origin_nested_and_cross_origin_frames_is_read_and_show
 
 
 def test_a_popup_opened_on_load_is_the_page_of_the_next_step(
-    site: TwoOrigins, tmp_path: Path, llm_env: ScriptedLLMServer, playwright
+    site: TwoOrigins, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     answering(llm_env, {
         "open the deals": 'page.goto("/deals")',
@@ -168,7 +167,7 @@ def test_a_popup_opened_on_load_is_the_page_of_the_next_step(
             'expect(page.get_by_role("heading", level=1)).to_have_text("Deals")'
         ),
     })  # fmt: skip
-    with PrettyPlay("t", config=config(site, tmp_path), playwright=playwright) as t:
+    with PrettyPlay("t", config=config(site, tmp_path), browser=browser) as t:
         t.step("open the deals")
         t.expect("the deal of the day is shown")
         t.step("go back to the first tab")
@@ -179,7 +178,7 @@ def test_a_popup_opened_on_load_is_the_page_of_the_next_step(
 
 
 def test_a_new_tab_follows_a_link_and_a_popup_elsewhere_is_refused(
-    site: TwoOrigins, tmp_path: Path, llm_env: ScriptedLLMServer, playwright
+    site: TwoOrigins, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     answering(llm_env, {
         "open the shop page": 'page.goto("/shop")',
@@ -200,7 +199,7 @@ def test_a_new_tab_follows_a_link_and_a_popup_elsewhere_is_refused(
     })  # fmt: skip
     llm_env.on("classify", json_answer({"label": "incurable", "explanation": "-",
                                         "recommendation": "-"}))  # fmt: skip
-    with PrettyPlay("t", config=config(site, tmp_path), playwright=playwright) as t:
+    with PrettyPlay("t", config=config(site, tmp_path), browser=browser) as t:
         t.step("open the shop page")
         t.step("open the terms")
         t.expect("the terms are shown")
@@ -223,16 +222,14 @@ def files(tmp_path: Path) -> Path:
 
 
 def test_an_upload_comes_from_files_dir(
-    site: TwoOrigins, tmp_path: Path, llm_env: ScriptedLLMServer, files: Path, playwright
+    site: TwoOrigins, tmp_path: Path, llm_env: ScriptedLLMServer, files: Path, browser
 ) -> None:
     answering(llm_env, {
         "open the returns page": 'page.goto("/returns")',
         "attach the receipt": 'page.set_input_files("#receipt", "receipt.pdf")',
         "the receipt is attached": 'expect(page.get_by_role("status")).to_have_text("receipt.pdf")',
     })  # fmt: skip
-    with PrettyPlay(
-        "t", config=config(site, tmp_path, files_dir=str(files)), playwright=playwright
-    ) as t:
+    with PrettyPlay("t", config=config(site, tmp_path, files_dir=str(files)), browser=browser) as t:
         t.step("open the returns page")
         t.step("attach the receipt")
         assert t.expect("the receipt is attached").outcome == "passed"
@@ -248,7 +245,7 @@ def test_an_upload_comes_from_files_dir(
 )
 def test_an_upload_from_outside_files_dir_is_refused(
     site: TwoOrigins, tmp_path: Path, files: Path, llm_env: ScriptedLLMServer,
-    name: str, refusal: str, seen_in_the_code: bool, playwright,
+    name: str, refusal: str, seen_in_the_code: bool, browser,
 ) -> None:  # fmt: skip
     literal = step(f'page.set_input_files("#receipt", "{name}")')
     if seen_in_the_code:
@@ -263,9 +260,7 @@ def test_an_upload_from_outside_files_dir_is_refused(
     })  # fmt: skip
     llm_env.on("classify", json_answer({"label": "incurable", "explanation": "-",
                                         "recommendation": "-"}))  # fmt: skip
-    with PrettyPlay(
-        "t", config=config(site, tmp_path, files_dir=str(files)), playwright=playwright
-    ) as t:
+    with PrettyPlay("t", config=config(site, tmp_path, files_dir=str(files)), browser=browser) as t:
         t.step("open the returns page")
         with pytest.raises(IncurableStepError) as caught:
             t.step("attach the receipt")
@@ -274,7 +269,7 @@ def test_an_upload_from_outside_files_dir_is_refused(
 
 
 def test_a_download_is_checked_by_name_and_kept_in_report_dir(
-    site: TwoOrigins, tmp_path: Path, llm_env: ScriptedLLMServer, playwright
+    site: TwoOrigins, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     answering(llm_env, {
         "open the invoices": 'page.goto("/invoices")',
@@ -286,7 +281,7 @@ def test_a_download_is_checked_by_name_and_kept_in_report_dir(
     })  # fmt: skip
     reports = tmp_path / "reports"
     with PrettyPlay(
-        "t", config=config(site, tmp_path, report_dir=str(reports)), playwright=playwright
+        "t", config=config(site, tmp_path, report_dir=str(reports)), browser=browser
     ) as t:
         t.step("open the invoices")
         assert t.expect("the invoice downloads as invoice-1001.txt").outcome == "passed"
@@ -297,12 +292,11 @@ def test_a_download_is_checked_by_name_and_kept_in_report_dir(
 # -- contexts -----------------------------------------------------------------------------------
 
 
-def test_a_storage_state_starts_a_test_logged_in(shop, tmp_path: Path, playwright) -> None:
+def test_a_storage_state_starts_a_test_logged_in(shop, tmp_path: Path, browser) -> None:
     from prettyplay_behave.demo.server import PASSWORD
 
     state = tmp_path / "ann.json"
-    with closing(launch_chromium(playwright)) as browser:  # a login, saved once
-        context = browser.new_context(base_url=shop.url)
+    with closing(browser.new_context(base_url=shop.url)) as context:  # a login, saved once
         page = context.new_page()
         page.goto("/login")
         page.get_by_label("Email").fill("ann@example.com")
@@ -312,12 +306,12 @@ def test_a_storage_state_starts_a_test_logged_in(shop, tmp_path: Path, playwrigh
         context.storage_state(path=str(state))
     settings = {"base_url": shop.url, "cache_dir": str(tmp_path / "cache")}
     with PrettyPlay(
-        "t", config=PrettyConfig(**settings, storage_state=str(state)), playwright=playwright
+        "t", config=PrettyConfig(**settings, storage_state=str(state)), browser=browser
     ) as t:
         t.page.goto("/")
         assert t.page.get_by_role("button", name="Log out").is_visible()
     with PrettyPlay(
-        "t", config=PrettyConfig(**settings), playwright=playwright
+        "t", config=PrettyConfig(**settings), browser=browser
     ) as t:  # the same test, no state
         t.page.goto("/")
         assert not t.page.get_by_role("button", name="Log out").is_visible()

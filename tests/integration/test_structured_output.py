@@ -172,14 +172,14 @@ def test_a_refusal_worded_by_a_validating_server(server) -> None:
 
 
 def test_a_run_against_a_server_without_structured_output(
-    shop, tmp_path: Path, llm_env: ScriptedLLMServer, playwright
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     llm_env.refuse_response_format = True
     llm_env.on("generate", code_answer(OPEN_SHOP), step="open the shop")
     llm_env.on("generate", code_answer(ACCEPT), step="accept the cookie banner")
     llm_env.on("gate", CLEAN_GATE, repeat=True)
     config = PrettyConfig(base_url=shop.url, cache_dir=str(tmp_path / "cache"), llm_retries=0)
-    with PrettyPlay("visit", config=config, playwright=playwright) as t:
+    with PrettyPlay("visit", config=config, browser=browser) as t:
         assert t.step("open the shop").origin == "generated"
         assert t.step("accept the cookie banner").origin == "generated"
         usage = t.runtime.llm.usage
