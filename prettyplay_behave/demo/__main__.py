@@ -29,10 +29,12 @@ def main(argv: list[str] | None = None) -> int:
         shop.start()
     except OSError as exc:
         parser.exit(1, f"error: cannot serve on {args.host}:{args.port}: {exc}\n")
-    # A plain SIGTERM (kill, a test harness) should stop as cleanly as Ctrl+C.
+    # A plain SIGTERM (kill, a test harness) should stop as cleanly as Ctrl+C, also one sent
+    # the moment the URL is out, before the wait begins.
     signal.signal(signal.SIGTERM, _interrupt)
-    print(f"Demo shop ({shop.variant}) serving at {shop.url} - press Ctrl+C to stop", flush=True)
     try:
+        print(f"Demo shop ({shop.variant}) serving at {shop.url} - press Ctrl+C to stop",
+              flush=True)  # fmt: skip
         threading.Event().wait()
     except KeyboardInterrupt:
         pass
