@@ -10,7 +10,7 @@ import sys
 import textwrap
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +22,15 @@ from prettyplay_behave import PrettyConfig
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
 from tests.conftest import BehaveProject
+from tests.support.processes import (
+    alive,
+    all_pids,
+    command_name,
+    descendants,
+    kill_all,
+    process_state,
+    wait_for,
+)
 from tests.support.signals import default_interrupt
 
 # Every process a behave run starts (the Playwright driver, every Chromium process) inherits
@@ -37,83 +46,18 @@ PLAYWRIGHT_API_LOG = {"DEBUG": "pw:api"}
 WAITING_ON_NEVER = 'waiting for locator("#never") to be visible'
 
 
-def wait_for(condition: Callable[[], object], timeout: float, what: str) -> None:
-    """Poll ``condition`` until it is true; fail naming ``what`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.02)
-
-
-# -- processes ----------------------------------------------------------------------------------
-
-
-def parent_of(pid: int) -> int | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat.rpartition(")")[2].split()[1])
-
-
-def _pids() -> list[int]:
-    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
-
-
-def command_name(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return ""
-
-
-def descendants(root: int) -> set[int]:
-    """Every living process below ``root``."""
-    children: dict[int, list[int]] = {}
-    for pid in _pids():
-        parent = parent_of(pid)
-        if parent is not None:
-            children.setdefault(parent, []).append(pid)
-    found: set[int] = set()
-    stack = [root]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            found.add(child)
-            stack.append(child)
-    return found
-
-
 def marked_processes(marker: str) -> dict[int, str]:
     """The living processes that inherited ``MARKER_VARIABLE=marker``: pid -> command name."""
     wanted = f"{MARKER_VARIABLE}={marker}".encode()
     found = {}
-    for pid in _pids():
+    for pid in all_pids():
         try:
             environ = Path(f"/proc/{pid}/environ").read_bytes()
         except OSError:
             continue
-        if wanted in environ.split(b"\0") and _state(pid) != "Z":
+        if wanted in environ.split(b"\0") and process_state(pid) != "Z":
             found[pid] = command_name(pid)
     return found
-
-
-def _state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except OSError:
-        return "Z"
-
-
-def kill_all(pids: Iterable[int]) -> None:
-    for pid in pids:
-        with suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-
-
-def alive(pids: Iterable[int]) -> dict[int, str]:
-    """Those of ``pids`` still running (zombies count as gone): pid -> command name."""
-    return {pid: command_name(pid) for pid in pids if _state(pid) != "Z"}
 
 
 def assert_no_processes_left(marker: str, seen: Iterable[int] = (), timeout: float = 10.0) -> None:

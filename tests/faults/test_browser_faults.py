@@ -25,16 +25,12 @@ from tests.faults.support import (
     api_config,
     assert_no_processes_left,
     behave_process,
-    command_name,
-    descendants,
     folder_bytes,
-    kill_all,
-    parent_of,
     plant,
     playwright_api_log,
-    wait_for,
 )
 from tests.support.llm_server import ScriptedLLMServer
+from tests.support.processes import command_name, descendants, kill_all, parent_of, wait_for
 from tests.support.shop_steps import HEADING, OPEN_SHOP
 
 # each test's runs own their browsers and Playwright, whose processes the tests kill and count

@@ -26,9 +26,9 @@ from tests.faults.support import (
     instrumented_environment,
     plant,
     temp_files,
-    wait_for,
 )
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, delay
+from tests.support.processes import wait_for
 from tests.support.shop_steps import ACCEPT, HEADING, OPEN_SHOP
 
 pytestmark = pytest.mark.slow

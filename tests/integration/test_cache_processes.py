@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from prettyplay_behave.cache import load_file
-from tests.faults.support import wait_for
+from tests.support.processes import wait_for
 
 PROCESSES = 4
 ENTRIES = 50

@@ -20,13 +20,13 @@ import pytest
 
 from prettyplay_behave.browser.session import CHROMIUM_ARGS, find_system_chromium
 from tests.conftest import BehaveProject
-from tests.faults.support import alive, descendants, kill_all
 from tests.support.llm_server import (
     CLEAN_GATE,
     RecordedRequest,
     ScriptedLLMServer,
     code_answer,
 )
+from tests.support.processes import alive, descendants, kill_all
 
 SCENARIOS = 6
 
