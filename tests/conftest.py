@@ -70,10 +70,10 @@ def launch_chromium(playwright: Playwright) -> Browser:
 class SharedPlaywright:
     """One Playwright and one Chromium per worker, for the tests that use ``playwright`` or
     ``browser`` (each test with contexts or browsers of its own): the browser starts on first
-    use, and again after a crash. A thread runs one sync Playwright at a time, so it is stopped
-    before a test marked ``own_playwright``, and started before any other test outside
-    ``tests/unit``: a test that starts a Playwright of its own without the mark fails every
-    time, never only when it happens to follow a test that used the shared one."""
+    use, and after a crash again with a new Playwright. A thread runs one sync Playwright at a
+    time, so it is stopped before a test marked ``own_playwright``, and started before any other
+    test outside ``tests/unit``: a test that starts a Playwright of its own without the mark
+    fails every time, never only when it happens to follow a test that used the shared one."""
 
     def __init__(self) -> None:
         self._running = ExitStack()
@@ -90,7 +90,9 @@ class SharedPlaywright:
 
     @property
     def browser(self) -> Browser:
-        if self._browser is None or not self._browser.is_connected():
+        if self._browser is not None and not self._browser.is_connected():
+            self.stop()  # a crash may have taken its driver along
+        if self._browser is None:
             self._browser = launch_chromium(self.playwright)
         return self._browser
 

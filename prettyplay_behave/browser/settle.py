@@ -6,9 +6,8 @@ page's own timer queue: the check that ends it is a timer due after the period, 
 timer due earlier runs first. A busy machine that delays a page's timers therefore delays the
 check too, and a page that keeps changing never looks quiet, however short the period. A quiet
 page costs one round trip; the wait lasts only while the page changes, and a wait on pending
-requests ends as the last of them finishes. A closed or crashed page
-has nothing left to wait for: the wait ends at once, and the step's own call then reports what
-happened to the page.
+requests ends as the last of them finishes. A closed or crashed page has nothing left to wait
+for: the wait ends at once, and the step's own call then reports what happened to the page.
 """
 
 from __future__ import annotations
