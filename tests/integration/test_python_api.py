@@ -267,10 +267,9 @@ def test_a_hook_that_raises_is_logged_and_the_run_goes_on(
     assert any("hook Broken.on_step_started raised" in r.getMessage() for r in caplog.records)
 
 
-def test_a_page_handed_in_stays_open(shop, tmp_path: Path, playwright) -> None:
+def test_a_page_handed_in_stays_open(shop, tmp_path: Path, page_on) -> None:
     plant(tmp_path, "mine", ("step", "open the shop"))
-    with closing(launch_chromium(playwright)) as browser:
-        page = browser.new_page(base_url=shop.url)
-        with PrettyPlay("mine", config=config_for(shop, tmp_path), page=page) as t:
-            t.step("open the shop")
-        assert not page.is_closed()
+    page = page_on(shop.url)
+    with PrettyPlay("mine", config=config_for(shop, tmp_path), page=page) as t:
+        t.step("open the shop")
+    assert not page.is_closed()
