@@ -82,8 +82,9 @@ class Runtime:
             video = None
             if self.artifacts is not None and config.video != "off":
                 video = self.artifacts.video_dir(name)
-            context, page = self.session.new_page(config, video)
-        Settler.install(page.context)
+            context, page = self.session.new_page(config, video, prepare=Settler.install)
+        else:
+            Settler.install(page.context)
         # navigation bounds from allowed_origins (default: the origin of base_url)
         guard = NavigationGuard(config.origins) if config.origins else None
         if guard is not None:

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError, PrettyPlayError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from playwright.sync_api import Browser, BrowserContext, Page, Playwright
 
     from ..config import RunConfig, TestConfig
@@ -157,9 +159,14 @@ class BrowserSession:
         return system
 
     def new_page(
-        self, config: TestConfig, video_dir: Path | None = None
+        self,
+        config: TestConfig,
+        video_dir: Path | None = None,
+        prepare: Callable[[BrowserContext], None] | None = None,
     ) -> tuple[BrowserContext, Page]:
-        """A fresh context (with ``base_url`` and the test's context settings) and page.
+        """A fresh context (with ``base_url`` and the test's context settings) and page;
+        ``prepare`` gets the context before its first page opens (an init script added then
+        costs the page nothing).
 
         A browser that died since the last test (killed, crashed) is launched again: its
         death may only come to light with this first request to it.
@@ -177,6 +184,8 @@ class BrowserSession:
             context = self.browser.new_context(**options)
         context.set_default_timeout(config.action_timeout_ms)
         try:
+            if prepare is not None:
+                prepare(context)
             page = context.new_page()
         except PlaywrightError as exc:
             context.close()

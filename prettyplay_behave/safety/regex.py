@@ -5,36 +5,43 @@ catastrophically would stall the run past any watchdog. Step code's matches run 
 ``regex`` package instead, with a timeout of what is left of the budget. ``re.compile`` gives a
 :class:`StepPattern`: its own matches are bounded the same way, and the proxies hand
 Playwright the standard ``re.Pattern`` it needs (Playwright matches it in the browser, bounded
-by the call's timeout).
+by the call's timeout). The ``regex`` package is loaded and the pattern compiled there only when
+step code matches in Python: most patterns only ever go to Playwright.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
-
-import regex
+from typing import TYPE_CHECKING, Any
 
 from ..errors import CodePolicyError
 from .limits import MAX_LENGTH, Budget, capped
+
+if TYPE_CHECKING:
+    import regex
 
 
 class StepPattern:
     """A compiled pattern of step code."""
 
-    __slots__ = ("_budget", "_compiled", "standard")
+    __slots__ = ("_bounded", "_budget", "_flags", "standard")
 
     def __init__(self, pattern: str, flags: int, budget: Budget) -> None:
         if not isinstance(pattern, str):
             raise CodePolicyError("re.compile needs a pattern string")
         self.standard = re.compile(pattern, flags)  # what Playwright receives
-        self._compiled = regex.compile(pattern, flags)
+        self._flags = flags  # as given: the compiled flags of re number differently in regex
+        self._bounded: regex.Pattern[str] | None = None
         self._budget = budget
 
     def _run(self, name: str, *args: Any, **kwargs: Any) -> Any:
         self._budget.check()
+        if self._bounded is None:
+            import regex
+
+            self._bounded = regex.compile(self.standard.pattern, self._flags)
         try:
-            result = getattr(self._compiled, name)(
+            result = getattr(self._bounded, name)(
                 *args, timeout=self._budget.remaining_ms() / 1000, **kwargs
             )
         except TimeoutError as exc:
