@@ -1,11 +1,14 @@
 """Settle polling on real pages: the wait lasts while the page changes, a page starved of time
-never looks quiet, and a fresh page is watched as soon as something loads into it."""
+never looks quiet, a fresh page is watched as soon as something loads into it, and a test's own
+pages carry the mutation clock from their first document."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from prettyplay_behave import PrettyConfig, PrettyPlay
 from prettyplay_behave.browser.settle import QUIET_MS, Settler
 from tests.support.pages import PageServer
 
@@ -67,3 +70,19 @@ def test_a_fresh_page_is_watched_once_a_document_loads_into_it(
     assert settler.settle(400)  # nothing has loaded: nothing to wait for
     page.set_content(STARVED)
     assert not settler.settle(400)
+
+
+def test_a_tests_own_pages_carry_the_mutation_clock_from_their_first_document(
+    pages: PageServer, browser: Any, tmp_path: Path
+) -> None:
+    pages.pages["/"] = '<!doctype html><title>Home</title><a href="/" target="_blank">again</a>'
+    config = PrettyConfig(base_url=pages.url, cache_dir=str(tmp_path / "cache"))
+    clock = "typeof window.__prettyplayLastMutation"
+    with PrettyPlay("clock", config=config, browser=browser) as test:
+        test.page.goto("/")  # straight to the page: no settle has looked at it yet
+        assert test.page.evaluate(clock) == "number"
+        with test.page.context.expect_page() as opened:
+            test.page.click("a")
+        popup = opened.value
+        popup.wait_for_load_state()
+        assert popup.evaluate(clock) == "number"
