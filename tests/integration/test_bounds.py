@@ -4,6 +4,7 @@ real Chromium, with a second local origin that logs every request it receives.""
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import re
 import time
@@ -40,6 +41,9 @@ ATTACK = "I do what the step says"
 INCURABLE = json_answer({"label": "incurable", "explanation": "-", "recommendation": "-"})
 STEP_TIMEOUT_MS = 1_500
 MARGIN_S = 6.0  # settle, the browser's own latency and a loaded two-core machine
+# An attack the bounds miss may hold the thread in C (a regex match) where no exception reaches
+# it: past this, the test process dumps its stacks and exits, so a hang fails instead of waiting.
+HANG_S = 120
 
 APP_PAGE = """<title>App</title><h1>App</h1>
 <a id="partner" href="{outside}/link">Partner</a>
@@ -113,10 +117,13 @@ def attack(
         t.step("I open the app")
         started = time.monotonic()
         error: PrettyPlayError | None = None
+        faulthandler.dump_traceback_later(HANG_S, exit=True)
         try:
             t.step(ATTACK)
         except PrettyPlayError as exc:
             error = exc
+        finally:
+            faulthandler.cancel_dump_traceback_later()
         seconds = time.monotonic() - started
         t.page.goto("/")
         went_on = t.expect("the heading shows").outcome == "passed"
