@@ -19,12 +19,18 @@ def wait_for(condition: Callable[[], object], timeout: float, what: str) -> None
         time.sleep(0.02)
 
 
-def parent_of(pid: int) -> int | None:
+def _stat(pid: int) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state first), or None when
+    the process is gone."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     except OSError:
         return None
-    return int(stat.rpartition(")")[2].split()[1])
+
+
+def parent_of(pid: int) -> int | None:
+    fields = _stat(pid)
+    return int(fields[1]) if fields else None
 
 
 def all_pids() -> list[int]:
@@ -55,10 +61,8 @@ def descendants(root: int) -> set[int]:
 
 
 def process_state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except OSError:
-        return "Z"
+    fields = _stat(pid)
+    return fields[0] if fields else "Z"
 
 
 def kill_all(pids: Iterable[int]) -> None:
