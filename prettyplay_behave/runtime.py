@@ -88,7 +88,7 @@ class Runtime:
         # navigation bounds from allowed_origins (default: the origin of base_url)
         guard = NavigationGuard(config.origins) if config.origins else None
         if guard is not None:
-            guard.install(page.context, page)
+            guard.install(page.context, page, fresh=context is not None)
         tabs = Tabs(page, fresh=context is not None)
         test = TestRun(name, config, tabs, owned_context=context, guard=guard)
         test.files_dir = Path(config.files_dir) if config.files_dir else self.default_files_dir

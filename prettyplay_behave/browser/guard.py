@@ -63,19 +63,21 @@ class NavigationGuard:
             return True
         return origin_of(url) in self.origins
 
-    def install(self, context: BrowserContext, page: Page) -> None:
-        """Bound every page of ``context`` (``page`` is one of them, to learn its identity):
-        by the browser's own interception where it has one, else by Playwright's routing."""
+    def install(self, context: BrowserContext, page: Page, fresh: bool = False) -> None:
+        """Bound every page of ``context`` (``page`` is one of them, to learn its identity;
+        ``fresh``: a page just opened, which nothing has run on yet): by the browser's own
+        interception where it has one, else by Playwright's routing."""
         browser = context.browser
         if browser is not None and browser.browser_type.name == "chromium":
-            self.watch(browser, context, page)
+            self.watch(browser, context, page, fresh)
         else:
             self.route(context)
 
-    def watch(self, browser: Browser, context: BrowserContext, page: Page) -> None:
+    def watch(self, browser: Browser, context: BrowserContext, page: Page, fresh: bool) -> None:
         """Bound the context through the browser's interception of document requests."""
-        self._context_id, target = _identity(context, page)
         self._watch = DocumentWatch.of(browser)
+        known = self._watch.only_new_blank_page() if fresh else None
+        self._context_id, target = known or _identity(context, page)
         self._watch.guards[self._context_id] = self
         self._watch.targets.judged(target)  # the test's own page is no window on its way
 
@@ -172,7 +174,7 @@ def routed_urls(origins: Iterable[str]) -> re.Pattern[str]:
 
 
 def _identity(context: BrowserContext, page: Page) -> tuple[str, str]:
-    """The browser's ids of ``page``'s context and of ``page`` itself."""
+    """The browser's ids of ``page``'s context and of ``page`` itself (three round trips)."""
     session = context.new_cdp_session(page)
     try:
         info = session.send("Target.getTargetInfo")["targetInfo"]
@@ -307,6 +309,23 @@ class DocumentWatch:
             return None
         guard.refuse(url)
         return guard
+
+    def only_new_blank_page(self) -> tuple[str, str] | None:
+        """The context and target ids of the one blank page outside every guarded context, in
+        one round trip; None when there is not exactly one.
+
+        A page just opened is blank and its context unguarded, so it is always among them: when
+        it is the only one, it is the page. Any other (a caller's blank tab, a page another
+        process opens in a shared browser) makes it ambiguous, never wrong.
+        """
+        found = [
+            (str(info["browserContextId"]), str(info["targetId"]))
+            for info in self._session.send("Target.getTargets")["targetInfos"]
+            if info["type"] == "page"
+            and info.get("url") == BLANK
+            and info.get("browserContextId") not in (None, *self.guards)
+        ]
+        return found[0] if len(found) == 1 else None
 
     def settle_windows(self, context_id: str, timeout_s: float = 2.0) -> None:
         """Wait until every new window of the context has had its first document judged."""

@@ -17,7 +17,7 @@ import pytest
 from playwright.sync_api import Route, expect
 
 from prettyplay_behave import CacheError, IncurableStepError, PrettyConfig, PrettyPlay
-from prettyplay_behave.browser.guard import NavigationGuard
+from prettyplay_behave.browser.guard import DocumentWatch, NavigationGuard, _identity
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.errors import CodePolicyError
 from prettyplay_behave.safety.policy import check_code
@@ -325,6 +325,49 @@ def test_navigation_outside_the_origins_is_blocked(
         and "prettyplay.allowed_origins" in message
     )
     assert site.outside_hits == []  # the outside origin was never contacted
+
+
+def test_the_bounds_hold_in_a_browser_shared_with_a_callers_blank_tabs(
+    site: Site, tmp_path: Path, browser
+) -> None:
+    # The test's page is found among the blank pages of unguarded contexts: a caller's own blank
+    # tabs in the same browser make that ambiguous, and the bound still lands on the test's page.
+    store = CacheStore(tmp_path / "cache", validate=check_code)
+    code = f'def step(page) -> None:\n    page.goto("{site.outside}/goto")\n'
+    store.write(CacheEntry(CacheKey("t", "step", "leave"), code, "generated"))
+    theirs = [browser.new_context() for _ in range(3)]
+    try:
+        tabs = [context.new_page() for context in theirs]
+        with PrettyPlay("t", config=api_config(site.app, tmp_path, strict=True),
+                        browser=browser) as t:  # fmt: skip
+            with pytest.raises(IncurableStepError, match="outside allowed_origins"):
+                t.step("leave")
+        assert site.outside_hits == []
+        tabs[0].goto(site.outside + "/theirs")  # the caller's tabs are not bound
+        assert site.outside_hits == ["/theirs"]
+    finally:
+        for context in theirs:
+            context.close()
+
+
+def test_a_fresh_page_is_known_in_one_round_trip_only_when_it_is_the_one_blank_page(
+    browser,
+) -> None:
+    watch = DocumentWatch.of(browser)
+    first = browser.new_context()
+    try:
+        page = first.new_page()
+        assert watch.only_new_blank_page() == _identity(first, page)
+        second = browser.new_context()
+        try:
+            second.new_page()
+            assert watch.only_new_blank_page() is None  # two blank pages: ambiguous
+        finally:
+            second.close()
+        page.goto("about:blank#moved")
+        assert watch.only_new_blank_page() is None  # a page that went on is no fresh page
+    finally:
+        first.close()
 
 
 def test_allowed_origins_opens_the_bounds(site: Site, tmp_path: Path, browser) -> None:
