@@ -201,8 +201,8 @@ MUTANTS = (
            ("tests/integration/test_generation.py",)),
     # -- the bounds of step code -----------------------------------------------------------------
     Mutant("bounds: windows routed, not intercepted", f"{PACKAGE}/browser/guard.py",
-           "            self.watch(browser, context, page, fresh)", "            self.route(context)",
-           BOUNDS_TESTS),
+           "            self.watch(browser, context, page, fresh)",
+           "            self.route(context)", BOUNDS_TESTS),
     Mutant("bounds: a fresh page taken for the first blank page", f"{PACKAGE}/browser/guard.py",
            "return found[0] if len(found) == 1 else None", "return found[0] if found else None",
            ("tests/integration/test_security.py",)),

@@ -247,7 +247,11 @@ def test_on_playwrights_routing_a_page_sent_outside_beside_a_new_tab_is_taken_ba
 ) -> None:
     """Firefox and WebKit have only Playwright's routing, which misses a redirect's later hops:
     the check after the step looks at every tab, not just the new one the step left current."""
-    monkeypatch.setattr(NavigationGuard, "install", lambda guard, context, _: guard.route(context))
+
+    def routed(guard: NavigationGuard, context, *_: object, **__: object) -> None:
+        guard.route(context)
+
+    monkeypatch.setattr(NavigationGuard, "install", routed)
     origins.pages["/tabbed"] = '<title>Tabbed</title><a href="/" target="_blank">New tab</a>'
     away = step('page.get_by_role("link", name="New tab").click()\npage.goto("/hop1")')
     opening = ("I open the tabbed page", step('page.goto("/tabbed")'))
