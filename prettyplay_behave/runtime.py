@@ -85,11 +85,16 @@ class Runtime:
             context, page = self.session.new_page(config, video, prepare=Settler.install)
         else:
             Settler.install(page.context)
-        # navigation bounds from allowed_origins (default: the origin of base_url)
-        guard = NavigationGuard(config.origins) if config.origins else None
-        if guard is not None:
-            guard.install(page.context, page, fresh=context is not None)
-        tabs = Tabs(page, fresh=context is not None)
+        try:
+            # navigation bounds from allowed_origins (default: the origin of base_url)
+            guard = NavigationGuard(config.origins) if config.origins else None
+            if guard is not None:
+                guard.install(page.context, page, fresh=context is not None)
+            tabs = Tabs(page, fresh=context is not None)
+        except BaseException:
+            if context is not None:  # a test that never opened leaves no context behind
+                context.close()
+            raise
         test = TestRun(name, config, tabs, owned_context=context, guard=guard)
         test.files_dir = Path(config.files_dir) if config.files_dir else self.default_files_dir
         if self.artifacts is not None:

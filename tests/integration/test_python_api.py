@@ -18,6 +18,7 @@ from prettyplay_behave import (
     PrettyPlayError,
     ProviderUnavailableError,
 )
+from prettyplay_behave.browser.guard import NavigationGuard
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
 from tests.conftest import launch_chromium
@@ -111,6 +112,20 @@ def test_tests_on_a_browser_handed_in_get_their_own_contexts_and_leave_it_open(
             with pytest.raises(IncurableStepError):  # a fresh context: the banner is back
                 t.expect("the banner is gone")
         assert browser.contexts == [] and browser.is_connected()
+
+
+def test_a_test_whose_set_up_fails_leaves_no_context_behind(
+    shop, tmp_path: Path, browser, monkeypatch
+) -> None:
+    def broken(*args, **kwargs) -> None:
+        raise RuntimeError("the bound could not be set")
+
+    plant(tmp_path, "visit", ("step", "open the shop"))
+    monkeypatch.setattr(NavigationGuard, "install", broken)
+    with PrettyPlay("visit", config=config_for(shop, tmp_path), browser=browser) as t:
+        with pytest.raises(RuntimeError, match="could not be set"):
+            t.step("open the shop")
+        assert browser.contexts == []
 
 
 def test_a_browser_handed_in_is_never_launched_again_nor_given_a_device(
