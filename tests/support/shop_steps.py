@@ -16,6 +16,8 @@ TO_CHECKOUT = (
     '    page.goto("/")\n'
     '    page.get_by_role("button", name="Accept cookies").click()\n'
     '    page.get_by_role("button", name="Add to cart").first.click()\n'
+    # the shop adds by a fetch, which a navigation started at once could cancel
+    '    expect(page.locator("[data-cart-message]")).not_to_be_empty()\n'
     '    page.goto("/cart")\n'
     '    page.get_by_role("button", name="Checkout").click()\n'
     '    page.get_by_label("I accept the terms").check()\n'
