@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -93,7 +94,8 @@ class Runtime:
             tabs = Tabs(page, fresh=context is not None)
         except BaseException:
             if context is not None:  # a test that never opened leaves no context behind
-                context.close()
+                with suppress(Exception):  # a browser that is gone took it along
+                    context.close()
             raise
         test = TestRun(name, config, tabs, owned_context=context, guard=guard)
         test.files_dir = Path(config.files_dir) if config.files_dir else self.default_files_dir
