@@ -344,7 +344,7 @@ def test_the_bounds_hold_in_a_browser_shared_with_a_callers_blank_tabs(
                 t.step("leave")
         assert site.outside_hits == []
         tabs[0].goto(site.outside + "/theirs")  # the caller's tabs are not bound
-        assert site.outside_hits == ["/theirs"]
+        assert "/theirs" in site.outside_hits
     finally:
         for context in theirs:
             context.close()
