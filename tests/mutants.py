@@ -207,8 +207,10 @@ MUTANTS = (
            "return found[0] if len(found) == 1 else None", "return found[0] if found else None",
            ("tests/integration/test_security.py",)),
     Mutant("bounds: frames bound like pages", f"{PACKAGE}/browser/guard.py",
-           "        if frame not in self._pages:\n            return None",
-           "        if False:\n            return None", BOUNDS_TESTS),
+           "        if context is None:\n            return None\n"
+           "        guard = self.guards.get(context)",
+           "        guard = self.guards.get(context) if context else "
+           "next(iter(self.guards.values()), None)", BOUNDS_TESTS),
     Mutant("bounds: timeouts unclamped", f"{PACKAGE}/safety/limits.py",
            "        if wanted > remaining:", "        if False:", BOUNDS_TESTS),
     Mutant("bounds: loops unchecked", f"{PACKAGE}/safety/limits.py",
