@@ -86,12 +86,13 @@ class Runtime:
             context, page = self.session.new_page(config, video, prepare=Settler.install)
         else:
             Settler.install(page.context)
+        fresh = context is not None  # a page just opened, which nothing has run on yet
         try:
             # navigation bounds from allowed_origins (default: the origin of base_url)
             guard = NavigationGuard(config.origins) if config.origins else None
             if guard is not None:
-                guard.install(page.context, page, fresh=context is not None)
-            tabs = Tabs(page, fresh=context is not None)
+                guard.install(page.context, page, fresh=fresh)
+            tabs = Tabs(page, fresh=fresh)
         except BaseException:
             if context is not None:  # a test that never opened leaves no context behind
                 with suppress(Exception):  # a browser that is gone took it along
