@@ -2,7 +2,10 @@
 cached code run as a plain Playwright script (``bench/plain_replay.py``), whole-process wall
 times, run alternately so both see the same machine load; medians of several runs.
 
-    .venv/bin/python bench/replay_overhead.py [--runs 9]
+    .venv/bin/python bench/replay_overhead.py [--runs 9] [--quiet-ms 0]
+
+``--quiet-ms N`` adds a third side, run in the same alternation: the same replay with the settle's
+quiet period set to N ms, which shows what the quiet period of manual §6 costs.
 """
 
 from __future__ import annotations
@@ -29,19 +32,35 @@ def timed(command: list[str]) -> float:
     return time.perf_counter() - started
 
 
+FEATURES = ["features/shop", "features/login.feature"]  # as bench/plain_replay.py runs
+BEHAVE_ARGS = ["-f", "null", "-D", "prettyplay.strict=true", *FEATURES]
+
+
+def with_quiet_period(ms: int) -> list[str]:
+    """The replay command, its settle's quiet period set to ``ms`` before behave starts."""
+    code = (
+        "import sys; import prettyplay_behave.browser.settle as settle; "
+        f"settle.QUIET_MS = {ms}; import behave.__main__ as behave; "
+        f"sys.argv = ['behave', *{BEHAVE_ARGS!r}]; sys.exit(behave.main())"
+    )
+    return [sys.executable, "-c", code]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--quiet-ms", type=int, help="also replay with this quiet period")
     args = parser.parse_args()
-    features = ["features/shop", "features/login.feature"]  # as bench/plain_replay.py runs
-    prettyplay = [sys.executable, "-m", "behave", "-f", "null", "-D", "prettyplay.strict=true",
-                  *features]  # fmt: skip
+    prettyplay = [sys.executable, "-m", "behave", *BEHAVE_ARGS]
     plain = [sys.executable, "bench/plain_replay.py"]
+    other = None if args.quiet_ms is None else with_quiet_period(args.quiet_ms)
     timed(prettyplay), timed(plain)  # warm the disk cache
-    ours, theirs = [], []
+    ours, theirs, others = [], [], []
     for _ in range(args.runs):
         ours.append(timed(prettyplay))
         theirs.append(timed(plain))
+        if other is not None:
+            others.append(timed(other))
     ratios = [o / t for o, t in zip(ours, theirs, strict=True)]
     ratio = statistics.median(ratios)
     print(
@@ -56,6 +75,13 @@ def main() -> int:
         f"ratio (median of paired runs): {ratio:.3f} (target <= {TARGET}); "
         f"paired runs from {min(ratios):.2f} to {max(ratios):.2f}"
     )
+    if other is not None:
+        other_ratios = [o / t for o, t in zip(others, theirs, strict=True)]
+        print(
+            f"with a quiet period of {args.quiet_ms} ms: median {statistics.median(others):.2f} s, "
+            f"ratio {statistics.median(other_ratios):.3f}; paired runs from "
+            f"{min(other_ratios):.2f} to {max(other_ratios):.2f}"
+        )
     return 0 if ratio <= TARGET else 1
 
 
