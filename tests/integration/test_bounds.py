@@ -5,8 +5,10 @@ real Chromium, with a second local origin that logs every request it receives.""
 from __future__ import annotations
 
 import faulthandler
+import functools
 import json
 import re
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,6 +27,8 @@ from prettyplay_behave import (
 )
 from prettyplay_behave.browser.guard import NavigationGuard
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.engine.execute import MEMORY_PASSED
+from prettyplay_behave.safety import limits, sandbox
 from prettyplay_behave.safety.policy import check_code
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.origins import FRAME_TEXT, TwoOrigins
@@ -361,6 +365,25 @@ def test_growth_is_capped_and_the_run_goes_on(
     if how.endswith("multiplication") or how in PRINTED:
         assert "may not build" in text, text
     assert outcome.seconds < STEP_TIMEOUT_MS / 1000 + MARGIN_S
+    assert outcome.went_on
+
+
+# Many values, each under the size caps: only the memory headroom stops them. It is made small
+# here (32 MiB, not 1 GiB), so that passing it fills about 32 MB, far inside the step's time
+# on a loaded machine; without the headroom the step builds all 128 MB and goes green.
+MANY_VALUES = "parts = []\nfor i in range(32):\n    parts.append([None] * 500000)"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the headroom is Linux's")
+@pytest.mark.parametrize("mode", MODES)
+def test_memory_past_the_headroom_makes_a_red_step_and_the_run_goes_on(
+    mode: str, origins: TwoOrigins, tmp_path: Path, llm, monkeypatch, browser
+) -> None:
+    small = functools.partial(limits.memory_headroom, 32 << 20)
+    monkeypatch.setattr(sandbox, "memory_headroom", small)
+    outcome = attack(mode, step(MANY_VALUES), origins, tmp_path, llm, monkeypatch, browser)
+    assert outcome.error is not None
+    assert MEMORY_PASSED in str(outcome.error), (outcome.seconds, outcome.error)
     assert outcome.went_on
 
 
