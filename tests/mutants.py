@@ -43,6 +43,10 @@ class Mutant:
     after: str
     tests: tuple[str, ...]
 
+    def places(self) -> int:
+        """How many times ``before`` is found in the file now (1 when the mutant matches)."""
+        return (ROOT / self.file).read_text(encoding="utf-8").count(self.before)
+
 
 MUTANTS = (
     # -- the code policy ------------------------------------------------------------------------
@@ -302,10 +306,9 @@ MUTANTS = (
 def run(mutant: Mutant) -> tuple[bool, float]:
     """Apply ``mutant``, run its tests, restore the file; (killed, seconds)."""
     path = ROOT / mutant.file
-    original = path.read_text(encoding="utf-8")
-    found = original.count(mutant.before)
-    if found != 1:
+    if (found := mutant.places()) != 1:
         raise SystemExit(f"mutant {mutant.name!r}: its text is found {found} times in {path}")
+    original = path.read_text(encoding="utf-8")
     started = time.monotonic()
     try:
         path.write_text(original.replace(mutant.before, mutant.after), encoding="utf-8")
@@ -328,9 +331,7 @@ def main(argv: list[str]) -> int:
     if dirty:
         raise SystemExit(f"commit or stash these files first, a mutant edits them:\n{dirty}")
     stale = [
-        f"{m.name!r}: found {found} times in {m.file}"
-        for m in chosen
-        if (found := (ROOT / m.file).read_text(encoding="utf-8").count(m.before)) != 1
+        f"{m.name!r}: found {found} times in {m.file}" for m in chosen if (found := m.places()) != 1
     ]
     if stale:  # all of them at once, before any runs
         raise SystemExit("mutants that no longer match the code:\n  " + "\n  ".join(stale))
