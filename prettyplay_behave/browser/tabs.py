@@ -60,6 +60,8 @@ class Tabs:
         page.on("dialog", self._dialog)
 
     def _opened(self, page: Page) -> None:
+        if any(tab.page is page for tab in self._tabs):
+            return
         self._add(page)
         self._opened_since += 1
 
@@ -118,6 +120,16 @@ class Tabs:
             still = self._open()
             if still:
                 self._current = self._tabs.index(still[-1])
+
+    def ensure_open(self) -> None:
+        """A test whose pages were all closed (an execution that had to be stopped) goes on in
+        a fresh page of its context."""
+        if self._open():
+            return
+        page = self._tabs[0].page.context.new_page()
+        if all(tab.page is not page for tab in self._tabs):  # its "page" event may come later
+            self._opened(page)
+        self.follow()
 
     def switch_to(self, index: int) -> Page:
         """Make the ``index``-th open tab (from 0, in the order they opened) current."""

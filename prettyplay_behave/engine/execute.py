@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..browser.guard import BLANK
-from ..errors import CodePolicyError, describe_exception
+from ..browser.stop import ExecutionStop
+from ..errors import CodePolicyError, StepTimeoutError, describe_exception
 from ..events import record
 from ..safety.limits import MEMORY_HEADROOM, Budget
 from ..safety.proxy import PageServices
@@ -45,7 +46,7 @@ def execute(test: TestRun, spec: StepSpec, code: str, secrets: Secrets) -> Attem
     """
     started_on, url_before = test.page, page_url(test.page)
     try:
-        function = _compile(test, spec, code, secrets)
+        function, budget = _compile(test, spec, code, secrets)
     except CodePolicyError as exc:
         text = secrets.redact(f"CodePolicyError: {exc}")
         return Attempt(Outcome.POLICY_VIOLATION, url_before, url_before, secrets.redact(code), text)
@@ -53,10 +54,16 @@ def execute(test: TestRun, spec: StepSpec, code: str, secrets: Secrets) -> Attem
         settled = test.settler.settle(test.config.settle_ms)  # lets late events arrive too
         _earlier_blocks(test, spec, secrets)
         error: Exception | None = None
+        stop = ExecutionStop(lambda: test.tabs.open_pages, _stop_reason(budget))
         try:
-            call_step(function, test.page, _services(test))
+            with stop.armed(budget.limit_ms / 1000):
+                call_step(function, test.page, _services(test, stop, secrets))
         except Exception as exc:  # a red outcome, whatever raised it
             error = exc
+        if stop.fired:
+            error = _stopped(budget, stop)
+            stop.wait_closed()
+            test.tabs.ensure_open()  # the test goes on, on a fresh page of its context
         follow_tabs(test)  # a page the step opened is the page of what comes next
         bound = _bound_hit(test)  # once a window the step opened asked for its document
         test.notes = test.tabs.take_notes()
@@ -64,14 +71,16 @@ def execute(test: TestRun, spec: StepSpec, code: str, secrets: Secrets) -> Attem
             return Attempt(
                 Outcome.GREEN, url_before, page_url(test.page), code, "\n".join(test.notes)
             )
-        if attempt_no < spec.tries and bound is None:
+        if attempt_no < spec.tries and bound is None and not stop.fired:
             record(logging.DEBUG, "step_retry", "red execution %d of %d", attempt_no, spec.tries)
             continue
         return _red(test, spec, code, (started_on, url_before), error, bound, settled, secrets)
     raise AssertionError("unreachable: tries >= 1")
 
 
-def _compile(test: TestRun, spec: StepSpec, code: str, secrets: Secrets) -> StepFunction:
+def _compile(
+    test: TestRun, spec: StepSpec, code: str, secrets: Secrets
+) -> tuple[StepFunction, Budget]:
     leaked = secrets.found_in(code)
     if leaked:
         raise CodePolicyError(f"the code holds the literal value of secret {leaked}")
@@ -80,7 +89,29 @@ def _compile(test: TestRun, spec: StepSpec, code: str, secrets: Secrets) -> Step
         secret_names(spec.text), lambda: guard is None or guard.allows(page.url)
     )
     budget = Budget(test.config.step_timeout_ms, test.config.action_timeout_ms)
-    return compile_step(code, secret=resolver, budget=budget)
+    return compile_step(code, secret=resolver, budget=budget), budget
+
+
+def _stop_reason(budget: Budget) -> str:
+    return (
+        f"the step code was still waiting in the browser past step_timeout_ms={budget.limit_ms}"
+        " (a pattern matched in the page, a download, a long typing); the test's pages were "
+        "closed to stop it"
+    )
+
+
+def _stopped(budget: Budget, stop: ExecutionStop) -> StepTimeoutError:
+    """The error of an execution the stop ended: the bound, and what it was waiting on."""
+    if stop.unfinished:
+        names = ", ".join(repr(name) for name in stop.unfinished)
+        return StepTimeoutError(
+            f"the download {names} did not finish within step_timeout_ms={budget.limit_ms} and "
+            "was cancelled; the test's pages were closed to stop the step"
+        )
+    return StepTimeoutError(
+        f"{budget.error()}; it was still waiting in the browser (a pattern matched in the page, "
+        "a long typing), so the test's pages were closed and it goes on in a fresh page"
+    )
 
 
 def follow_tabs(test: TestRun) -> None:
@@ -89,19 +120,23 @@ def follow_tabs(test: TestRun) -> None:
     test.tabs.follow(expected=guard.pages if guard is not None else lambda: None)
 
 
-def _services(test: TestRun) -> PageServices:
-    """What the page proxy of a step of ``test`` may do beyond Playwright's Page."""
+def _services(test: TestRun, stop: ExecutionStop, secrets: Secrets) -> PageServices:
+    """What the page proxy of a step of ``test`` may do beyond Playwright's Page: what it reads
+    comes in redacted, what it types goes only to frames of the test's origins."""
 
     def downloaded(download: Download) -> None:
         if test.downloads is not None:
             test.downloads.mkdir(parents=True, exist_ok=True)
-            download.save_as(test.downloads / Path(download.suggested_filename).name)
+            with stop.saving(download):  # a save has no timeout: the stop bounds it
+                download.save_as(test.downloads / Path(download.suggested_filename).name)
 
     return PageServices(
         listen=test.tabs.listen,
         switch_tab=test.tabs.switch_to,
         files_dir=test.files_dir,
         downloaded=downloaded,
+        redact=secrets.redact,
+        origin_allowed=test.guard.allows if test.guard is not None else None,
     )
 
 
