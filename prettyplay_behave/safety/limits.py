@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import logging
 import operator
 import sys
 import time
@@ -32,6 +33,8 @@ MAX_INT_BITS = 4_096
 MAX_LENGTH = 1_000_000
 MAX_DELAY_MS = 1_000  # per key or click: longer pauses are a sleep in disguise
 MAX_STEPS = 100  # mouse move steps: each is one event sent to the page
+# keys typed one by one in one call (some milliseconds each): past that, fill() is the way
+MAX_TYPED_KEYS = 2_000
 EXPECT_TIMEOUT_MS = 5_000  # Playwright's assertions, unless expect.set_options says otherwise
 MEMORY_HEADROOM = 1 << 30  # bytes step code may add to the process (Linux)
 
@@ -116,6 +119,19 @@ def clamp(
     if "steps" in kwargs:
         kwargs["steps"] = max(1, min(int(kwargs["steps"]), MAX_STEPS))
     return bounded_by_budget
+
+
+def typed_text(method: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The ``text`` argument of a typing call, however it was passed."""
+    if "text" in kwargs:
+        return kwargs["text"]
+    try:
+        bound = inspect.signature(getattr(method, "__func__", method)).bind_partial(
+            None, *args, **kwargs
+        )
+    except (TypeError, ValueError):
+        return None
+    return bound.arguments.get("text")
 
 
 def bounded_call(
@@ -267,7 +283,8 @@ def _first(iterable: Any, count: int) -> Iterator[Any]:
 @contextlib.contextmanager
 def memory_headroom(extra: int = MEMORY_HEADROOM) -> Iterator[None]:
     """While step code runs, the process may take at most ``extra`` more bytes (Linux, where
-    the data segment limit is enforced; elsewhere only the size caps hold)."""
+    the data segment limit is enforced; elsewhere only the size caps hold). A limit that cannot
+    be read or set is said once, in a warning, and only the size caps hold then."""
     if not sys.platform.startswith("linux"):
         yield
         return
@@ -275,18 +292,39 @@ def memory_headroom(extra: int = MEMORY_HEADROOM) -> Iterator[None]:
 
     soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
     used = _data_bytes()
-    limit = used + extra if used else resource.RLIM_INFINITY
+    if not used:
+        _headroom_unavailable("the process's data size cannot be read from /proc/self/status")
+        yield
+        return
+    limit = used + extra
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)
     try:
         resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
-    except (ValueError, OSError):  # a limit already lower than that: keep it
+    except (ValueError, OSError) as exc:  # a limit already lower than that: keep it
+        _headroom_unavailable(f"the data segment limit cannot be set ({exc})")
         yield
         return
     try:
         yield
     finally:
         resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
+
+
+_said: set[str] = set()
+
+
+def _headroom_unavailable(why: str) -> None:
+    """Say once per run why the memory headroom does not hold."""
+    if why in _said:
+        return
+    _said.add(why)
+    logging.getLogger("prettyplay").warning(
+        "the memory headroom of step code does not hold: %s; only the size caps bound what a "
+        "step may build",
+        why,
+        extra={"event": "memory_headroom_unavailable"},
+    )
 
 
 def _data_bytes() -> int:

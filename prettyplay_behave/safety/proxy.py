@@ -5,6 +5,15 @@ Each proxy forwards only the attribute names the code policy allows (the frozens
 context, run JavaScript or touch files. Results come back wrapped: locators as
 ``LocatorProxy``, plain values as they are, any other Playwright object (such as the
 Response from ``goto``) not at all.
+
+Two bounds hold here because only here the target of a call is known:
+
+- **what comes in is redacted**: every string step code reads from the page (a field's value, a
+  text, a title, a URL, an attribute) has the test's secret values replaced by their
+  placeholders before Python sees it, in plain, URL- and HTML-encoded form;
+- **what goes out stays with allowed origins**: typing (``fill``, ``type``, ``press``,
+  ``press_sequentially``, the keyboard) and uploads reach only an element whose frame is of an
+  allowed origin. A page whose frames are all of allowed origins pays nothing for the check.
 """
 
 from __future__ import annotations
@@ -18,7 +27,8 @@ from playwright.sync_api import Download, FrameLocator, Keyboard, Locator, Mouse
 from playwright.sync_api import expect as playwright_expect
 
 from ..errors import CodePolicyError
-from .limits import EXPECT_TIMEOUT_MS, Budget, bounded_call, clamp
+from .frames import element_frame, focused_frame, origin_url, outside_frames
+from .limits import EXPECT_TIMEOUT_MS, MAX_TYPED_KEYS, Budget, bounded_call, clamp, typed_text
 from .policy import (
     EXPECT_MATCHERS,
     FRAME_LOCATOR_ATTRIBUTES,
@@ -31,7 +41,14 @@ from .policy import (
 )
 from .regex import StepPattern
 
-_PLAIN = (str, int, float, bool, type(None))
+_PLAIN = (int, float, bool, type(None))
+# What carries text into the element or frame that receives it.
+TYPING = frozenset({"fill", "type", "press", "press_sequentially", "insert_text", "down", "up"})
+KEY_BY_KEY = frozenset({"type", "press_sequentially"})  # one keystroke per character
+
+
+def _same(text: str) -> str:
+    return text
 
 
 @dataclass(frozen=True)
@@ -43,6 +60,10 @@ class PageServices:
     switch_tab: Callable[[int], Page] | None = None
     files_dir: Path | None = None
     downloaded: Callable[[Download], object] | None = None
+    # every string read from the page passes it: the test's secrets replaced
+    redact: Callable[[str], str] = _same
+    # whether a URL is of an allowed origin; None: the test has no bounds
+    origin_allowed: Callable[[str], bool] | None = None
 
 
 class _Proxy:
@@ -76,6 +97,8 @@ class _Proxy:
             return self._wrap(value)
 
         def forward(*args: Any, **kwargs: Any) -> Any:
+            if name in TYPING:
+                self._typing(name, value, args, kwargs)
             return self._call(value, *args, **kwargs)
 
         return forward
@@ -86,10 +109,46 @@ class _Proxy:
         )
         return self._wrap(result)
 
+    def _typing(
+        self, name: str, method: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> None:
+        """Refuse typing that would take past the bound, or reach a frame of another origin."""
+        if name in KEY_BY_KEY:
+            text = typed_text(method, args, kwargs)
+            if isinstance(text, str) and len(text) > MAX_TYPED_KEYS:
+                raise CodePolicyError(
+                    f"{self._LABEL}.{name} types key by key, at most {MAX_TYPED_KEYS:,} keys "
+                    f"(not {len(text):,}); fill() puts a long text in at once"
+                )
+        self._receiver_allowed(name, args)
+
+    def _receiver_allowed(self, name: str, args: tuple[Any, ...]) -> None:
+        """The frame that would receive typed text or a file is of an allowed origin."""
+        allowed = self._services.origin_allowed
+        page = self._page_of()
+        if allowed is None or page is None or not outside_frames(page, allowed):
+            return
+        timeout = min(self._default_ms, self._budget.remaining_ms())
+        frame = self._receiving_frame(page, args, timeout)
+        if frame is not None and not allowed(origin_url(frame)):
+            raise CodePolicyError(
+                f"{self._LABEL}.{name}: the element is in a frame of "
+                f"{self._services.redact(origin_url(frame))}, outside allowed_origins; typed "
+                "text and files go only to frames of allowed origins (add the frame's origin "
+                "to prettyplay.allowed_origins if the test may type there)"
+            )
+
+    def _page_of(self) -> Page | None:
+        """The page the target belongs to (for the frame check)."""
+        return None
+
+    def _receiving_frame(self, page: Page, args: tuple[Any, ...], timeout: float) -> Any:
+        return None
+
     def _wrap(self, value: Any) -> Any:
         return _wrap(value, self._budget, self._services)
 
-    def _uploads(self, files: Any) -> Any:
+    def _uploads(self, files: Any, selector: str | None = None) -> Any:
         """Upload names as the files they name inside files_dir; anything else is refused."""
         names = files if isinstance(files, (list, tuple)) else [files]
         for name in names:
@@ -100,6 +159,7 @@ class _Proxy:
         if folder is None:
             raise CodePolicyError("set_input_files: no files_dir is set for uploads")
         paths = [str(_inside(folder, name)) for name in names]
+        self._receiver_allowed("set_input_files", () if selector is None else (selector,))
         return paths if isinstance(files, (list, tuple)) else paths[0]
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -157,6 +217,19 @@ class PageProxy(_Proxy):
             raise CodePolicyError("dialogs cannot be handled here")
         self._services.listen(self._target, handler, once)
 
+    @property
+    def keyboard(self) -> KeyboardProxy:
+        return KeyboardProxy(self._target.keyboard, self._budget, self._services, self._target)
+
+    def _page_of(self) -> Page | None:
+        return self._target
+
+    def _receiving_frame(self, page: Page, args: tuple[Any, ...], timeout: float) -> Any:
+        """``page.fill(selector, ...)`` and the like: the frame of the selector's element."""
+        if not args or not isinstance(args[0], str):
+            return None
+        return element_frame(page.locator(args[0]), timeout)
+
     def switch_to_tab(self, index: int) -> None:
         """Make the test's ``index``-th tab (from 0, in the order they opened) the page of this
         step from here on, and of the steps after it."""
@@ -165,7 +238,8 @@ class PageProxy(_Proxy):
         object.__setattr__(self, "_target", self._services.switch_tab(index))
 
     def set_input_files(self, selector: str, files: Any, **kwargs: Any) -> None:
-        self._call(self._target.set_input_files, selector, self._uploads(files), **kwargs)
+        paths = self._uploads(files, selector)
+        self._call(self._target.set_input_files, selector, paths, **kwargs)
 
     def expect_popup(self, **kwargs: Any) -> EventWaitProxy:
         return EventWaitProxy(self, self._target.expect_popup, kwargs)
@@ -183,6 +257,12 @@ class LocatorProxy(_Proxy):
 
     def set_input_files(self, files: Any, **kwargs: Any) -> None:
         self._call(self._target.set_input_files, self._uploads(files), **kwargs)
+
+    def _page_of(self) -> Page | None:
+        return self._target.page
+
+    def _receiving_frame(self, page: Page, args: tuple[Any, ...], timeout: float) -> Any:
+        return element_frame(self._target, timeout)
 
 
 class EventWaitProxy:
@@ -218,7 +298,7 @@ class EventInfoProxy:
         if isinstance(value, Download):
             if page._services.downloaded is not None:
                 page._services.downloaded(value)
-            return DownloadProxy(value)
+            return DownloadProxy(value, page._services.redact)
         return PageProxy(value, page._budget, page._services)
 
 
@@ -227,8 +307,8 @@ class DownloadProxy:
 
     __slots__ = ("suggested_filename",)
 
-    def __init__(self, download: Download) -> None:
-        self.suggested_filename = download.suggested_filename
+    def __init__(self, download: Download, redact: Callable[[str], str] = _same) -> None:
+        self.suggested_filename = redact(download.suggested_filename)
 
 
 class FrameLocatorProxy(_Proxy):
@@ -240,11 +320,28 @@ class FrameLocatorProxy(_Proxy):
 
 
 class KeyboardProxy(_Proxy):
-    """``page.keyboard`` as step code sees it."""
+    """``page.keyboard`` as step code sees it: keys go to the focused element, so its frame
+    must be of an allowed origin."""
 
-    __slots__ = ()
+    __slots__ = ("_page",)
     _LABEL = "keyboard"
     _ALLOWED = KEYBOARD_ATTRIBUTES
+
+    def __init__(
+        self,
+        keyboard: Keyboard,
+        budget: Budget | None = None,
+        services: PageServices | None = None,
+        page: Page | None = None,
+    ) -> None:
+        super().__init__(keyboard, budget, services)
+        object.__setattr__(self, "_page", page)
+
+    def _page_of(self) -> Page | None:
+        return self._page
+
+    def _receiving_frame(self, page: Page, args: tuple[Any, ...], timeout: float) -> Any:
+        return focused_frame(page, self._services.origin_allowed or (lambda url: True))
 
 
 class MouseProxy(_Proxy):
@@ -300,6 +397,8 @@ def _inside(folder: Path, name: Any) -> Path:
 
 
 def _wrap(value: Any, budget: Budget, services: PageServices) -> Any:
+    if isinstance(value, str):
+        return services.redact(value)
     if isinstance(value, _PLAIN):
         return value
     for kind, proxy in _PROXIES:

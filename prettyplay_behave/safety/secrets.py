@@ -1,13 +1,16 @@
 """Secrets: named in sentences as ``${NAME}``, typed by step code as ``secret("NAME")``.
 
 The value comes from the environment at execution only. Requests, the cache, logs and reports
-keep the placeholder; every known value is redacted (longest first) from what leaves the page:
-snapshots, error texts, attempt records, requests and log records.
+keep the placeholder; every known value is redacted (longest first) where values come in (what
+step code reads from the page) and again where they go out (snapshots, error texts, attempt
+records, requests, log records and reports), as written, in every URL- or HTML-encoded form a
+page or a browser may give it, and in other spellings.
 """
 
 from __future__ import annotations
 
 import ast
+import html.entities
 import logging
 import os
 import re
@@ -33,6 +36,28 @@ def spellings(value: str) -> re.Pattern[str] | None:
     forward = _BETWEEN.join(re.escape(char) for char in characters)
     backward = _BETWEEN.join(re.escape(char) for char in reversed(characters))
     return re.compile(f"{forward}|{backward}", re.IGNORECASE)
+
+
+_ENTITY_NAMES = {chr(code): name for code, name in html.entities.codepoint2name.items()}
+
+
+def _character_forms(char: str) -> str:
+    """A pattern of the ways a URL or an HTML text may write ``char``: as itself,
+    percent-encoded (its UTF-8 bytes, in either case), as a numeric or named entity, and a
+    space as ``+``."""
+    forms = [re.escape(char), "".join(f"%{byte:02x}" for byte in char.encode("utf-8"))]
+    forms += [f"&#0*{ord(char)};", f"&#x0*{ord(char):x};"]
+    if char in _ENTITY_NAMES:
+        forms.append(f"&{_ENTITY_NAMES[char]};")
+    if char == " ":
+        forms.append(r"\+")
+    return "(?:" + "|".join(forms) + ")"
+
+
+def encodings(value: str) -> re.Pattern[str]:
+    """A pattern of ``value`` in any mix of URL and HTML encodings (a form's GET request puts
+    ``p@ss&w`` into the next page's URL as ``p%40ss%26w``; page markup writes ``&amp;``)."""
+    return re.compile("".join(_character_forms(char) for char in value), re.IGNORECASE)
 
 
 def secret_names(text: str) -> list[str]:
@@ -80,22 +105,26 @@ class Secrets:
         return secret
 
     def redact(self, text: str) -> str:
-        """``text`` with every known value replaced by its placeholder, longest value first,
-        and then every other spelling of it (see :func:`spellings`)."""
+        """``text`` with every known value replaced by its placeholder, longest value first: as
+        written, then in any URL or HTML encoding (see :func:`encodings`), then in every other
+        spelling (see :func:`spellings`)."""
+        if not self._values:
+            return text
         for name, value in sorted(self._values.items(), key=lambda item: -len(item[1])):
             if value in text:
                 text = text.replace(value, f"${{{name}}}")
-        for name, pattern in self._spellings():
+        for name, pattern in self._patterns():
             text = pattern.sub(f"${{{name}}}", text)
         return text
 
-    def _spellings(self) -> list[tuple[str, re.Pattern[str]]]:
+    def _patterns(self) -> list[tuple[str, re.Pattern[str]]]:
+        """The encodings, then the spellings, of every value, longest value first."""
         key = tuple(sorted(self._values.items()))
         if key != self._spelled_for:
-            self._spelled = [
-                (name, pattern)
-                for name, value in sorted(self._values.items(), key=lambda item: -len(item[1]))
-                if (pattern := spellings(value)) is not None
+            values = sorted(self._values.items(), key=lambda item: -len(item[1]))
+            self._spelled = [(name, encodings(value)) for name, value in values]
+            self._spelled += [
+                (name, pattern) for name, value in values if (pattern := spellings(value))
             ]
             self._spelled_for = key
         return self._spelled
