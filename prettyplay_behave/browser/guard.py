@@ -109,8 +109,14 @@ class NavigationGuard:
             return
         try:
             response = route.fetch(max_redirects=0)
-        except Exception:  # unreachable server: let the browser report it as usual
-            route.continue_()
+        except Exception as exc:  # its redirect cannot be judged: the request does not go
+            log.info(
+                "navigation to %s aborted: its redirect could not be checked (%s)",
+                request.url,
+                exc,
+                extra={"event": "guard"},
+            )
+            route.abort("failed")
             return
         location = response.headers.get("location")
         if response.status in REDIRECTS and location:

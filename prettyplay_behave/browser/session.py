@@ -31,8 +31,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("prettyplay")
 
 # Without the networking flags Chromium keeps dialling hosts a closed network cannot reach.
+# Chromium's sandbox is on unless it cannot run (see ``sandbox_problem``); Playwright passes
+# ``--no-sandbox`` itself when it is off.
 CHROMIUM_ARGS = (
-    "--no-sandbox",
     "--disable-gpu",
     "--disable-dev-shm-usage",
     "--disable-background-networking",
@@ -53,6 +54,25 @@ def find_system_chromium(headless: bool = True) -> str | None:
         if found:
             return found
     return None
+
+
+def sandbox_problem() -> str | None:
+    """Why Chromium's sandbox cannot run for this process, or None when it can."""
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        return "the run is root, and Chromium's sandbox does not start as root"
+    return None
+
+
+def _refused_sandbox(exc: Exception) -> bool:
+    """Whether a failed launch was Chromium refusing to start its sandbox."""
+    text = str(exc).lower()
+    return "sandbox" in text or "zygote" in text or "namespace" in text
+
+
+def _sandbox_line(exc: Exception) -> str:
+    """The line of a failed launch's log that says what the sandbox met."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return next((line for line in lines if _refused_sandbox(Exception(line))), lines[0])
 
 
 def _context_error(config: TestConfig, exc: Exception) -> Exception:
@@ -115,14 +135,42 @@ class BrowserSession:
                 )
             return browser_type.connect_over_cdp(endpoint, slow_mo=self.config.slow_mo_ms)
         executable = self._executable(browser_type.executable_path)
-        log.info("launching %s (%s)", self.config.browser, executable or "Playwright's build",
-                 extra={"event": "browser"})  # fmt: skip
-        return browser_type.launch(
-            headless=self.config.headless,
-            slow_mo=self.config.slow_mo_ms,
-            executable_path=executable,
-            args=list(CHROMIUM_ARGS) if self.config.browser == "chromium" else [],
+        log.info(
+            "launching %s (%s)",
+            self.config.browser,
+            executable or "Playwright's build",
+            extra={"event": "browser"},
         )
+        options: dict[str, Any] = {
+            "headless": self.config.headless,
+            "slow_mo": self.config.slow_mo_ms,
+            "executable_path": executable,
+        }
+        if self.config.browser != "chromium":
+            return browser_type.launch(**options)
+        return self._launch_chromium(browser_type, options)
+
+    def _launch_chromium(self, browser_type: Any, options: dict[str, Any]) -> Browser:
+        """Chromium with its own sandbox where it can run; else without it, and a warning that
+        says why."""
+        from playwright.sync_api import Error as PlaywrightError
+
+        problem = sandbox_problem()
+        if problem is None:
+            try:
+                return browser_type.launch(
+                    **options, args=list(CHROMIUM_ARGS), chromium_sandbox=True
+                )
+            except PlaywrightError as exc:
+                if not _refused_sandbox(exc):
+                    raise
+                problem = f"it cannot start here ({_sandbox_line(exc)})"
+        log.warning(
+            "Chromium runs without its sandbox: %s; the bounds of step code hold all the same",
+            problem,
+            extra={"event": "browser_sandbox_off"},
+        )
+        return browser_type.launch(**options, args=list(CHROMIUM_ARGS), chromium_sandbox=False)
 
     def _server_launch_options(self) -> dict[str, str]:
         """A Playwright server launches the browser; a configured executable is passed on

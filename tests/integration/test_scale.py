@@ -124,7 +124,7 @@ def cdp_browser(tmp_path: Path) -> Iterator[str]:
     port = free_port()
     browser = subprocess.Popen(
         [str(find_system_chromium()), "--headless", f"--remote-debugging-port={port}",
-         f"--user-data-dir={tmp_path / 'profile'}", *CHROMIUM_ARGS, "about:blank"],
+         f"--user-data-dir={tmp_path / 'profile'}", "--no-sandbox", *CHROMIUM_ARGS, "about:blank"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     try:
