@@ -149,6 +149,7 @@ class Engine:
             keep=keep,
             snapshot=lambda: self.secrets.redact(test.page.locator("body").aria_snapshot()),
             redact=self.secrets.redact,
+            pictures=not test.uses_secrets or test.config.screenshot == "on",
         )
 
 

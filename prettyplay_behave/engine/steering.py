@@ -37,6 +37,9 @@ class StuckStep:
     keep: Callable[[str, str], None]  # write the code back as steered, with its guidance
     snapshot: Callable[[], str]  # the page's accessibility snapshot, redacted
     redact: Callable[[str], str]  # what anything shown of the page passes through
+    # whether a picture of the page may be taken: not of a test that types a secret (a picture
+    # cannot be redacted) unless its screenshot policy is ``on``
+    pictures: bool = True
 
 
 class Steering(Protocol):

@@ -5,11 +5,13 @@ The engine opens it through the steering gate (:mod:`prettyplay_behave.engine.st
 complete code and asks before running it; every turn, run or rejected, joins the step's
 history. ``quit``, EOF, Ctrl+C, an unreadable stdin or an unavailable provider end the dialog,
 and the original failure propagates. A green turn that passes the compliance gate is kept
-(origin ``steered``) and the test goes on.
+(origin ``steered``) and the test goes on. Screenshots follow the artifact rules for secrets
+(none of a test that types one, unless ``screenshot=on``) and are deleted when the dialog ends.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import tempfile
@@ -58,9 +60,18 @@ class SteeringDialog:
         self.failure = stuck.failure
         self.terminal = terminal
         self.page = stuck.page
+        self.shots: list[str] = []  # the screenshots taken, removed when the dialog ends
 
     def run(self) -> bool:
         """True when a turn went green and was kept; False: the failure propagates."""
+        try:
+            return self._talk()
+        finally:
+            for path in self.shots:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+
+    def _talk(self) -> bool:
         self.banner()
         try:
             while True:
@@ -100,8 +111,14 @@ class SteeringDialog:
         self.terminal.write(_labelled("commands", COMMANDS))
 
     def screenshot_path(self) -> str:
+        if not self.stuck.pictures:
+            return (
+                "(no screenshot: this test types a secret, and a picture of the page cannot be "
+                "redacted; screenshot=on takes them anyway)"
+            )
         handle, path = tempfile.mkstemp(prefix="prettyplay-steering-", suffix=".png")
         os.close(handle)
+        self.shots.append(path)
         try:
             self.page.screenshot(path=path, full_page=True)
         except Exception as exc:  # a crashed page still gets its dialog

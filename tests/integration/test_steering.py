@@ -209,6 +209,31 @@ def test_local_commands_answer_without_the_llm(
     session.send("quit")
     assert session.finish() == 1
     assert [r.purpose for r in llm.requests] == ["classify"]
+    banner_shot = session.output.split("shot:")[1].split()[0]
+    assert banner_shot.endswith(".png")
+    assert not Path(shot).exists() and not Path(banner_shot).exists()  # gone with the dialog
+
+
+def test_a_test_that_types_a_secret_gets_no_screenshot_in_the_dialog(
+    project: BehaveProject, shop, llm: ScriptedLLMServer
+) -> None:
+    """A picture of the page cannot be redacted: the artifact rules for secrets hold here too."""
+    sentence = "I accept the cookie banner as ${SHOPPER}"
+    project.write("features/shop.feature", FEATURE.replace("I accept the cookie banner", sentence))
+    store = CacheStore(project.cache_dir, validate=check_code)
+    for kind, text, code in [("step", "I open the shop", OPEN_SHOP), ("step", sentence, BROKEN)]:
+        store.write(CacheEntry(CacheKey("shop.feature::Visit", kind, text), code, "generated"))
+    llm.on("classify", INCURABLE)
+    session = Session(project, shop, llm, SHOPPER="ann-the-shopper")
+    session.expect("guidance> ")
+    session.send("screenshot")
+    session.expect("guidance> ")
+    session.send("quit")
+    assert session.finish() == 1
+    screen = session.screen()
+    assert "shot:     (no screenshot: this test types a secret" in screen
+    assert screen.count("(no screenshot: this test types a secret") == 2
+    assert "prettyplay-steering-" not in screen
 
 
 def test_ctrl_c_ends_the_dialog_with_the_original_failure(
