@@ -31,6 +31,7 @@ SANDBOX_TESTS = ("tests/unit/test_policy.py", "tests/integration/test_sandbox.py
 SECRET_TESTS = ("tests/unit/test_secrets.py", "tests/integration/test_security.py")
 CACHE_TESTS = ("tests/unit/test_cache.py", "tests/faults/test_cache_corruption.py")
 BOUNDS_TESTS = ("tests/integration/test_bounds.py",)
+IN_PAGE_TESTS = ("tests/integration/test_bounds_in_the_page.py",)
 JUDGMENT_TESTS = ("tests/integration/test_judgments.py",)
 ANSWER_TESTS = ("tests/unit/test_answers.py", "tests/unit/test_answers_tolerant.py")
 
@@ -229,12 +230,31 @@ MUTANTS = (
     Mutant("bounds: annotated names unchecked", f"{PACKAGE}/safety/policy.py",
            "            self.target(stmt.target)\n            self.expr(stmt.annotation)",
            "            self.expr(stmt.annotation)", BOUNDS_TESTS),
+    Mutant("bounds: typing into any frame", f"{PACKAGE}/safety/proxy.py",
+           "if allowed is None or page is None or not outside_frames(page, allowed):",
+           "if True:", IN_PAGE_TESTS),
+    Mutant("bounds: the focus followed into no frame", f"{PACKAGE}/safety/frames.py",
+           "        frame = child\n", "        return frame\n", IN_PAGE_TESTS),
+    Mutant("bounds: no stop of a wait in the page", f"{PACKAGE}/browser/stop.py",
+           "self._handle = loop.call_later(seconds + GRACE_S, self._fire)", "pass",
+           IN_PAGE_TESTS),
+    Mutant("bounds: downloads saved without the stop", f"{PACKAGE}/engine/execute.py",
+           "with stop.saving(download):", "if True:", IN_PAGE_TESTS),
+    Mutant("bounds: typing past the key cap", f"{PACKAGE}/safety/proxy.py",
+           "len(text) > MAX_TYPED_KEYS", "False", IN_PAGE_TESTS),
+    Mutant("secrets: values read from the page unredacted", f"{PACKAGE}/safety/proxy.py",
+           "        return services.redact(value)\n", "        return value\n", IN_PAGE_TESTS),
+    Mutant("bounds: a redirect that cannot be checked goes through",
+           f"{PACKAGE}/browser/guard.py", 'route.abort("failed")', "route.continue_()",
+           BOUNDS_TESTS),
     Mutant("bounds: secret steps read back", f"{PACKAGE}/safety/policy.py",
            "        if self.types_secrets and attr in READ_BACK:", "        if False:",
            BOUNDS_TESTS),
     Mutant("secrets: spellings unredacted", f"{PACKAGE}/safety/secrets.py",
-           "        for name, pattern in self._spellings():", "        for name, pattern in []:",
-           BOUNDS_TESTS),
+           "(pattern := spellings(value))", "(pattern := None)", BOUNDS_TESTS),
+    Mutant("secrets: encodings unredacted", f"{PACKAGE}/safety/secrets.py",
+           "[(name, encodings(value)) for name, value in values]", "[]",
+           ("tests/unit/test_secrets.py", *BOUNDS_TESTS)),
     Mutant("secrets: forged markers pass", f"{PACKAGE}/engine/advisor.py",
            '_neutralised(user["content"], page)', 'user["content"]', BOUNDS_TESTS),
     Mutant("bounds: a clicked window that shows blank first is not waited for",

@@ -4,14 +4,12 @@ real Chromium, with a second local origin that logs every request it receives.""
 
 from __future__ import annotations
 
-import faulthandler
 import functools
 import json
 import re
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,34 +28,26 @@ from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.engine.execute import MEMORY_PASSED
 from prettyplay_behave.safety import limits, sandbox
 from prettyplay_behave.safety.policy import check_code
-from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
+from tests.support.attacks import (
+    APP_PAGE,
+    ATTACK,
+    FRAMED_PAGE,
+    HEADING,
+    INCURABLE,
+    MARGIN_S,
+    MODES,
+    OPEN_APP,
+    STEP_TIMEOUT_MS,
+    TEST,
+    attack,
+    plant,
+    step,
+)
+from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer
 from tests.support.origins import FRAME_TEXT, TwoOrigins
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
-
-TEST = "bounds"
-OPEN_APP = 'def step(page) -> None:\n    page.goto("/")\n'
-HEADING = (
-    'def step(page) -> None:\n    expect(page.get_by_role("heading", level=1)).to_be_visible()\n'
-)
-ATTACK = "I do what the step says"
-INCURABLE = json_answer({"label": "incurable", "explanation": "-", "recommendation": "-"})
-STEP_TIMEOUT_MS = 1_500
-MARGIN_S = 6.0  # settle, the browser's own latency and a loaded two-core machine
-# An attack the bounds miss may hold the thread in C (a regex match) where no exception reaches
-# it: past this, the test process dumps its stacks and exits, so a hang fails instead of waiting.
-HANG_S = 120
-
-APP_PAGE = """<title>App</title><h1>App</h1>
-<a id="partner" href="{outside}/link">Partner</a>
-<a id="away" href="/hop1">Away</a>
-<form action="{outside}/search" method="get">
-  <label>Query <input name="q"></label><button>Search</button>
-</form>
-<p id="framed"><a href="/framed">Framed</a></p>"""
-FRAMED_PAGE = """<title>Framed</title><h1>Framed</h1>
-<iframe title="partner frame" src="{outside}/frame"></iframe>"""
 
 
 @pytest.fixture
@@ -66,75 +56,6 @@ def origins() -> Iterator[TwoOrigins]:
         made.pages.update({"/": APP_PAGE, "/framed": FRAMED_PAGE})
         made.redirects.update({"/hop1": "/hop2", "/hop2": "{outside}/landing"})
         yield made
-
-
-@dataclass
-class Outcome:
-    error: PrettyPlayError | None
-    seconds: float
-    went_on: bool  # the next step of the test ran green
-
-
-def plant(cache: Path, *steps: tuple[str, str, str]) -> None:
-    store = CacheStore(cache, validate=check_code)
-    for kind, sentence, code in steps:
-        store.write(CacheEntry(CacheKey(TEST, kind, sentence), code, "generated"))
-
-
-def step(body: str) -> str:
-    return "def step(page) -> None:\n" + "".join(f"    {line}\n" for line in body.splitlines())
-
-
-def attack(
-    mode: str,
-    code: str,
-    origins: TwoOrigins,
-    tmp_path: Path,
-    llm: ScriptedLLMServer,
-    monkeypatch: pytest.MonkeyPatch,
-    browser: Browser,
-    **settings: object,
-) -> Outcome:
-    """Open the app, run ``code`` as one step (generated, or planted and replayed strictly),
-    then one more step; what became of it. Each attack has a fresh context of the module's
-    browser, as each test of a run has."""
-    cache = tmp_path / "cache"
-    plant(cache, ("step", "I open the app", OPEN_APP), ("expect", "the heading shows", HEADING))
-    if mode == "planted":
-        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-        CacheStore(cache, validate=lambda code: None).write(
-            CacheEntry(CacheKey(TEST, "step", ATTACK), code, "generated")
-        )
-        settings["strict"] = True
-    else:
-        for name, value in llm.env.items():
-            monkeypatch.setenv(name, value)
-        llm.on("generate", code_answer(code))
-        llm.on("gate", CLEAN_GATE, repeat=True)
-        llm.on("classify", INCURABLE, repeat=True)
-    config = PrettyConfig(
-        base_url=origins.app, cache_dir=str(cache), generation_attempts=1, llm_retries=0,
-        llm_timeout=10.0, step_timeout_ms=STEP_TIMEOUT_MS, action_timeout_ms=5_000,
-        **settings,  # type: ignore[arg-type]
-    )  # fmt: skip
-    with PrettyPlay(TEST, config=config, browser=browser) as t:
-        t.step("I open the app")
-        started = time.monotonic()
-        error: PrettyPlayError | None = None
-        faulthandler.dump_traceback_later(HANG_S, exit=True)
-        try:
-            t.step(ATTACK)
-        except PrettyPlayError as exc:
-            error = exc
-        finally:
-            faulthandler.cancel_dump_traceback_later()
-        seconds = time.monotonic() - started
-        t.page.goto("/")
-        went_on = t.expect("the heading shows").outcome == "passed"
-    return Outcome(error, seconds, went_on)
-
-
-MODES = ["generated", "planted"]
 
 
 # -- 1 and 2: every window and every redirect hop stays inside the bounds ------------------------
@@ -268,6 +189,28 @@ def test_on_playwrights_routing_a_page_sent_outside_beside_a_new_tab_is_taken_ba
         assert first.url == origins.app + "/tabbed"  # taken back from where the hops led it
     assert f"navigation to {origins.outside}/landing was blocked" in str(refused.value)
     assert f"(the page was taken back to {origins.app}/tabbed)" in str(refused.value)
+
+
+def test_on_playwrights_routing_a_redirect_that_cannot_be_checked_is_not_let_through(
+    origins: TwoOrigins, tmp_path: Path, browser, monkeypatch
+) -> None:
+    """The check of a navigation's redirect fetches it first; when that fetch fails, the
+    request is aborted, never continued unchecked (it would follow the redirect outside)."""
+
+    def routed(guard: NavigationGuard, context, *_: object, **__: object) -> None:
+        guard.route(context)
+
+    monkeypatch.setattr(NavigationGuard, "install", routed)
+    origins.flaky.add("/flaky")
+    origins.redirects["/flaky"] = "{outside}/landing"
+    away = step('page.goto("/flaky")')
+    opening = ("I open the app", step('page.goto("/")'))
+    with replayed(origins, tmp_path, browser, opening, ("I go away", away)) as t:
+        t.step("I open the app")
+        with pytest.raises(PrettyPlayError) as failed:
+            t.step("I go away")
+    assert origins.hits == []
+    assert "net::ERR_FAILED" in str(failed.value)
 
 
 # -- 3: frames may load other origins -----------------------------------------------------------

@@ -4,10 +4,20 @@ request it receives (what must never reach it) and serves a frame for embedding.
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 FRAME_TEXT = "text inside the other origin's frame"
+# A partner frame whose own script reports every keystroke, value and file it gets.
+PARTNER_PAGE = """<title>Partner</title>
+<label>Code <input id="code"
+  onkeydown="fetch('/key?k=' + encodeURIComponent(event.key))"
+  oninput="fetch('/value?v=' + encodeURIComponent(this.value))"></label>
+<label>File <input type="file" id="file"
+  onchange="fetch('/file?n=' + this.files.length + '&name=' + this.files[0].name)"></label>"""
+SLOW_DOWNLOAD_S = 120  # the app's /slow-download trickles a byte a second for this long
 
 
 class _Server:
@@ -25,23 +35,37 @@ class _Server:
 
 class TwoOrigins:
     """``app`` (127.0.0.1) serves ``pages`` (HTML by path, ``{outside}`` filled in) and
-    ``redirects`` (path -> Location, ``{outside}`` filled in); ``outside`` (127.0.0.2) answers
-    every request with a small page (``/frame`` with ``FRAME_TEXT``) and records it in
-    ``hits`` as path and query."""
+    ``redirects`` (path -> Location, ``{outside}`` filled in), and ``/slow-download``, a download
+    that never finishes in a test's time; ``outside`` (127.0.0.2) answers every request with a
+    small page (``/frame`` with ``FRAME_TEXT``, ``/partner`` with ``PARTNER_PAGE``) and records
+    it in ``hits`` as path and query (a POST as ``POST <path>``)."""
 
     def __init__(self) -> None:
         self.pages: dict[str, str] = {}
         self.redirects: dict[str, str] = {}
+        self.dynamic: dict[str, Callable[[str], str]] = {}  # path -> page of the request path
+        self.flaky: set[str] = set()  # paths whose first request loses its connection
         self.hits: list[str] = []
         origins = self
 
         class App(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 path = self.path.split("?")[0]
+                if path in origins.flaky:
+                    origins.flaky.discard(path)
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                    return
+                if path == "/slow-download":
+                    _trickle(self)
+                    return
                 if path in origins.redirects:
                     self.send_response(302)
                     self.send_header("Location", origins.fill(origins.redirects[path]))
                     self.end_headers()
+                    return
+                if path in origins.dynamic:
+                    _send(self, origins.dynamic[path](self.path))
                     return
                 body = origins.fill(origins.pages.get(path, "<title>App</title><h1>App</h1>"))
                 _send(self, body)
@@ -54,8 +78,14 @@ class TwoOrigins:
                 origins.hits.append(self.path)
                 if self.path.startswith("/frame"):
                     _send(self, f"<title>Frame</title><p id='inside'>{FRAME_TEXT}</p>")
+                elif self.path.startswith("/partner"):
+                    _send(self, PARTNER_PAGE)
                 else:
                     _send(self, "<title>Outside</title><h1>outside</h1>")
+
+            def do_POST(self) -> None:
+                origins.hits.append(f"POST {self.path}")
+                _send(self, "<title>Outside</title><h1>outside</h1>")
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
@@ -84,3 +114,20 @@ def _send(handler: BaseHTTPRequestHandler, body: str) -> None:
     handler.send_header("Content-Length", str(len(data)))
     handler.end_headers()
     handler.wfile.write(data)
+
+
+def _trickle(handler: BaseHTTPRequestHandler) -> None:
+    """A download whose body comes a byte a second: its save never ends in a test's time."""
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/octet-stream")
+    handler.send_header("Content-Disposition", 'attachment; filename="slow.bin"')
+    handler.send_header("Content-Length", str(4096 + SLOW_DOWNLOAD_S))
+    handler.end_headers()
+    try:
+        handler.wfile.write(b"x" * 4096)  # enough for the browser to start the download
+        for _ in range(SLOW_DOWNLOAD_S):
+            handler.wfile.write(b"x")
+            handler.wfile.flush()
+            time.sleep(1)
+    except OSError:  # the browser gave the download up
+        pass

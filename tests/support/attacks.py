@@ -1,0 +1,114 @@
+"""The attacker's harness of the bounds tests: an app origin and an outside origin that logs
+what it receives, and one attack step run as the LLM's answer (generated) or as an entry planted
+in the cache file and replayed strictly."""
+
+from __future__ import annotations
+
+import faulthandler
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from prettyplay_behave import PrettyConfig, PrettyPlay, PrettyPlayError
+from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.safety.policy import check_code
+from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
+from tests.support.origins import TwoOrigins
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
+
+MODES = ["generated", "planted"]
+TEST = "bounds"
+OPEN_APP = 'def step(page) -> None:\n    page.goto("/")\n'
+HEADING = (
+    'def step(page) -> None:\n    expect(page.get_by_role("heading", level=1)).to_be_visible()\n'
+)
+ATTACK = "I do what the step says"
+INCURABLE = json_answer({"label": "incurable", "explanation": "-", "recommendation": "-"})
+STEP_TIMEOUT_MS = 1_500
+MARGIN_S = 6.0  # settle, the browser's own latency and a loaded two-core machine
+# An attack the bounds miss may hold the thread in C (a regex match) where no exception reaches
+# it: past this, the test process dumps its stacks and exits, so a hang fails instead of waiting.
+HANG_S = 120
+
+APP_PAGE = """<title>App</title><h1>App</h1>
+<a id="partner" href="{outside}/link">Partner</a>
+<a id="away" href="/hop1">Away</a>
+<form action="{outside}/search" method="get">
+  <label>Query <input name="q"></label><button>Search</button>
+</form>
+<p id="framed"><a href="/framed">Framed</a></p>"""
+FRAMED_PAGE = """<title>Framed</title><h1>Framed</h1>
+<iframe title="partner frame" src="{outside}/frame"></iframe>"""
+
+
+@dataclass
+class Outcome:
+    error: PrettyPlayError | None
+    seconds: float
+    went_on: bool  # the next step of the test ran green
+
+
+def plant(cache: Path, *steps: tuple[str, str, str]) -> None:
+    store = CacheStore(cache, validate=check_code)
+    for kind, sentence, code in steps:
+        store.write(CacheEntry(CacheKey(TEST, kind, sentence), code, "generated"))
+
+
+def step(body: str) -> str:
+    return "def step(page) -> None:\n" + "".join(f"    {line}\n" for line in body.splitlines())
+
+
+def attack(
+    mode: str,
+    code: str,
+    origins: TwoOrigins,
+    tmp_path: Path,
+    llm: ScriptedLLMServer,
+    monkeypatch: pytest.MonkeyPatch,
+    browser: Browser,
+    sentence: str = ATTACK,
+    **settings: object,
+) -> Outcome:
+    """Open the app, run ``code`` as one step (generated, or planted and replayed strictly),
+    then one more step; what became of it. Each attack has a fresh context of the module's
+    browser, as each test of a run has. ``sentence`` is the attack step's (it names the
+    secrets its code may type)."""
+    cache = tmp_path / "cache"
+    plant(cache, ("step", "I open the app", OPEN_APP), ("expect", "the heading shows", HEADING))
+    if mode == "planted":
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        CacheStore(cache, validate=lambda code: None).write(
+            CacheEntry(CacheKey(TEST, "step", sentence), code, "generated")
+        )
+        settings["strict"] = True
+    else:
+        for name, value in llm.env.items():
+            monkeypatch.setenv(name, value)
+        llm.on("generate", code_answer(code))
+        llm.on("gate", CLEAN_GATE, repeat=True)
+        llm.on("classify", INCURABLE, repeat=True)
+    config = PrettyConfig(
+        base_url=origins.app, cache_dir=str(cache), generation_attempts=1, llm_retries=0,
+        llm_timeout=10.0, step_timeout_ms=STEP_TIMEOUT_MS, action_timeout_ms=5_000,
+        **settings,  # type: ignore[arg-type]
+    )  # fmt: skip
+    with PrettyPlay(TEST, config=config, browser=browser) as t:
+        t.step("I open the app")
+        started = time.monotonic()
+        error: PrettyPlayError | None = None
+        faulthandler.dump_traceback_later(HANG_S, exit=True)
+        try:
+            t.step(sentence)
+        except PrettyPlayError as exc:
+            error = exc
+        finally:
+            faulthandler.cancel_dump_traceback_later()
+        seconds = time.monotonic() - started
+        t.page.goto("/")
+        went_on = t.expect("the heading shows").outcome == "passed"
+    return Outcome(error, seconds, went_on)
