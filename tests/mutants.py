@@ -254,7 +254,7 @@ MUTANTS = (
            "(pattern := spellings(value))", "(pattern := None)", BOUNDS_TESTS),
     Mutant("secrets: encodings unredacted", f"{PACKAGE}/safety/secrets.py",
            "[(name, encodings(value)) for name, value in values]", "[]",
-           ("tests/unit/test_secrets.py", *BOUNDS_TESTS)),
+           ("tests/unit/test_secrets.py", *IN_PAGE_TESTS)),
     Mutant("secrets: forged markers pass", f"{PACKAGE}/engine/advisor.py",
            '_neutralised(user["content"], page)', 'user["content"]', BOUNDS_TESTS),
     Mutant("bounds: a clicked window that shows blank first is not waited for",

@@ -25,6 +25,28 @@ def test_redaction_replaces_the_longest_value_first() -> None:
     assert secrets.redact("x abcdef y abc") == "x ${LONG} y ${SHORT}"
 
 
+@pytest.mark.parametrize(
+    "encoded",
+    [
+        "p%40ss+%26w0rd%3C",  # a GET form's query, as the browser writes it
+        "p%40ss%20%26w0rd%3c",  # percent-encoded in lower case
+        "p&#64;ss &amp;w0rd&lt;",  # page markup
+        "p&#x40;ss&#32;&amp;w0rd&#60;",  # numeric entities
+        "p%40ss &amp;w0rd<",  # a mix
+    ],
+)
+def test_a_value_is_redacted_in_any_url_or_html_encoding(encoded: str) -> None:
+    secrets = Secrets({"PASSWORD": "p@ss &w0rd<"})
+    secrets.require(["PASSWORD"], "s")
+    assert secrets.redact(f"/welcome?pw={encoded}&next=1") == "/welcome?pw=${PASSWORD}&next=1"
+
+
+def test_text_without_the_value_keeps_its_encodings() -> None:
+    secrets = Secrets({"PASSWORD": "p@ss &w0rd<"})
+    secrets.require(["PASSWORD"], "s")
+    assert secrets.redact("a%40b &amp; c+d") == "a%40b &amp; c+d"
+
+
 def test_the_resolver_gives_only_the_steps_own_names_on_allowed_origins() -> None:
     secrets = Secrets({"PASSWORD": "hunter2", "OTHER": "x"})
     secrets.require(["PASSWORD", "OTHER"], "s")
