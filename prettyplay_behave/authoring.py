@@ -24,7 +24,7 @@ from .vocabulary import Kind
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page, Playwright
 
-    from .engine.step import TestRun
+    from .engine.state import TestState
 
 
 class PrettyPlay:
@@ -66,12 +66,12 @@ class PrettyPlay:
         if self._owns_runtime:  # a test on its own writes a report of its own
             self.runtime.report_name = f"report-{folder_name(name)}.html"
         self._page = page
-        self._run: TestRun | None = None
+        self._run: TestState | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
 
     @property
-    def run(self) -> TestRun:
+    def run(self) -> TestState:
         """The test's state; its browser context and page open on first use."""
         if self._run is None:
             self._run = self.runtime.open_test(self.name, self.config, self._page)
@@ -89,7 +89,7 @@ class PrettyPlay:
     def mark_failed(self) -> None:
         """Something outside prettyplay (a user's own step) failed this test."""
         if self._run is not None:  # a test that never opened has nothing to mark
-            self._run.failed_elsewhere = True
+            self._run.mark_failed()
 
     def close(self) -> None:
         if self._run is not None:

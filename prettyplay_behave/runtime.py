@@ -16,7 +16,7 @@ from .cache import OBSOLETE_FILE, CacheKey, CacheStore
 from .config import PrettyConfig
 from .engine.advisor import Advisor
 from .engine.cycle import Engine
-from .engine.step import TestRun
+from .engine.state import TestState
 from .events import Events, log
 from .interactive import TerminalSteering
 from .llm.client import LLMClient
@@ -63,7 +63,7 @@ class Runtime:
         steering = TerminalSteering()
         self.engine = Engine(self.cache, advisor, self.events, self.secrets, steering)
         self._session: BrowserSession | None = None
-        self.tests: list[TestRun] = []
+        self.tests: list[TestState] = []
         self.failed_unopened: set[str] = set()  # tests that failed before their page opened
         self.started = time.monotonic()
         self.report_dir = Path(config.report_dir) if config.report_dir else None
@@ -76,7 +76,7 @@ class Runtime:
             self._session = BrowserSession(self.config, self._browser, self._playwright)
         return self._session
 
-    def open_test(self, name: str, config: TestConfig, page: Page | None = None) -> TestRun:
+    def open_test(self, name: str, config: TestConfig, page: Page | None = None) -> TestState:
         """A test on the given page, or on a fresh context and page of the run's browser."""
         context: BrowserContext | None = None
         if page is None:
@@ -98,16 +98,25 @@ class Runtime:
                 with suppress(Exception):  # a browser that is gone took it along
                     context.close()
             raise
-        test = TestRun(name, config, tabs, owned_context=context, guard=guard)
-        test.files_dir = Path(config.files_dir) if config.files_dir else self.default_files_dir
-        if self.artifacts is not None:
-            test.downloads = self.artifacts.report_dir / folder_name(name) / "downloads"
+        test = TestState(
+            name,
+            config,
+            tabs,
+            owned_context=context,
+            guard=guard,
+            files_dir=Path(config.files_dir) if config.files_dir else self.default_files_dir,
+            downloads=(
+                self.artifacts.report_dir / folder_name(name) / "downloads"
+                if self.artifacts is not None
+                else None
+            ),
+        )
         self.tests.append(test)
         if self.artifacts is not None:
             self.artifacts.start(test)
         return test
 
-    def finish_test(self, test: TestRun) -> None:
+    def finish_test(self, test: TestState) -> None:
         """Keep a test's artifacts, close what the test opened, then keep its videos (which
         Playwright writes as the context closes)."""
         try:
@@ -152,8 +161,14 @@ class Runtime:
         try:
             if self.report_dir is not None:
                 summary = summary or self.summary()
+                assert self.artifacts is not None
                 write_report(
-                    self.report_dir, self.tests, summary, self.secrets.redact, self.report_name
+                    self.report_dir,
+                    self.tests,
+                    summary,
+                    self.secrets.redact,
+                    self.report_name,
+                    self.artifacts.of,
                 )
         finally:
             log.removeFilter(self._redacting)

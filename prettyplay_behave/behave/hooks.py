@@ -26,7 +26,8 @@ from .mapping import group_tags, scenario_namespace, step_spec
 
 if TYPE_CHECKING:
     from ..authoring import Group, PrettyPlay
-    from ..engine.step import ScenarioEntry, TestRun
+    from ..engine.state import TestState
+    from ..engine.step import ScenarioEntry
     from ..runtime import Runtime
 
 Hook = Callable[..., None]
@@ -41,7 +42,7 @@ class ScenarioState:
     current_step: Any = None
     # what the attachments of earlier steps showed of each scenario entry: (code, origin)
     attached: dict[int, tuple[str, str | None]] = field(default_factory=dict)
-    run: TestRun | None = None  # the test's state, once a step has run
+    run: TestState | None = None  # the test's state, once a step has run
     trace_attached: bool = False
 
     def unattached(self) -> list[tuple[ScenarioEntry, bool]]:
@@ -183,7 +184,9 @@ def after_scenario(context: Any, scenario: Any) -> None:
         if allure is not None and state.run is not None:
             attachments.add_cost(allure, state.run)
             if not state.trace_attached:  # kept at the end (trace=on, a failing hook)
-                attachments.attach_artifacts(allure, None, state.run.trace_file)
+                artifacts = runtime.artifacts if runtime is not None else None
+                trace = artifacts.of(state.run).trace_file if artifacts is not None else None
+                attachments.attach_artifacts(allure, None, trace)
 
 
 def test_name(context: Any, scenario: Any) -> str:

@@ -40,7 +40,8 @@ if TYPE_CHECKING:
     from ..llm.client import Answer, LLMClient
     from ..llm.prompts import Prompts
     from ..safety.secrets import Secrets
-    from .step import GroupStepRecord, ScenarioEntry, TestRun
+    from .state import TestState
+    from .step import GroupStepRecord, ScenarioEntry
 
 DEFECT_HEADLINE = "the product does not do what the step says"
 RUNAWAY_HEAD_CHARS = 2_000
@@ -68,7 +69,7 @@ class Advisor:
     def require(self) -> None:
         self.llm.require()
 
-    def page_state(self, test: TestRun, budget_tokens: int = PAGE_TOKENS) -> PageState:
+    def page_state(self, test: TestState, budget_tokens: int = PAGE_TOKENS) -> PageState:
         """The current page, once it settled, with the test's other tabs and what happened on it
         last: what a step's code set off after it returned (a request, a re-render) is part of
         what the step did."""
@@ -88,7 +89,7 @@ class Advisor:
         messages = [{**m, "content": self.secrets.redact(m["content"])} for m in (system, user)]
         return self.llm.ask(purpose, step=entry.sentence, messages=messages)
 
-    def _step_context(self, test: TestRun, entry: ScenarioEntry) -> dict[str, Any]:
+    def _step_context(self, test: TestState, entry: ScenarioEntry) -> dict[str, Any]:
         return {
             "step": entry.spec,
             "base_url": test.config.base_url,
@@ -103,7 +104,7 @@ class Advisor:
     def code(
         self,
         purpose: Purpose,
-        test: TestRun,
+        test: TestState,
         entry: ScenarioEntry,
         verdict: Verdict | None = None,
         guidance: str = "",
@@ -124,7 +125,7 @@ class Advisor:
 
     # -- verdicts ------------------------------------------------------------------------------
 
-    def classify(self, test: TestRun, entry: ScenarioEntry) -> Verdict:
+    def classify(self, test: TestState, entry: ScenarioEntry) -> Verdict:
         """One classify request about a red step: the scenario so far with the code that ran
         for each step, the step's history, and the page (within what the request can hold)."""
         ran = sum(estimate_tokens(earlier.code) + SCENARIO_LINE_TOKENS for earlier in test.scenario)
@@ -134,7 +135,7 @@ class Advisor:
 
     def diagnose(
         self,
-        test: TestRun,
+        test: TestState,
         prompt: str,
         records: Sequence[GroupStepRecord],
         failed: ScenarioEntry,
@@ -171,7 +172,7 @@ class Advisor:
 
     def gate(
         self,
-        test: TestRun,
+        test: TestState,
         entry: ScenarioEntry,
         green: Attempt,
         before: PageState,

@@ -31,8 +31,9 @@ from ..vocabulary import Origin, Outcome, Purpose, StepLabel, StepStatus
 from .advisor import Advisor, verdict_failure
 from .execute import execute, follow_tabs
 from .history import Attempt
+from .state import TestState
 from .steering import Steering, StuckStep, steering_allowed
-from .step import ScenarioEntry, StepSpec, TestRun
+from .step import ScenarioEntry, StepSpec
 
 if TYPE_CHECKING:
     from ..browser.snapshot import PageState
@@ -67,7 +68,7 @@ class Engine:
         # the code that last rewrote a step's entry in this run: (test, code)
         self.heals: dict[tuple[str, str, str], tuple[str, str]] = {}
 
-    def run(self, test: TestRun, spec: StepSpec, group: str | None = None) -> ScenarioEntry:
+    def run(self, test: TestState, spec: StepSpec, group: str | None = None) -> ScenarioEntry:
         """Run one step of ``test`` (a member of ``group``, when given); its scenario entry."""
         entry = ScenarioEntry(spec, test.key_for(spec), group)
         self.events.emit("on_step_started", spec.sentence)
@@ -85,25 +86,25 @@ class Engine:
             usage = self.advisor.llm.total_usage
             entry.requests = usage.requests - usage_before.requests
             entry.tokens = usage.total_tokens - usage_before.total_tokens
-            test.scenario.append(entry)
+            test.record(entry)
             self.events.emit("on_step_finished", spec.sentence, entry.outcome)
         return entry
 
-    def _went_green(self, test: TestRun, entry: ScenarioEntry) -> None:
+    def _went_green(self, test: TestState, entry: ScenarioEntry) -> None:
         known = self.green.setdefault(_step(entry), [])
         known[:] = [(test.name, entry.code), *(k for k in known if k[1] != entry.code)]
 
-    def proven(self, test: TestRun, entry: ScenarioEntry) -> list[tuple[str, str]]:
+    def proven(self, test: TestState, entry: ScenarioEntry) -> list[tuple[str, str]]:
         """Code that went green for the same step in this run: the same feature's first,
         newest first."""
         feature = _feature(test.name)
         known = self.green.get(_step(entry), [])
         return sorted(known, key=lambda found: _feature(found[0]) != feature)
 
-    def execute(self, test: TestRun, spec: StepSpec, code: str) -> Attempt:
+    def execute(self, test: TestState, spec: StepSpec, code: str) -> Attempt:
         return execute(test, spec, code, self.secrets)
 
-    def write(self, test: TestRun, entry: ScenarioEntry, code: str, origin: Origin) -> None:
+    def write(self, test: TestState, entry: ScenarioEntry, code: str, origin: Origin) -> None:
         """Keep ``code`` as the step's cache entry, with its origin."""
         changed = self.cache.write(CacheEntry(entry.key, code, origin))
         self.cache_writes += changed
@@ -116,13 +117,15 @@ class Engine:
             self.heals[_step(entry)] = (test.name, code)
         entry.code, entry.origin = code, origin
 
-    def steer(self, test: TestRun, entry: ScenarioEntry, failure: IncurableStepError) -> bool:
+    def steer(self, test: TestState, entry: ScenarioEntry, failure: IncurableStepError) -> bool:
         """The steering gate: True when the part behind it made the step green."""
         if self.steering is None or not steering_allowed(test.config, self.advisor.available):
             return False
         return self.steering.steer(self._stuck(test, entry, failure))
 
-    def _stuck(self, test: TestRun, entry: ScenarioEntry, failure: IncurableStepError) -> StuckStep:
+    def _stuck(
+        self, test: TestState, entry: ScenarioEntry, failure: IncurableStepError
+    ) -> StuckStep:
         once = replace(entry.spec, tries=1)  # the settle window never re-arms inside the dialog
         seen: dict[str, PageState] = {}  # the page the last guided request was about
 
@@ -165,7 +168,7 @@ def _feature(test_name: str) -> str:
 class StepCycle:
     """One step's way through the cycle."""
 
-    def __init__(self, engine: Engine, test: TestRun, entry: ScenarioEntry) -> None:
+    def __init__(self, engine: Engine, test: TestState, entry: ScenarioEntry) -> None:
         self.engine = engine
         self.advisor = engine.advisor
         self.test = test

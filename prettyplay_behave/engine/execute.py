@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from playwright.sync_api import Download, Page
 
     from ..safety.sandbox import StepFunction
-    from .step import StepSpec, TestRun
+    from .state import TestState
+    from .step import StepSpec
 
 
 MEMORY_PASSED = (
@@ -39,7 +40,7 @@ def page_url(page: Page) -> str:
     return "(closed)" if page.is_closed() else page.url
 
 
-def execute(test: TestRun, spec: StepSpec, code: str, secrets: Secrets) -> Attempt:
+def execute(test: TestState, spec: StepSpec, code: str, secrets: Secrets) -> Attempt:
     """Check, settle, run and re-run while ``spec.tries`` last; one record of the outcome.
 
     A navigation outside the test's bounds makes the outcome red.
@@ -66,7 +67,7 @@ def execute(test: TestRun, spec: StepSpec, code: str, secrets: Secrets) -> Attem
             test.tabs.ensure_open()  # the test goes on, on a fresh page of its context
         follow_tabs(test)  # a page the step opened is the page of what comes next
         bound = _bound_hit(test)  # once a window the step opened asked for its document
-        test.notes = test.tabs.take_notes()
+        test.take_notes()
         if error is None and bound is None:
             return Attempt(
                 Outcome.GREEN, url_before, page_url(test.page), code, "\n".join(test.notes)
@@ -79,7 +80,7 @@ def execute(test: TestRun, spec: StepSpec, code: str, secrets: Secrets) -> Attem
 
 
 def _compile(
-    test: TestRun, spec: StepSpec, code: str, secrets: Secrets
+    test: TestState, spec: StepSpec, code: str, secrets: Secrets
 ) -> tuple[StepFunction, Budget]:
     leaked = secrets.found_in(code)
     if leaked:
@@ -114,13 +115,13 @@ def _stopped(budget: Budget, stop: ExecutionStop) -> StepTimeoutError:
     )
 
 
-def follow_tabs(test: TestRun) -> None:
+def follow_tabs(test: TestState) -> None:
     """Make a page opened since the last step the current one (as a browser focuses it)."""
     guard = test.guard
     test.tabs.follow(expected=guard.pages if guard is not None else lambda: None)
 
 
-def _services(test: TestRun, stop: ExecutionStop, secrets: Secrets) -> PageServices:
+def _services(test: TestState, stop: ExecutionStop, secrets: Secrets) -> PageServices:
     """What the page proxy of a step of ``test`` may do beyond Playwright's Page: what it reads
     comes in redacted, what it types goes only to frames of the test's origins."""
 
@@ -140,7 +141,7 @@ def _services(test: TestRun, stop: ExecutionStop, secrets: Secrets) -> PageServi
     )
 
 
-def _earlier_blocks(test: TestRun, spec: StepSpec, secrets: Secrets) -> None:
+def _earlier_blocks(test: TestState, spec: StepSpec, secrets: Secrets) -> None:
     """Blocks judged since the last step ended belong to what ran before this step (a window
     the browser reported late, a page's own timer): logged, never this step's failure."""
     if test.guard is None:
@@ -154,7 +155,7 @@ def _earlier_blocks(test: TestRun, spec: StepSpec, secrets: Secrets) -> None:
         follow_tabs(test)  # a refused window is closed: the page it took the focus from is back
 
 
-def _bound_hit(test: TestRun) -> str | None:
+def _bound_hit(test: TestState) -> str | None:
     """The message of a navigation bound the execution hit, if any: a refused request, or a tab
     of the test outside the bounds (Playwright's routing misses later redirect hops), whichever
     tab the step left current."""
@@ -166,7 +167,7 @@ def _bound_hit(test: TestRun) -> str | None:
     return guard.problem(guard.take(), outside)
 
 
-def _take_back(test: TestRun, started_on: Page, url_before: str) -> str | None:
+def _take_back(test: TestState, started_on: Page, url_before: str) -> str | None:
     """Bring every tab of the test that is outside the bounds back (the one the step started
     on to where it was); the URL the first of them is on then, or None when none had left."""
     assert test.guard is not None
@@ -178,7 +179,7 @@ def _take_back(test: TestRun, started_on: Page, url_before: str) -> str | None:
 
 
 def _red(
-    test: TestRun,
+    test: TestState,
     spec: StepSpec,
     code: str,
     before: tuple[Page, str],
@@ -198,7 +199,7 @@ def _red(
         texts.append(describe_exception(error)[1])
     if not settled:
         texts.append(f"(the page never settled within settle_ms={test.config.settle_ms})")
-    texts += test.notes
+    texts += list(test.notes)
     failed_check = spec.kind is Kind.CHECK and isinstance(error, AssertionError) and not bound
     text = secrets.redact("\n".join(texts))
     return Attempt(Outcome.RED, url_before, page_url(test.page), code, text, failed_check)

@@ -25,7 +25,8 @@ from .step import GroupStepRecord
 if TYPE_CHECKING:
     from ..llm.answers import Verdict
     from .cycle import Engine
-    from .step import ScenarioEntry, StepSpec, TestRun
+    from .state import TestState
+    from .step import ScenarioEntry, StepSpec
 
 
 class GroupRun:
@@ -66,7 +67,7 @@ class GroupRun:
 
     # -- a step of the group -----------------------------------------------------------------
 
-    def run(self, test: TestRun, spec: StepSpec) -> ScenarioEntry:
+    def run(self, test: TestState, spec: StepSpec) -> ScenarioEntry:
         pause = (self.delay or 0) if not self.traces else self.pace_ms / 1000
         if pause:
             time.sleep(pause)
@@ -91,7 +92,7 @@ class GroupRun:
         self.members.append(entry)
         return entry
 
-    def _recoverable(self, test: TestRun, failure: BaseException) -> bool:
+    def _recoverable(self, test: TestState, failure: BaseException) -> bool:
         """Strict runs only classify; a product defect is never recovered."""
         return (
             isinstance(failure, IncurableStepError)
@@ -100,7 +101,7 @@ class GroupRun:
         )
 
     def _recover_booked(
-        self, test: TestRun, failed: ScenarioEntry, failure: IncurableStepError
+        self, test: TestState, failed: ScenarioEntry, failure: IncurableStepError
     ) -> None:
         """Recover, booking the group's requests on the step whose failure started them."""
         llm = self.engine.advisor.llm
@@ -117,7 +118,7 @@ class GroupRun:
 
     # -- recovery ------------------------------------------------------------------------------
 
-    def recover(self, test: TestRun, failed: ScenarioEntry, failure: StepFailedError) -> None:
+    def recover(self, test: TestState, failed: ScenarioEntry, failure: StepFailedError) -> None:
         """Recover from ``failure`` of ``failed``, or raise the terminal error.
 
         A terminal (not a product defect) passes the steering gate with the group context first.
@@ -129,11 +130,11 @@ class GroupRun:
             if not self.engine.steer(test, stuck, terminal):
                 raise
 
-    def _cycles(self, test: TestRun, failed: ScenarioEntry, failure: StepFailedError) -> None:
+    def _cycles(self, test: TestState, failed: ScenarioEntry, failure: StepFailedError) -> None:
         self._last_failed = failed
         cap = test.config.healing_attempts
-        while test.recovery_cycles.get(self.prompt, 0) < cap:
-            test.recovery_cycles[self.prompt] = test.recovery_cycles.get(self.prompt, 0) + 1
+        while test.cycles(self.prompt) < cap:
+            test.next_cycle(self.prompt)
             verdict = self.engine.advisor.diagnose(test, self.prompt, self.traces, failed)
             repeat = self._run_row(test, self._row(verdict, failed, failure), verdict)
             if repeat is None:
@@ -164,7 +165,7 @@ class GroupRun:
         return list(self.members[root : last + 1])
 
     def _run_row(
-        self, test: TestRun, row: list[ScenarioEntry], verdict: Verdict
+        self, test: TestState, row: list[ScenarioEntry], verdict: Verdict
     ) -> tuple[ScenarioEntry, IncurableStepError] | None:
         """Regenerate each row step on the current page, gated and written back per step.
 

@@ -14,15 +14,20 @@ picture only when that picture's own policy is ``on`` (its trace stops at that s
 
 from __future__ import annotations
 
+import logging
 import re
 import shutil
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
 
-    from ..engine.step import TestRun
+    from ..engine.state import TestState
+
+
+log = logging.getLogger("prettyplay")
 
 
 def folder_name(test_name: str) -> str:
@@ -30,13 +35,30 @@ def folder_name(test_name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", test_name).strip("-") or "test"
 
 
+@dataclass
+class TestArtifacts:
+    """What a test left in ``report_dir``: its screenshot, its trace and its videos."""
+
+    __test__ = False  # a product class, not a pytest test class
+
+    screenshot: Path | None = None
+    trace_file: Path | None = None
+    videos: list[Path] = field(default_factory=list)
+    tracing: bool = False  # a Playwright trace is being recorded
+
+
 class Artifacts:
-    """A run's artifacts; each test follows its own settings (a tag may change them)."""
+    """A run's artifacts, and each test's (a tag may change a test's settings)."""
 
     def __init__(self, report_dir: Path) -> None:
         self.report_dir = report_dir
+        self._of: dict[int, TestArtifacts] = {}
 
-    def folder(self, test: TestRun) -> Path:
+    def of(self, test: TestState) -> TestArtifacts:
+        """What ``test`` left so far (nothing, for a test the artifacts never saw)."""
+        return self._of.get(id(test), TestArtifacts())
+
+    def folder(self, test: TestState) -> Path:
         folder = self.report_dir / folder_name(test.name)
         folder.mkdir(parents=True, exist_ok=True)
         return folder
@@ -46,49 +68,64 @@ class Artifacts:
         its end); a path only, made by Playwright when it records."""
         return self.report_dir / folder_name(name) / "video"
 
-    def start(self, test: TestRun) -> None:
+    def start(self, test: TestState) -> None:
+        state = self._of[id(test)] = TestArtifacts()
+        test.on_secret(lambda: self._secret_named(test))
         if test.config.trace == "off":
             return
         test.page.context.tracing.start(title=test.name, screenshots=True, snapshots=True)
-        test.tracing = True
+        state.tracing = True
 
-    def screenshot(self, test: TestRun, name: str = "failure.png") -> Path | None:
+    def _secret_named(self, test: TestState) -> None:
+        """A step names a secret: stop and discard the trace unless ``trace=on`` (a picture of
+        the page cannot be redacted; screenshots and videos follow their own policies)."""
+        state = self.of(test)
+        if state.tracing and test.config.trace != "on":
+            state.tracing = False
+            try:
+                test.page.context.tracing.stop()
+            except Exception as exc:
+                _lost("the trace", test, exc)
+
+    def screenshot(self, test: TestState, name: str = "failure.png") -> Path | None:
         """The test's screenshot, taken once, while its page is still open: at its first
         failing step, or (``screenshot=on``) when a passing test ends. None under
         ``screenshot=off``, and for a test that names a secret unless the policy is ``on``."""
-        policy = test.config.screenshot
+        policy, state = test.config.screenshot, self.of(test)
         if policy == "off" or (test.uses_secrets and policy != "on"):
             return None
-        if test.screenshot is None and not test.page.is_closed():
+        if state.screenshot is None and not test.page.is_closed():
             path = self.folder(test) / name
             try:
                 test.page.screenshot(path=str(path), full_page=True)
-            except Exception:  # a crashed page has no picture to give
+            except Exception as exc:  # a crashed page has no picture to give
+                _lost("the screenshot", test, exc)
                 return None
-            test.screenshot = path
-        return test.screenshot
+            state.screenshot = path
+        return state.screenshot
 
-    def keep_trace(self, test: TestRun) -> Path | None:
+    def keep_trace(self, test: TestState) -> Path | None:
         """Stop the test's trace and keep it, at its first failing step (behave's after_step),
         so the step can carry it; None when the test records none."""
-        if test.tracing:
+        if self.of(test).tracing:
             try:
                 self._stop(test, keep=True)
-            except Exception:  # a crashed page's context has no trace to give
+            except Exception as exc:  # a crashed page's context has no trace to give
+                _lost("the trace", test, exc)
                 return None
-        return test.trace_file
+        return self.of(test).trace_file
 
-    def finish(self, test: TestRun) -> None:
+    def finish(self, test: TestState) -> None:
         """Keep or discard the test's trace; take its last screenshot (a failing test's, or
         any test's under ``screenshot=on``). Its context is still open: videos come later."""
         if test.failed:
             self.screenshot(test)
         elif test.config.screenshot == "on":
             self.screenshot(test, "final.png")
-        if test.tracing:
+        if self.of(test).tracing:
             self._stop(test, keep=test.failed or test.config.trace == "on")
 
-    def keep_videos(self, test: TestRun) -> None:
+    def keep_videos(self, test: TestState) -> None:
         """After the test's context closed (Playwright writes its videos then): keep them as
         ``video.webm``, ``video-2.webm`` … beside its other artifacts, or remove them."""
         recorded = self.video_dir(test.name)
@@ -102,26 +139,39 @@ class Artifacts:
             videos = [path for path in map(_video_of, test.tabs.opened) if path and path.exists()]
             for number, video in enumerate(videos):
                 name = f"video-{number + 1}.webm" if number else "video.webm"
-                test.videos.append(video.replace(recorded.parent / name))
+                self.of(test).videos.append(video.replace(recorded.parent / name))
         shutil.rmtree(recorded, ignore_errors=True)
         folder = recorded.parent
         if folder.is_dir() and not any(folder.iterdir()):
             folder.rmdir()
 
-    def _stop(self, test: TestRun, keep: bool) -> None:
-        test.tracing = False
+    def _stop(self, test: TestState, keep: bool) -> None:
+        state = self.of(test)
+        state.tracing = False
         tracing = test.page.context.tracing
         if keep:
             path = self.folder(test) / "trace.zip"
             tracing.stop(path=str(path))
-            test.trace_file = path
+            state.trace_file = path
         else:
             tracing.stop()
+
+
+def _lost(what: str, test: TestState, exc: Exception) -> None:
+    """An artifact that could not be kept is said, never a failure of the test."""
+    log.warning(
+        "%s of %s could not be kept: %s",
+        what,
+        test.name,
+        str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+        extra={"event": "artifact_lost"},
+    )
 
 
 def _video_of(page: Page) -> Path | None:
     """The file Playwright recorded a page's video into; None for a page it did not record."""
     try:
         return Path(page.video.path()) if page.video else None
-    except Exception:  # a page whose recording never started (it crashed at once)
+    except Exception as exc:  # a page whose recording never started (it crashed at once)
+        log.warning("a video could not be found: %s", exc, extra={"event": "artifact_lost"})
         return None

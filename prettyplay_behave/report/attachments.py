@@ -19,7 +19,8 @@ from ..events import record
 from .diffs import change_of
 
 if TYPE_CHECKING:
-    from ..engine.step import ScenarioEntry, TestRun
+    from ..engine.state import TestState
+    from ..engine.step import ScenarioEntry
 
 Redact = Callable[[str], str]
 COST_PARAMETER = "LLM cost"
@@ -39,7 +40,7 @@ def allure_listening() -> Any | None:
     return allure
 
 
-def step_texts(test: TestRun, entry: ScenarioEntry, redact: Redact) -> list[tuple[str, str]]:
+def step_texts(test: TestState, entry: ScenarioEntry, redact: Redact) -> list[tuple[str, str]]:
     """The text attachments of one step: its code, how it ran, its code diff when the run
     rewrote it, its attempt history and its verdicts; each redacted."""
     texts = [("how it ran", how_it_ran(entry))]
@@ -85,7 +86,7 @@ def verdicts(entry: ScenarioEntry) -> str:
     return "\n---\n".join(texts) + "\n"
 
 
-def test_cost(test: TestRun) -> str:
+def test_cost(test: TestState) -> str:
     """What the LLM cost a test: its requests and tokens (a group's diagnosis is booked on the
     step that failed, so every request of the test is counted once). The one place the Allure
     parameter's value is made: a cost in money joins it here."""
@@ -95,7 +96,7 @@ def test_cost(test: TestRun) -> str:
 
 
 def attach_steps(
-    allure: Any, test: TestRun, entries: Sequence[tuple[ScenarioEntry, bool]], redact: Redact
+    allure: Any, test: TestState, entries: Sequence[tuple[ScenarioEntry, bool]], redact: Redact
 ) -> None:
     """Attach to the Allure step that is running the texts of its own entries (``True``) and of
     earlier entries it rewrote (``False``, e.g. the row of a group recovery), those named after
@@ -117,7 +118,7 @@ def attach_artifacts(allure: Any, screenshot: Path | None, trace: Path | None) -
                 extension="zip")  # fmt: skip
 
 
-def add_cost(allure: Any, test: TestRun) -> None:
+def add_cost(allure: Any, test: TestState) -> None:
     """The test's LLM cost as an Allure parameter, kept out of the test's history id."""
     _safely(_parameters_reach_results)
     _safely(allure.dynamic.parameter, COST_PARAMETER, test_cost(test), excluded=True)

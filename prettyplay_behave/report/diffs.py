@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 from ..vocabulary import Origin
 
 if TYPE_CHECKING:
-    from ..engine.step import ScenarioEntry, TestRun
+    from ..engine.state import TestState
+    from ..engine.step import ScenarioEntry
     from ..llm.answers import Verdict
 
 
@@ -64,7 +65,7 @@ class Change:
     guidance: str  # the engineer's guidance (steered)
 
 
-def cause(test: TestRun, entry: ScenarioEntry) -> Verdict | None:
+def cause(test: TestState, entry: ScenarioEntry) -> Verdict | None:
     """The verdict that started a rewrite: the entry's own last verdict, or for a row step
     recovered without one, the diagnosis booked on the later group step that failed."""
     if entry.verdicts:
@@ -76,7 +77,7 @@ def cause(test: TestRun, entry: ScenarioEntry) -> Verdict | None:
     return None
 
 
-def change_of(test: TestRun, entry: ScenarioEntry, redact: Callable[[str], str]) -> Change | None:
+def change_of(test: TestState, entry: ScenarioEntry, redact: Callable[[str], str]) -> Change | None:
     """The change an entry's rewrite made, redacted, or None when the run rewrote nothing."""
     if entry.replaced is None or entry.origin is None:
         return None

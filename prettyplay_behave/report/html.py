@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..resources import templates_folder
+from .artifacts import TestArtifacts
 from .diffs import change_of
 
 if TYPE_CHECKING:
-    from ..engine.step import TestRun
+    from ..engine.state import TestState
     from .summary import RunSummary
 
 REPORT_NAME = "report.html"
@@ -25,12 +26,14 @@ def _inline_png(path: Path | None) -> str:
 
 def write_report(
     report_dir: Path,
-    tests: Sequence[TestRun],
+    tests: Sequence[TestState],
     summary: RunSummary,
     redact: Callable[[str], str],
     name: str = REPORT_NAME,
+    artifacts_of: Callable[[TestState], TestArtifacts] = lambda test: TestArtifacts(),
 ) -> Path:
-    """Render the report into ``report_dir``; every text passes ``redact``."""
+    """Render the report into ``report_dir``; every text passes ``redact``. ``artifacts_of``
+    gives what each test left there (its screenshot, trace and videos)."""
     import jinja2  # loaded only when a report is written, never on a plain replay
 
     environment = jinja2.Environment(
@@ -45,6 +48,7 @@ def write_report(
     environment.filters["relative"] = lambda path: path.relative_to(report_dir).as_posix()
     # what a rewrite (heal, recovery, steer) changed, as a diff beside its cause
     environment.globals["change_of"] = lambda test, entry: change_of(test, entry, redact)
+    environment.globals["artifacts_of"] = artifacts_of
     html = environment.get_template("report.html.j2").render(tests=tests, summary=summary)
     report_dir.mkdir(parents=True, exist_ok=True)
     path = report_dir / name

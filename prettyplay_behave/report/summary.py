@@ -17,7 +17,7 @@ from ..llm.prices import PRICES_TAKEN, format_cost
 from ..vocabulary import FailureKind, Origin, Purpose, StepStatus
 
 if TYPE_CHECKING:
-    from ..engine.step import TestRun
+    from ..engine.state import TestState
     from ..llm.client import Usage
     from ..llm.prices import Price
 
@@ -53,7 +53,7 @@ class RunSummary:
     @classmethod
     def of(
         cls,
-        tests: Sequence[TestRun],
+        tests: Sequence[TestState],
         usage: Mapping[Purpose, Usage],
         cache_written: int,
         obsolete: int | None,

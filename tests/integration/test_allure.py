@@ -21,6 +21,7 @@ from prettyplay_behave.config import PrettyConfig
 from prettyplay_behave.demo.server import DemoShop
 from prettyplay_behave.engine import step as engine_step
 from prettyplay_behave.engine.history import Attempt
+from prettyplay_behave.engine.state import TestState
 from prettyplay_behave.llm.answers import Verdict
 from prettyplay_behave.report.attachments import allure_listening, step_texts
 from prettyplay_behave.safety.policy import check_code
@@ -247,7 +248,7 @@ def test_every_attachment_text_is_redacted(browser) -> None:
     secrets.require(["TOKEN"], "log in with ${TOKEN}")
     page = browser.new_page()
     try:
-        test = engine_step.TestRun("login.feature::In", PrettyConfig().for_test(), Tabs(page))
+        test = TestState("login.feature::In", PrettyConfig().for_test(), Tabs(page))
         spec = engine_step.StepSpec(Kind.ACTION, f"log in as {canary}")
         entry = engine_step.ScenarioEntry(
             spec, CacheKey(test.name, spec.kind, spec.sentence), group=f"the {canary} group",
@@ -257,7 +258,7 @@ def test_every_attachment_text_is_redacted(browser) -> None:
             failure=FailureKind.INCURABLE,
         )  # fmt: skip
         entry.verdicts.append(Verdict(StepLabel.INCURABLE, f"it shows {canary}", canary, canary))
-        test.scenario.append(entry)
+        test.record(entry)
         texts = dict(step_texts(test, entry, secrets.redact))
     finally:
         page.close()

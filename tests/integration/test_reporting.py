@@ -19,6 +19,7 @@ from prettyplay_behave.cache import CacheKey as Key
 from prettyplay_behave.config import PrettyConfig
 from prettyplay_behave.engine import step
 from prettyplay_behave.engine.history import Attempt
+from prettyplay_behave.engine.state import TestState
 from prettyplay_behave.llm.answers import Verdict
 from prettyplay_behave.report.html import write_report
 from prettyplay_behave.report.summary import RunSummary
@@ -330,7 +331,7 @@ def test_the_html_report_redacts_every_text_it_shows(browser, tmp_path: Path) ->
     secrets.require(["TOKEN"], "log in with ${TOKEN}")
     page = browser.new_page()
     try:
-        test = step.TestRun(f"login {canary}", PrettyConfig().for_test(), Tabs(page))
+        test = TestState(f"login {canary}", PrettyConfig().for_test(), Tabs(page))
         url = f"http://127.0.0.1:8000/welcome?token={canary}"
         attempt = Attempt(Outcome.RED, url, url, f"# {canary}\n", f"Actual value: {canary}")
         spec = step.StepSpec(Kind.ACTION, f"log in as {canary}")
@@ -340,7 +341,7 @@ def test_the_html_report_redacts_every_text_it_shows(browser, tmp_path: Path) ->
             failure=FailureKind.INCURABLE,
         )  # fmt: skip
         entry.verdicts.append(Verdict(StepLabel.INCURABLE, f"it shows {canary}", f"type {canary}"))
-        test.scenario.append(entry)
+        test.record(entry)
         summary = RunSummary.of([test], {}, 0, None, 1.0)
         html = write_report(tmp_path, [test], summary, secrets.redact).read_text()
     finally:

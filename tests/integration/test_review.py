@@ -21,6 +21,7 @@ from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore, prune
 from prettyplay_behave.config import PrettyConfig
 from prettyplay_behave.demo.server import DemoShop
 from prettyplay_behave.engine import step
+from prettyplay_behave.engine.state import TestState
 from prettyplay_behave.llm.answers import Verdict
 from prettyplay_behave.report.html import write_report
 from prettyplay_behave.report.summary import RunSummary
@@ -329,7 +330,7 @@ def test_the_report_shows_a_steered_change_and_a_row_recovered_without_its_own_v
     group step shows the diagnosis booked on that later step; code is escaped, not markup."""
     page = browser.new_page()
     try:
-        test = step.TestRun("shop.feature::Order", PrettyConfig().for_test(), Tabs(page))
+        test = TestState("shop.feature::Order", PrettyConfig().for_test(), Tabs(page))
 
         def entry(sentence: str, old: str, new: str, origin: Origin, group: str | None = None):
             spec = step.StepSpec(Kind.ACTION, sentence)
@@ -337,7 +338,7 @@ def test_the_report_shows_a_steered_change_and_a_row_recovered_without_its_own_v
                 spec, CacheKey(test.name, spec.kind, sentence), group=group,
                 outcome=StepStatus.PASSED, origin=origin, code=new, replaced=old,
             )  # fmt: skip
-            test.scenario.append(made)
+            test.record(made)
             return made
 
         hostile = (
@@ -384,9 +385,9 @@ def test_the_diff_of_a_rewrite_is_redacted(browser, tmp_path: Path) -> None:
     secrets.require(["TOKEN"], "log in with ${TOKEN}")
     page = browser.new_page()
     try:
-        test = step.TestRun("login.feature::In", PrettyConfig().for_test(), Tabs(page))
+        test = TestState("login.feature::In", PrettyConfig().for_test(), Tabs(page))
         spec = step.StepSpec(Kind.ACTION, "log in with ${TOKEN}")
-        test.scenario.append(
+        test.record(
             step.ScenarioEntry(
                 spec, CacheKey(test.name, spec.kind, spec.sentence), outcome=StepStatus.PASSED,
                 origin=Origin.HEALED, replaced=f'def step(page) -> None:\n    x = "{canary}"\n',

@@ -1,0 +1,136 @@
+"""The state of one test while it runs, written through its own methods only.
+
+``TestState`` owns a test's page and instruments (its tabs, its navigation guard), the scenario
+so far, the occurrence counts of the cache address, the recovery cycles of its groups, what the
+last execution met on the page, and whether a step named a secret. Whoever must know of a
+secret (the artifacts stop a trace) listens with ``on_secret``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from playwright.sync_api import Error as PlaywrightError
+
+from ..cache import CacheKey
+from ..vocabulary import Kind, StepStatus
+
+if TYPE_CHECKING:
+    from playwright.sync_api import BrowserContext, Page
+
+    from ..browser.guard import NavigationGuard
+    from ..browser.settle import Settler
+    from ..browser.tabs import Tabs
+    from ..config import TestConfig
+    from .step import ScenarioEntry, StepSpec
+
+
+@dataclass
+class TestState:
+    """One test around its steps."""
+
+    __test__ = False  # a product class, not a pytest test class
+
+    name: str
+    config: TestConfig
+    tabs: Tabs  # its pages; the current one is the page of its next step
+    owned_context: BrowserContext | None = None
+    guard: NavigationGuard | None = None
+    files_dir: Path | None = None  # where the files it uploads come from
+    downloads: Path | None = None  # where its downloads are saved (report_dir)
+    started: float = field(default_factory=time.monotonic)
+    duration: float = 0.0
+    scenario: list[ScenarioEntry] = field(default_factory=list)
+    _notes: list[str] = field(default_factory=list)
+    _failed_elsewhere: bool = False
+    _uses_secrets: bool = False
+    _secret_listeners: list[Callable[[], None]] = field(default_factory=list)
+    _recovery_cycles: dict[str, int] = field(default_factory=dict)
+    _seen: dict[tuple[Kind, str, str], int] = field(default_factory=dict)
+
+    @property
+    def page(self) -> Page:
+        return self.tabs.page
+
+    @property
+    def settler(self) -> Settler:
+        return self.tabs.current.settler
+
+    # -- the scenario ----------------------------------------------------------------------------
+
+    def key_for(self, spec: StepSpec) -> CacheKey:
+        """The cache address: identical earlier steps of this test count as occurrences."""
+        self._seen[spec.identity] = self._seen.get(spec.identity, 0) + 1
+        return CacheKey(self.name, spec.kind, spec.sentence, spec.data, self._seen[spec.identity])
+
+    def record(self, entry: ScenarioEntry) -> None:
+        """A step that ran joins the scenario, whatever its outcome."""
+        self.scenario.append(entry)
+
+    @property
+    def failed(self) -> bool:
+        return self._failed_elsewhere or any(e.outcome is StepStatus.FAILED for e in self.scenario)
+
+    def mark_failed(self) -> None:
+        """Something outside prettyplay (a user's own step) failed this test."""
+        self._failed_elsewhere = True
+
+    def next_cycle(self, prompt: str) -> int:
+        """Count one recovery cycle of the group ``prompt``; how many it has had now."""
+        self._recovery_cycles[prompt] = self._recovery_cycles.get(prompt, 0) + 1
+        return self._recovery_cycles[prompt]
+
+    def cycles(self, prompt: str) -> int:
+        return self._recovery_cycles.get(prompt, 0)
+
+    # -- what the page met -----------------------------------------------------------------------
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What the last execution met on the page: dialogs nobody handled."""
+        return tuple(self._notes)
+
+    def take_notes(self) -> tuple[str, ...]:
+        """After an execution: what its pages noted is this test's last notes."""
+        self._notes = self.tabs.take_notes()
+        return self.notes
+
+    # -- secrets ---------------------------------------------------------------------------------
+
+    @property
+    def uses_secrets(self) -> bool:
+        """Whether a step named a secret: then pictures of the page are kept only when asked."""
+        return self._uses_secrets
+
+    def on_secret(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` when a step first names a secret."""
+        self._secret_listeners.append(listener)
+
+    def uses_secret(self) -> None:
+        """A step names a secret."""
+        if self._uses_secrets:
+            return
+        self._uses_secrets = True
+        for listener in self._secret_listeners:
+            listener()
+
+    # -- the end ---------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the context this test opened (a page handed in stays open)."""
+        self.duration = time.monotonic() - self.started
+        if self.guard is not None:
+            self.guard.uninstall()
+        context, self.owned_context = self.owned_context, None
+        if context is None:
+            return
+        try:
+            context.close()
+        except PlaywrightError:
+            browser = context.browser
+            if browser is not None and browser.is_connected():
+                raise  # a browser that is gone took its contexts with it; anything else is real
