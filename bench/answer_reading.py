@@ -1,6 +1,6 @@
 """What reading an answer costs: a thousand answers of each shape, time per answer.
 
-Code answers through ``extract_code`` and verdicts through ``parse_verdict``, in the shapes
+Code answers through ``extract_code`` and verdicts through ``read_answer``, in the shapes
 models of every size write them (docs/llm-providers.md, "Answers are read tolerantly"); then
 answers at the size limit (100,000 characters) built to be slow, each read once, to show that
 reading stays linear. With ``--strict-baseline COMMIT`` the strict shapes are also read by the
@@ -31,6 +31,7 @@ from prettyplay_behave.llm.answers import (  # noqa: E402
     REPAIR_MAX_CHARS,
     UnparseableAnswer,
 )
+from prettyplay_behave.llm.purposes import read_answer  # noqa: E402
 from tests.support.changed_ui import CHECKOUT  # noqa: E402
 
 CODE = CHECKOUT["I check out and accept the terms"].strip("\n")
@@ -141,12 +142,12 @@ def main() -> int:
     parser.add_argument("--strict-baseline", default="")
     args = parser.parse_args()
     strict = strict_reader(args.strict_baseline) if args.strict_baseline else None
-    answers.parse_verdict("{'findings': [],}", "gate")  # loads json_repair once
+    read_answer("{'findings': [],}", "gate")  # loads json_repair once
 
-    def verdict(module: ModuleType) -> Callable[[str], object]:
-        return lambda text: module.parse_verdict(
-            text, "classify" if "findings" not in text else "gate"
-        )
+    def verdict(module: ModuleType | None) -> Callable[[str], object]:
+        """The current reader (None), or a baseline module's ``parse_verdict``."""
+        read = read_answer if module is None else module.parse_verdict
+        return lambda text: read(text, "classify" if "findings" not in text else "gate")
 
     rows = []
     for shape, text in CODE_SHAPES.items():
@@ -160,7 +161,7 @@ def main() -> int:
     table(f"Code answers ({args.count:,} reads each, best of 5 rounds)", rows)
     rows = []
     for shape, text in VERDICT_SHAPES.items():
-        micros, ok = per_answer(verdict(answers), text, args.count)
+        micros, ok = per_answer(verdict(None), text, args.count)
         baseline = (
             per_answer(verdict(strict), text, args.count)[0]
             if strict and "strict" in shape
@@ -174,7 +175,7 @@ def main() -> int:
     worst = 0.0
     for shape, text in WORST.items():
         code = per_answer(answers.extract_code, text, 1)[0] / 1000
-        gate = per_answer(lambda t: answers.parse_verdict(t, "gate"), text, 1)[0] / 1000
+        gate = per_answer(lambda t: read_answer(t, "gate"), text, 1)[0] / 1000
         worst = max(worst, code, gate)
         print(f"| {shape} | {len(text):,} | {code:,.1f} | {gate:,.1f} |")
     print(f"\nslowest read at the size limit: {worst:,.0f} ms (target: under 1,000 ms)")

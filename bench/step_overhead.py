@@ -5,7 +5,7 @@ product, check the cart link: four cached steps each) is replayed strictly by be
 this process with the plain formatter, so that every part can be timed where it runs:
 
 - behave's step (``Step.run``: behave's own work, its hooks, the formatter and the step);
-- prettyplay's step (``Engine.run``), and inside it the step code on the page (``call_step``:
+- prettyplay's step (``Engine.perform``), and inside it the step code on the page (``call_step``:
   the page's own time), the settle wait, the code checks and compile, the cache look-up, the
   tabs follow-up and the event hooks;
 - the navigation bound's judgement of each document request (Python's part of it);
@@ -61,7 +61,7 @@ def instrument() -> None:
     import behave.model
 
     behave.model.Step.run = timing("behave step", behave.model.Step.run)
-    cycle.Engine.run = timing("prettyplay step", cycle.Engine.run)  # type: ignore[method-assign]
+    cycle.Engine.perform = timing("prettyplay step", cycle.Engine.perform)  # type: ignore[method-assign]
     execute.call_step = timing("page (the step code)", execute.call_step)
     execute.compile_step = timing("code checks and compile", execute.compile_step)
     settle.Settler.settle = timing("settle", settle.Settler.settle)  # type: ignore[method-assign]

@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from .config import PrettyConfig, TestConfig
-from .engine.group import GroupRun
+from .engine.group import GroupBlock
 from .engine.step import GroupStepRecord, ScenarioEntry, StepSpec
 from .report.artifacts import folder_name
 from .runtime import Runtime
@@ -66,35 +66,35 @@ class PrettyPlay:
         if self._owns_runtime:  # a test on its own writes a report of its own
             self.runtime.report_name = f"report-{folder_name(name)}.html"
         self._page = page
-        self._run: TestState | None = None
+        self._state: TestState | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
 
     @property
-    def run(self) -> TestState:
+    def state(self) -> TestState:
         """The test's state; its browser context and page open on first use."""
-        if self._run is None:
-            self._run = self.runtime.open_test(self.name, self.config, self._page)
-        return self._run
+        if self._state is None:
+            self._state = self.runtime.open_test(self.name, self.config, self._page)
+        return self._state
 
     @property
     def page(self) -> Page:
-        return self.run.page
+        return self.state.page
 
     @property
     def opened(self) -> bool:
         """Whether the test's context and page are open (they open on first use)."""
-        return self._run is not None
+        return self._state is not None
 
     def mark_failed(self) -> None:
         """Something outside prettyplay (a user's own step) failed this test."""
-        if self._run is not None:  # a test that never opened has nothing to mark
-            self._run.mark_failed()
+        if self._state is not None:  # a test that never opened has nothing to mark
+            self._state.mark_failed()
 
     def close(self) -> None:
-        if self._run is not None:
-            self.runtime.finish_test(self._run)
-            self._run = None
+        if self._state is not None:
+            self.runtime.finish_test(self._state)
+            self._state = None
         if self._owns_runtime:
             self.runtime.close()
 
@@ -120,7 +120,7 @@ class PrettyPlay:
 
     def perform(self, spec: StepSpec) -> ScenarioEntry:
         """A step as written (what ``step`` and ``expect`` build)."""
-        return self.runtime.engine.run(self.run, spec)
+        return self.runtime.engine.perform(self.state, spec)
 
     def group(self, prompt: str, speed: int | None = None, delay: float | None = None) -> Group:
         """A block of steps with a shared goal (``prompt``) that heals as a unit."""
@@ -132,25 +132,25 @@ class Group:
 
     def __init__(self, test: PrettyPlay, prompt: str, speed: int | None, delay: float | None):
         self.test = test
-        self._run = GroupRun(test.runtime.engine, prompt, speed, delay)
+        self._block = GroupBlock(test.runtime.engine, prompt, speed, delay)
 
     @property
     def prompt(self) -> str:
-        return self._run.prompt
+        return self._block.prompt
 
     @property
     def traces(self) -> list[GroupStepRecord]:
         """One verbatim record per executed group step, in execution order."""
-        return self._run.traces
+        return self._block.traces
 
     def start(self) -> Group:
         """Open the block (what ``with`` does on entry)."""
-        self._run.start()
+        self._block.start()
         return self
 
     def finish(self, failed: bool) -> None:
         """Close the block (what ``with`` does on exit)."""
-        self._run.finish(failed)
+        self._block.finish(failed)
 
     def __enter__(self) -> Group:
         return self.start()
@@ -177,4 +177,4 @@ class Group:
 
     def perform(self, spec: StepSpec) -> ScenarioEntry:
         """A step of the group as written."""
-        return self._run.run(self.test.run, spec)
+        return self._block.perform(self.test.state, spec)

@@ -2,8 +2,9 @@
 
 Every member is a ``str`` whose value is the word as it appears in cache files, requests, log
 records, the summary and the report, so it compares equal to that word and formats as it.
-Adding a purpose, an origin or a label is one member here (plus what is genuinely new: a
-template, a parser, a branch of the cycle).
+Adding an origin or a label is one member here (plus what is genuinely new: a branch of the
+cycle). The purposes of LLM requests live with all that follows from them, in
+``llm/purposes.py``.
 """
 
 from __future__ import annotations
@@ -118,36 +119,3 @@ class FailureKind(Word):
     CONFIGURATION = "configuration"
     CACHE = "cache"
     ERROR = "error"
-
-
-class Purpose(Word):
-    """What an LLM request is for: its ``X-Prettyplay-Purpose`` header, its template, and
-    whether it asks for a verdict (read as JSON, sent to the classification model) or code."""
-
-    verdict: bool
-
-    def __new__(cls, value: str, verdict: bool) -> Purpose:
-        member = str.__new__(cls, value)
-        member._value_ = value
-        member.verdict = verdict
-        return member
-
-    GENERATE = "generate", False
-    HEAL = "heal", False
-    CLASSIFY = "classify", True
-    DIAGNOSE = "diagnose", True
-    GATE = "gate", True
-    STEER = "steer", False
-
-    @classmethod
-    def of(cls, value: str) -> Purpose:
-        """The purpose named ``value``; a ValueError names the known ones."""
-        for member in cls:
-            if member.value == value:
-                return member
-        raise ValueError(f"unknown purpose {value!r}; expected one of {', '.join(cls)}")
-
-    @property
-    def template(self) -> str:
-        """The jinja2 template that renders its messages."""
-        return f"{self.value}.j2"

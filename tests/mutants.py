@@ -296,7 +296,7 @@ MUTANTS = (
     Mutant("answers: reasoning read as the answer", f"{PACKAGE}/llm/answers.py",
            "    final = text.rfind(_FINAL_CHANNEL)\n", "    return text\n", ANSWER_TESTS),
     Mutant("answers: a repair may lose findings", f"{PACKAGE}/llm/answers.py",
-           "        _check_kept_findings(span, data)", "        pass", ANSWER_TESTS),
+           "Shape(_gate_verdict, _check_kept_findings)", "Shape(_gate_verdict)", ANSWER_TESTS),
     Mutant("answers: a truncated object is completed", f"{PACKAGE}/llm/answers.py",
            "    return spans, depth > 0", "    return spans + [text[start:]] * (depth > 0), False",
            ANSWER_TESTS),

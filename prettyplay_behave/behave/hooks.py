@@ -42,7 +42,7 @@ class ScenarioState:
     current_step: Any = None
     # what the attachments of earlier steps showed of each scenario entry: (code, origin)
     attached: dict[int, tuple[str, str | None]] = field(default_factory=dict)
-    run: TestState | None = None  # the test's state, once a step has run
+    test_state: TestState | None = None  # the test's state, once a step has run
     trace_attached: bool = False
 
     def unattached(self) -> list[tuple[ScenarioEntry, bool]]:
@@ -50,7 +50,7 @@ class ScenarioState:
         (False: a group's recovery heals earlier steps of its row)."""
         seen = len(self.attached)
         fresh = []
-        for index, entry in enumerate(self.test.run.scenario):
+        for index, entry in enumerate(self.test.state.scenario):
             shown = (entry.code, entry.origin)
             if self.attached.get(index) != shown:
                 fresh.append((entry, index >= seen))
@@ -149,7 +149,7 @@ def after_step(context: Any, step: Any) -> None:
     if state is None or runtime is None:
         return
     allure = attachments.allure_listening()
-    run = state.run = state.test.run
+    run = state.test_state = state.test.state
     if allure is not None:
         attachments.attach_steps(allure, run, state.unattached(), runtime.secrets.redact)
     if not step.status.has_failed() or runtime.artifacts is None:
@@ -181,11 +181,11 @@ def after_scenario(context: Any, scenario: Any) -> None:
     finally:
         state.test.close()
         allure = attachments.allure_listening()
-        if allure is not None and state.run is not None:
-            attachments.add_cost(allure, state.run)
+        if allure is not None and state.test_state is not None:
+            attachments.add_cost(allure, state.test_state)
             if not state.trace_attached:  # kept at the end (trace=on, a failing hook)
                 artifacts = runtime.artifacts if runtime is not None else None
-                trace = artifacts.of(state.run).trace_file if artifacts is not None else None
+                trace = artifacts.of(state.test_state).trace_file if artifacts is not None else None
                 attachments.attach_artifacts(allure, None, trace)
 
 

@@ -1,13 +1,14 @@
-"""The pages of one test: its tabs, which one is current, and the dialogs they opened.
+"""The pages of one test: its tabs, which one is current, and the events they met.
 
 A page opened during a step (a popup, ``target=_blank``, ``window.open``) joins the test and,
 once the step ends, becomes the current page, as a browser focuses a new tab: the ``page`` of
 the next step and of later requests. A step switches back with ``page.switch_to_tab(index)``.
 
-Dialogs (``alert``, ``confirm``, ``prompt``, ``beforeunload``) go to the handlers step code
-registered with ``page.on("dialog", ...)`` or ``page.once(...)``; one that no handler takes is
-dismissed, as Playwright does by default, and noted, so the step's outcome and the next request
-say which dialog opened and what became of it.
+Page events of the kinds step code may answer (``page_events.py``: dialogs, ``alert``,
+``confirm``, ``prompt``, ``beforeunload``) go to the handlers step code registered with
+``page.on("dialog", ...)`` or ``page.once(...)``; one that no handler answers gets its kind's
+default answer (a dialog is dismissed, as Playwright does by default) and is noted, so the
+step's outcome and the next request say what happened and what became of it.
 """
 
 from __future__ import annotations
@@ -15,23 +16,26 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, cast
 
 from playwright.sync_api import Error as PlaywrightError
 
+from ..page_events import PAGE_EVENTS, PageEvent
 from .guard import BLANK, BLANK_GRACE_S
 from .settle import Settler
 
 if TYPE_CHECKING:
-    from playwright.sync_api import BrowserContext, Dialog, Page
+    from playwright.sync_api import BrowserContext, Page
 
-DialogHandler = Callable[[Any], object]
+Handler = Callable[[Any], object]
 BLANK_URLS = (BLANK, "")
 
 
 @dataclass
 class _Listener:
-    handler: DialogHandler
+    event: str
+    handler: Handler
     once: bool
 
 
@@ -49,15 +53,17 @@ class Tabs:
         self._tabs: list[Tab] = []
         self._current = 0
         self._opened_since = 0  # pages opened since the last ``follow``
-        self.notes: list[str] = []  # dialogs nobody handled, since the last ``take_notes``
+        self.notes: list[str] = []  # events nobody answered, since the last ``take_notes``
         self._add(first, fresh)
         first.context.on("page", self._opened)
 
     # -- pages ---------------------------------------------------------------------------------
 
     def _add(self, page: Page, fresh: bool = True) -> None:
-        self._tabs.append(Tab(page, Settler(page, fresh=fresh)))
-        page.on("dialog", self._dialog)
+        tab = Tab(page, Settler(page, fresh=fresh))
+        self._tabs.append(tab)
+        for kind in PAGE_EVENTS.values():  # event names from the table, not typed literals
+            cast(Any, page).on(kind.name, partial(self._event, tab, kind))
 
     def _opened(self, page: Page) -> None:
         if any(tab.page is page for tab in self._tabs):
@@ -150,27 +156,28 @@ class Tabs:
     def contexts(self) -> set[BrowserContext]:
         return {tab.page.context for tab in self._tabs}
 
-    # -- dialogs -------------------------------------------------------------------------------
+    # -- page events ---------------------------------------------------------------------------
 
-    def listen(self, page: Page, handler: DialogHandler, once: bool) -> None:
-        """Step code's ``page.on("dialog", handler)`` (or ``once``)."""
+    def listen(self, page: Page, event: str, handler: Handler, once: bool) -> None:
+        """Step code's ``page.on(event, handler)`` (or ``once``)."""
         tab = next(tab for tab in self._tabs if tab.page is page)
-        tab.listeners.append(_Listener(handler, once))
+        tab.listeners.append(_Listener(event, handler, once))
 
-    def _dialog(self, dialog: Dialog) -> None:
-        tab = next((tab for tab in self._tabs if tab.page is dialog.page), None)
-        listeners = list(tab.listeners) if tab else []
-        if tab is not None:
-            tab.listeners[:] = [listener for listener in tab.listeners if not listener.once]
-        answered = _Answered(dialog)
+    def _event(self, tab: Tab, kind: PageEvent, event: Any) -> None:
+        listeners = [listener for listener in tab.listeners if listener.event == kind.name]
+        tab.listeners[:] = [
+            listener
+            for listener in tab.listeners
+            if not (listener.once and listener.event == kind.name)
+        ]
+        answered = _Answered(kind, event)
         for listener in listeners:
-            listener.handler(answered)  # the policy lets a handler only accept or dismiss it
+            listener.handler(answered)  # the policy lets a handler only call the answers
         if not answered.done:
-            dialog.dismiss()
+            getattr(event, kind.default)()
             self.notes.append(
-                f"a {dialog.type} dialog opened ({dialog.message!r}); no handler took it, so it "
-                'was dismissed (handle it with page.once("dialog", lambda dialog: '
-                "dialog.accept()) before the action that opens it)"
+                f"{kind.describe(event)}; no handler took it, so it was {kind.done} (handle it "
+                f"with {kind.example} before the action that opens it)"
             )
 
     def take_notes(self) -> list[str]:
@@ -179,25 +186,26 @@ class Tabs:
 
 
 class _Answered:
-    """What a handler of step code gets: a dialog it can accept or dismiss, which remembers
-    whether it was answered."""
+    """What a handler of step code gets: the event, offering its kind's answers only, which
+    remembers whether it was answered."""
 
-    __slots__ = ("_dialog", "done")
+    __slots__ = ("_event", "_kind", "done")
 
-    def __init__(self, dialog: Dialog) -> None:
-        self._dialog = dialog
+    def __init__(self, kind: PageEvent, event: Any) -> None:
+        self._kind, self._event = kind, event
         self.done = False
 
-    def accept(self, prompt_text: str | None = None) -> None:
-        self.done = True
-        if prompt_text is None:
-            self._dialog.accept()
-        else:
-            self._dialog.accept(prompt_text)
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        if name not in self._kind.answers:
+            raise AttributeError(f"a {self._kind.name} handler may only call its answers")
+        answer = getattr(self._event, name)
+        limit = self._kind.answers[name]
 
-    def dismiss(self) -> None:
-        self.done = True
-        self._dialog.dismiss()
+        def answering(*args: Any) -> None:
+            self.done = True
+            answer(*args[:limit])
+
+        return answering
 
 
 def _title(page: Page) -> str:

@@ -24,15 +24,9 @@ from ..errors import (
     StepFailedError,
 )
 from ..events import record
-from ..llm.answers import (
-    MAX_ANSWER_CHARS,
-    GateVerdict,
-    UnparseableAnswer,
-    Verdict,
-    extract_code,
-    parse_verdict,
-)
-from ..vocabulary import Outcome, Purpose, StepLabel
+from ..llm.answers import MAX_ANSWER_CHARS, GateVerdict, UnparseableAnswer, Verdict
+from ..llm.purposes import Purpose, Unreadable
+from ..vocabulary import Outcome, StepLabel
 from .execute import page_url
 from .history import Attempt
 
@@ -117,7 +111,8 @@ class Advisor:
         answer = self._send(purpose, entry, page=page, verdict=verdict, guidance=guidance,
                             **context)  # fmt: skip
         try:
-            return extract_code(answer.text)
+            code: str = purpose.read(answer.text)
+            return code
         except UnparseableAnswer as exc:
             url = page_url(test.page)
             text = f"{exc}\nfinish_reason: {answer.finish_reason}\nanswer:\n{quoted(answer.text)}"
@@ -131,7 +126,10 @@ class Advisor:
         ran = sum(estimate_tokens(earlier.code) + SCENARIO_LINE_TOKENS for earlier in test.scenario)
         page = self.page_state(test, max(MIN_PAGE_TOKENS, PAGE_TOKENS - ran))
         answer = self._send(Purpose.CLASSIFY, entry, page=page, **self._step_context(test, entry))
-        return self._verdict(Purpose.CLASSIFY, entry, answer.text)
+        verdict = self._verdict(Purpose.CLASSIFY, entry, answer.text, repr(entry.sentence))
+        record(logging.INFO, "classified", "%r classified %s: %s",
+               entry.sentence, verdict.label, verdict.explanation)  # fmt: skip
+        return verdict
 
     def diagnose(
         self,
@@ -144,28 +142,35 @@ class Advisor:
         context = self._step_context(test, failed)
         context.update(group=prompt, traces=records, failed_step=failed.spec)
         answer = self._send(Purpose.DIAGNOSE, failed, page=self.page_state(test), **context)
-        verdict = self._verdict(Purpose.DIAGNOSE, failed, answer.text)
+        verdict = self._verdict(Purpose.DIAGNOSE, failed, answer.text, f"group {prompt!r}")
         record(logging.INFO, "group_diagnosed", "group %r diagnosed %s (root: %r): %s",
                prompt, verdict.label, verdict.root_step, verdict.explanation,
                label=verdict.label, root_step=verdict.root_step)  # fmt: skip
         return verdict
 
-    def _verdict(self, purpose: Purpose, entry: ScenarioEntry, text: str) -> Verdict:
-        """The verdict of a classify or diagnose answer, kept on the entry."""
+    def _verdict(self, purpose: Purpose, entry: ScenarioEntry, text: str, about: str) -> Verdict:
+        """The verdict of a classify or diagnose answer (``about`` a step or a group), kept on
+        the entry; one that cannot be read is taken as incurable, as its purpose says, the raw
+        answer logged."""
+        assert purpose.unreadable is Unreadable.INCURABLE
         try:
-            verdict = parse_verdict(text, purpose)
+            verdict = purpose.read(text)
         except UnparseableAnswer as exc:
-            event, what, about = _DEGRADED[purpose]
-            subject = entry.group if purpose is Purpose.DIAGNOSE else entry.sentence
-            record(logging.WARNING, event,
-                   f"unparseable {what} of {about} (%s); taken as incurable; raw answer:\n%s",
-                   subject, exc, quoted(text), raw_answer=quoted(text))  # fmt: skip
-            verdict = Verdict(StepLabel.INCURABLE, f"the {what} answer was unparseable: {exc}", "")
+            record(
+                logging.WARNING,
+                purpose.degraded_event,
+                "unparseable %s of %s (%s); taken as incurable; raw answer:\n%s",
+                purpose.subject,
+                about,
+                exc,
+                quoted(text),
+                raw_answer=quoted(text),
+            )
+            verdict = Verdict(
+                StepLabel.INCURABLE, f"the {purpose.subject} answer was unparseable: {exc}", ""
+            )
         assert isinstance(verdict, Verdict)
         entry.verdicts.append(verdict)
-        if purpose is Purpose.CLASSIFY:
-            record(logging.INFO, "classified", "%r classified %s: %s",
-                   entry.sentence, verdict.label, verdict.explanation)  # fmt: skip
         return verdict
 
     # -- the compliance gate ------------------------------------------------------------------
@@ -192,7 +197,7 @@ class Advisor:
         try:
             answer = self._send(Purpose.GATE, entry, guidance=guidance, candidate=green.code,
                                 **evidence, **context)  # fmt: skip
-            review = parse_verdict(answer.text, Purpose.GATE)
+            review = Purpose.GATE.read(answer.text)
         except (ProviderUnavailableError, UnparseableAnswer) as exc:
             raise IncurableStepError(
                 "the compliance gate could not judge the candidate; nothing was written",
@@ -214,13 +219,6 @@ class Advisor:
         return Attempt(
             Outcome.GATE_VIOLATION, green.url_before, green.url_after, green.code, findings
         )
-
-
-# a degraded verdict's log event, what it was and what it was about, by purpose
-_DEGRADED = {
-    Purpose.CLASSIFY: ("classification_degraded", "classification", "%r"),
-    Purpose.DIAGNOSE: ("group_diagnosis_degraded", "diagnosis", "group %r"),
-}
 
 
 def _neutralised(text: str, page: PageState | None) -> str:

@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING
 from ..cache import CacheEntry, CacheStore
 from ..errors import IncurableStepError, failure_kind
 from ..events import Events, record
+from ..llm.purposes import Purpose
 from ..safety.secrets import Secrets, secret_names
-from ..vocabulary import Origin, Outcome, Purpose, StepLabel, StepStatus
+from ..vocabulary import Origin, Outcome, StepLabel, StepStatus
 from .advisor import Advisor, verdict_failure
 from .execute import execute, follow_tabs
 from .history import Attempt
@@ -68,7 +69,7 @@ class Engine:
         # the code that last rewrote a step's entry in this run: (test, code)
         self.heals: dict[tuple[str, str, str], tuple[str, str]] = {}
 
-    def run(self, test: TestState, spec: StepSpec, group: str | None = None) -> ScenarioEntry:
+    def perform(self, test: TestState, spec: StepSpec, group: str | None = None) -> ScenarioEntry:
         """Run one step of ``test`` (a member of ``group``, when given); its scenario entry."""
         entry = ScenarioEntry(spec, test.key_for(spec), group)
         self.events.emit("on_step_started", spec.sentence)
@@ -76,7 +77,7 @@ class Engine:
         try:
             if spec.delay:
                 test.page.wait_for_timeout(spec.delay * 1000)
-            StepCycle(self, test, entry).run()
+            StepCycle(self, test, entry).perform()
             entry.outcome = StepStatus.PASSED
             self._went_green(test, entry)
         except BaseException as exc:
@@ -145,7 +146,7 @@ class Engine:
             failure=failure,
             page=test.page,
             ask=ask,
-            run=lambda code: self.execute(test, once, code),
+            execute=lambda code: self.execute(test, once, code),
             gate=lambda green, guidance: self.advisor.gate(
                 test, entry, green, seen["before"], guidance=guidance
             ),
@@ -178,7 +179,7 @@ class StepCycle:
         self.history = entry.history
         self.in_recoverable_group = entry.group is not None and not test.config.strict
 
-    def run(self) -> None:
+    def perform(self) -> None:
         follow_tabs(self.test)  # a popup that opened after the last step ended is current now
         names = secret_names(self.spec.text)
         self.engine.secrets.require(names, self.spec.text)
@@ -222,9 +223,9 @@ class StepCycle:
             return
         if not self.advisor.available:
             why = STRICT if self.config.strict else " (the LLM is unavailable to heal it)"
-            raise self.terminal("the cached step failed" + why, attempt)
+            raise self.incurable("the cached step failed" + why, attempt)
         if self.in_recoverable_group:
-            raise self.terminal("the cached step failed", attempt)
+            raise self.incurable("the cached step failed", attempt)
         verdict = self.classify()
         if self.config.strict:
             raise self.verdict_failure(verdict, "the cached step failed")
@@ -303,7 +304,7 @@ class StepCycle:
             if self.attempt(Purpose.GENERATE, None, Origin.GENERATED):
                 return
         if self.in_recoverable_group:
-            raise self.terminal("the generation budget is exhausted", self.history[-1])
+            raise self.incurable("the generation budget is exhausted", self.history[-1])
         verdict = self.classify()
         raise self.verdict_failure(verdict, "the generation budget is exhausted")
 
@@ -358,7 +359,7 @@ class StepCycle:
 
     # -- terminal errors -----------------------------------------------------------------------
 
-    def terminal(self, headline: str, attempt: Attempt) -> IncurableStepError:
+    def incurable(self, headline: str, attempt: Attempt) -> IncurableStepError:
         return IncurableStepError(
             headline,
             sentence=self.spec.text,
@@ -369,7 +370,7 @@ class StepCycle:
 
     def verdict_failure(self, verdict: Verdict, headline: str) -> StepFailedError:
         """The terminal error a verdict calls for, about the step's last attempt."""
-        failure = verdict_failure(verdict, headline, self.terminal(headline, self.history[-1]))
+        failure = verdict_failure(verdict, headline, self.incurable(headline, self.history[-1]))
         if self.config.strict:
             failure = failure.recast(type(failure), failure.headline + STRICT)
         return failure

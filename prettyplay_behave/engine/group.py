@@ -1,4 +1,4 @@
-"""A group run: the steps of a group block, their traces, their pace and their recovery.
+"""A group block: the steps of a group, their traces, their pace and their recovery.
 
 A failing group step (a red replay or a generation failure) on a normal run is diagnosed with
 its group instead of healed alone. One recovery cycle: a ``diagnose`` request (the group prompt,
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .step import ScenarioEntry, StepSpec
 
 
-class GroupRun:
+class GroupBlock:
     """One group block of one test. ``speed`` paces the steps after the first; ``delay``
     precedes the first."""
 
@@ -67,13 +67,13 @@ class GroupRun:
 
     # -- a step of the group -----------------------------------------------------------------
 
-    def run(self, test: TestState, spec: StepSpec) -> ScenarioEntry:
+    def perform(self, test: TestState, spec: StepSpec) -> ScenarioEntry:
         pause = (self.delay or 0) if not self.traces else self.pace_ms / 1000
         if pause:
             time.sleep(pause)
         url_before = test.page.url
         try:
-            entry = self.engine.run(test, spec, self.prompt)
+            entry = self.engine.perform(test, spec, self.prompt)
         except BaseException as failure:
             self.traces.append(
                 GroupStepRecord(spec.sentence, StepStatus.FAILED, url_before, test.page.url)

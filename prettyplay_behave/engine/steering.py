@@ -32,7 +32,7 @@ class StuckStep:
     failure: IncurableStepError  # what propagates unless a turn goes green
     page: Page
     ask: Callable[[str], str | Attempt]  # a steer request with this guidance: code, or a record
-    run: Callable[[str], Attempt]  # one execution on the live page (no re-runs)
+    execute: Callable[[str], Attempt]  # one execution on the live page (no re-runs)
     gate: Callable[[Attempt, str], Attempt]  # the compliance gate, judging the guidance too
     keep: Callable[[str, str], None]  # write the code back as steered, with its guidance
     snapshot: Callable[[], str]  # the page's accessibility snapshot, redacted

@@ -42,7 +42,7 @@ class TerminalSteering:
         terminal = self.terminal or Terminal()
         if not terminal.is_interactive():
             return False
-        return SteeringDialog(stuck, terminal).run()
+        return SteeringDialog(stuck, terminal).open()
 
 
 def _labelled(label: str, text: str) -> str:
@@ -62,7 +62,7 @@ class SteeringDialog:
         self.page = stuck.page
         self.shots: list[str] = []  # the screenshots taken, removed when the dialog ends
 
-    def run(self) -> bool:
+    def open(self) -> bool:
         """True when a turn went green and was kept; False: the failure propagates."""
         try:
             return self._talk()
@@ -161,7 +161,7 @@ class SteeringDialog:
             self.terminal.write("not run; the candidate joins the history as rejected")
             return False
         # one execution per turn: the settle window never re-arms inside the dialog
-        attempt = stuck.run(code)
+        attempt = stuck.execute(code)
         if attempt.outcome is Outcome.GREEN:
             attempt = stuck.gate(attempt, guidance)
         if attempt.outcome is not Outcome.GREEN:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..vocabulary import GroupLabel, Purpose, StepLabel
+from ..vocabulary import GroupLabel, StepLabel
 
 # A step is a few lines; an answer this long is a runaway generation, not code to read.
 MAX_ANSWER_CHARS = 100_000
@@ -446,21 +446,28 @@ def _gate_verdict(data: dict[str, Any]) -> GateVerdict:
     return GateVerdict(tuple(findings))
 
 
-_VERDICT_PARSERS: dict[Purpose, Callable[[dict[str, Any]], Verdict | GateVerdict]] = {
-    Purpose.CLASSIFY: _step_verdict,
-    Purpose.DIAGNOSE: _group_verdict,
-    Purpose.GATE: _gate_verdict,
-}
+@dataclass(frozen=True)
+class Shape:
+    """The shape of one kind of verdict: how its fields are read from the JSON object, and
+    what a repaired object must still hold (a repair must not lose a finding)."""
+
+    read: Callable[[dict[str, Any]], Verdict | GateVerdict]
+    check_repair: Callable[[str, dict[str, Any]], None] = lambda span, data: None
 
 
-def _fitting(span: str, purpose: Purpose, budget: list[int]) -> Verdict | GateVerdict:
+CLASSIFICATION = Shape(_step_verdict)
+DIAGNOSIS = Shape(_group_verdict)
+GATE_VERDICT = Shape(_gate_verdict, _check_kept_findings)
+
+
+def _fitting(span: str, shape: Shape, budget: list[int]) -> Verdict | GateVerdict:
     data, repaired = _loads(span, budget)
     if not isinstance(data, dict):
         raise UnparseableAnswer(f"the answer is a JSON {type(data).__name__}; expected an object")
     data = _canonical(data)
-    if repaired and purpose is Purpose.GATE:
-        _check_kept_findings(span, data)
-    return _VERDICT_PARSERS[purpose](data)
+    if repaired:
+        shape.check_repair(span, data)
+    return shape.read(data)
 
 
 def _no_object(answer: str, unclosed: bool) -> UnparseableAnswer:
@@ -479,12 +486,8 @@ def _no_object(answer: str, unclosed: bool) -> UnparseableAnswer:
     return UnparseableAnswer(f"the answer is a JSON {type(data).__name__}; expected an object")
 
 
-def parse_verdict(text: str, purpose: Purpose | str) -> Verdict | GateVerdict:
-    """The verdict of an answer to a verdict purpose (classify, diagnose, gate): the first JSON
-    object of the answer that fits the purpose's shape."""
-    purpose = Purpose.of(purpose)
-    if purpose not in _VERDICT_PARSERS:
-        raise ValueError(f"no verdict for purpose {purpose!r}; expected classify, diagnose or gate")
+def read_verdict(text: str, shape: Shape) -> Verdict | GateVerdict:
+    """The verdict of an answer: the first JSON object of the answer that fits ``shape``."""
     _check_size(text)
     answer = without_reasoning(text)
     spans, unclosed = _objects(answer)
@@ -493,7 +496,7 @@ def parse_verdict(text: str, purpose: Purpose | str) -> Verdict | GateVerdict:
     budget, reasons = [REPAIR_MAX_CHARS], []
     for span in spans[:MAX_JSON_OBJECTS]:
         try:
-            return _fitting(span, purpose, budget)
+            return _fitting(span, shape, budget)
         except UnparseableAnswer as exc:
             reasons.append(exc.reason)
     if len(reasons) == 1:

@@ -35,9 +35,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 from ..errors import ConfigError, ProviderUnavailableError
-from ..vocabulary import Purpose
 from .prices import Price, price_of
-from .schemas import response_format
+from .purposes import Purpose
 
 if TYPE_CHECKING:
     import openai
@@ -201,7 +200,7 @@ class LLMClient:
         mode = self.config.structured_output
         if mode == "off" or (mode == "auto" and self.schema_refused):
             return None
-        return response_format(purpose)
+        return purpose.response_format
 
     def _complete(
         self,

@@ -13,8 +13,9 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
+from ..page_events import PAGE_EVENTS
 from ..resources import templates_folder
-from ..vocabulary import Purpose
+from .purposes import Purpose
 
 if TYPE_CHECKING:
     import jinja2
@@ -70,7 +71,7 @@ def _environment(templates_dir: str | None) -> jinja2.Environment:
     loaders: list[jinja2.BaseLoader] = [shipped]
     if templates_dir:
         loaders.insert(0, jinja2.FileSystemLoader(templates_dir))
-    return jinja2.Environment(
+    environment = jinja2.Environment(
         loader=jinja2.ChoiceLoader(loaders),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
@@ -78,3 +79,5 @@ def _environment(templates_dir: str | None) -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
+    environment.globals["page_events"] = list(PAGE_EVENTS.values())  # the code contract's
+    return environment

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..vocabulary import GroupLabel, Purpose, StepLabel
+from ..vocabulary import GroupLabel, StepLabel
 from .answers import DIMENSIONS, SEVERITIES
 
 
@@ -26,50 +26,45 @@ def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
 _TEXT = {"type": "string"}
 _ROOT = {"type": ["string", "null"]}
 
-VERDICT_SCHEMAS: dict[Purpose, dict[str, Any]] = {
-    Purpose.CLASSIFY: _object(
-        {
-            "label": {"type": "string", "enum": [str(label) for label in StepLabel]},
-            "explanation": _TEXT,
-            "recommendation": _TEXT,
-            "root_step": _ROOT,
-        },
-        ["label", "explanation", "recommendation"],
-    ),
-    Purpose.DIAGNOSE: _object(
-        {
-            "label": {"type": "string", "enum": [str(label) for label in GroupLabel]},
-            "root_step": _ROOT,
-            "explanation": _TEXT,
-            "recommendation": _TEXT,
-        },
-        ["label", "root_step", "explanation", "recommendation"],
-    ),
-    Purpose.GATE: _object(
-        {
-            "findings": {
-                "type": "array",
-                "items": _object(
-                    {
-                        "dimension": {"type": "string", "enum": list(DIMENSIONS)},
-                        "severity": {"type": "string", "enum": list(SEVERITIES)},
-                        "message": _TEXT,
-                    },
-                    ["dimension", "severity", "message"],
-                ),
-            }
-        },
-        ["findings"],
-    ),
-}
+CLASSIFICATION_SCHEMA = _object(
+    {
+        "label": {"type": "string", "enum": [str(label) for label in StepLabel]},
+        "explanation": _TEXT,
+        "recommendation": _TEXT,
+        "root_step": _ROOT,
+    },
+    ["label", "explanation", "recommendation"],
+)
+DIAGNOSIS_SCHEMA = _object(
+    {
+        "label": {"type": "string", "enum": [str(label) for label in GroupLabel]},
+        "root_step": _ROOT,
+        "explanation": _TEXT,
+        "recommendation": _TEXT,
+    },
+    ["label", "root_step", "explanation", "recommendation"],
+)
+GATE_SCHEMA = _object(
+    {
+        "findings": {
+            "type": "array",
+            "items": _object(
+                {
+                    "dimension": {"type": "string", "enum": list(DIMENSIONS)},
+                    "severity": {"type": "string", "enum": list(SEVERITIES)},
+                    "message": _TEXT,
+                },
+                ["dimension", "severity", "message"],
+            ),
+        }
+    },
+    ["findings"],
+)
 
 
-def response_format(purpose: Purpose) -> dict[str, Any] | None:
-    """The ``response_format`` of a request for ``purpose``; None for a code purpose."""
-    schema = VERDICT_SCHEMAS.get(purpose)
-    if schema is None:
-        return None
+def response_format(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """The ``response_format`` of a verdict request whose answer has ``schema``."""
     return {
         "type": "json_schema",
-        "json_schema": {"name": f"prettyplay_{purpose}", "schema": schema, "strict": False},
+        "json_schema": {"name": f"prettyplay_{name}", "schema": schema, "strict": False},
     }

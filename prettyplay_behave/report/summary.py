@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 from colorama import Fore, Style
 
 from ..llm.prices import PRICES_TAKEN, format_cost
-from ..vocabulary import FailureKind, Origin, Purpose, StepStatus
+from ..llm.purposes import Purpose
+from ..vocabulary import FailureKind, Origin, StepStatus
 
 if TYPE_CHECKING:
     from ..engine.state import TestState

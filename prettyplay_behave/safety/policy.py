@@ -14,6 +14,7 @@ import functools
 import re
 
 from ..errors import CodePolicyError
+from ..page_events import PAGE_EVENTS, listener_shape
 
 MAX_CODE_CHARS = 20_000
 MAX_CODE_LINES = 200
@@ -180,9 +181,9 @@ _STATEMENTS = (
 
 # The one `with` the policy admits: waiting for what an action inside it starts.
 WAITERS = frozenset({"expect_popup", "expect_download"})
-# The one `lambda` and the one `on`/`once`: a dialog handler, `lambda dialog: dialog.accept()`.
+# The one `lambda` and the one `on`/`once`: a handler of a page event (page_events.py), such as
+# `lambda dialog: dialog.accept()`.
 LISTENERS = frozenset({"on", "once"})
-DIALOG_ANSWERS = frozenset({"accept", "dismiss"})
 
 _EXPRESSIONS = (
     ast.Constant, ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Slice, ast.BinOp,
@@ -543,33 +544,39 @@ class _Checker:
             self.upload_names(node)
 
     def listener(self, node: ast.Call) -> None:
-        """``page.once("dialog", lambda dialog: dialog.accept())``: the event "dialog" and a
-        one-parameter lambda that accepts (a prompt: with a literal text) or dismisses it."""
-        shape = (
-            'the only listener allowed is page.on("dialog", lambda dialog: dialog.accept()) '
-            '(or once, accept("text") for a prompt, dismiss())'
-        )
+        """``page.once("dialog", lambda dialog: dialog.accept())``: an event of the table of
+        page events and a one-parameter lambda that calls one of its answers, with literal
+        arguments only."""
+        shape = listener_shape()
         assert isinstance(node.func, ast.Attribute)
         handler = node.args[1] if len(node.args) == 2 else None
-        if node.keywords or not _is_constant(node.args[0], "dialog"):
-            raise _refuse(shape, node)
-        if not isinstance(handler, ast.Lambda):
+        first = node.args[0] if node.args else None
+        event = None
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            event = PAGE_EVENTS.get(first.value)
+        if node.keywords or event is None or not isinstance(handler, ast.Lambda):
             raise _refuse(shape, node)
         params = handler.args
-        if len(params.args) != 1 or params.posonlyargs or params.kwonlyargs or params.vararg \
-                or params.kwarg or params.defaults:  # fmt: skip
+        if (
+            len(params.args) != 1
+            or params.posonlyargs
+            or params.kwonlyargs
+            or params.vararg
+            or params.kwarg
+            or params.defaults
+        ):
             raise _refuse(shape, node)
         param, body = params.args[0].arg, handler.body
         if param in PROVIDED_NAMES | BUILTIN_NAMES or param.startswith("_"):
-            raise _refuse(f"the dialog handler's parameter may not be named {param!r}", node)
+            raise _refuse(f"the {event.name} handler's parameter may not be named {param!r}", node)
         answers = (
             isinstance(body, ast.Call)
             and isinstance(body.func, ast.Attribute)
             and isinstance(body.func.value, ast.Name)
             and body.func.value.id == param
-            and body.func.attr in DIALOG_ANSWERS
+            and body.func.attr in event.answers
             and not body.keywords
-            and len(body.args) <= (1 if body.func.attr == "accept" else 0)
+            and len(body.args) <= event.answers[body.func.attr]
             and all(_is_constant(arg) for arg in body.args)
         )
         if not answers:

@@ -27,6 +27,7 @@ from playwright.sync_api import Download, FrameLocator, Keyboard, Locator, Mouse
 from playwright.sync_api import expect as playwright_expect
 
 from ..errors import CodePolicyError
+from ..page_events import PAGE_EVENTS, listener_shape
 from .frames import element_frame, focused_frame, origin_url, outside_frames
 from .limits import EXPECT_TIMEOUT_MS, MAX_TYPED_KEYS, Budget, bounded_call, clamp, typed_text
 from .policy import (
@@ -56,7 +57,7 @@ class PageServices:
     """What the page proxy does beyond Playwright's Page, given by the engine per test: dialog
     handlers, the test's tabs, the folder uploads come from, where downloads go."""
 
-    listen: Callable[[Page, Callable[[Any], object], bool], None] | None = None
+    listen: Callable[[Page, str, Callable[[Any], object], bool], None] | None = None
     switch_tab: Callable[[int], Page] | None = None
     files_dir: Path | None = None
     downloaded: Callable[[Download], object] | None = None
@@ -203,19 +204,19 @@ class PageProxy(_Proxy):
         self._call(self._target.goto, url, **kwargs)
 
     def on(self, event: str, handler: Callable[[Any], object]) -> None:
-        """``page.on("dialog", lambda dialog: dialog.accept())``: answer every dialog."""
+        """``page.on("dialog", lambda dialog: dialog.accept())``: answer every such event."""
         self._listen(event, handler, once=False)
 
     def once(self, event: str, handler: Callable[[Any], object]) -> None:
-        """``page.once("dialog", lambda dialog: dialog.accept())``: answer the next dialog."""
+        """``page.once("dialog", lambda dialog: dialog.accept())``: answer the next one."""
         self._listen(event, handler, once=True)
 
     def _listen(self, event: str, handler: Callable[[Any], object], once: bool) -> None:
-        if event != "dialog" or not callable(handler):
-            raise CodePolicyError('page.on and page.once take only "dialog" and a handler')
+        if event not in PAGE_EVENTS or not callable(handler):
+            raise CodePolicyError(listener_shape())
         if self._services.listen is None:
-            raise CodePolicyError("dialogs cannot be handled here")
-        self._services.listen(self._target, handler, once)
+            raise CodePolicyError(f"{event} events cannot be handled here")
+        self._services.listen(self._target, event, handler, once)
 
     @property
     def keyboard(self) -> KeyboardProxy:

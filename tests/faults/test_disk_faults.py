@@ -69,8 +69,8 @@ def generate_into(
         assert t.step("open the shop").origin == "replayed"
         with pytest.raises(CacheError) as caught:
             t.step("accept the cookie banner")
-        assert t.run.scenario[-1].outcome == "failed"
-        assert t.run.scenario[-1].failure == "cache"
+        assert t.state.scenario[-1].outcome == "failed"
+        assert t.state.scenario[-1].failure == "cache"
     assert [r.purpose for r in llm.requests] == ["generate", "gate"]
     return caught.value
 

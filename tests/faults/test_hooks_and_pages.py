@@ -66,7 +66,7 @@ def test_a_hook_raising_in_every_event_is_logged_and_the_run_goes_on(
         with pytest.raises(ValueError, match="the test's own failure"):
             with t.group("a block that fails"):
                 raise ValueError("the test's own failure")
-        assert [e.outcome for e in t.run.scenario] == ["passed"] * 3
+        assert [e.outcome for e in t.state.scenario] == ["passed"] * 3
     assert set(hook.calls) == set(HOOK_EVENTS)
     failed = [r for r in caplog.records if getattr(r, "event", "") == "hook_failed"]
     assert len(failed) == len(hook.calls)

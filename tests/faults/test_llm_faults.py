@@ -242,7 +242,7 @@ def test_a_garbage_code_answer_is_recorded_unparseable_and_never_passes(
         with pytest.raises(IncurableStepError) as caught:
             t.step("open the shop")
         assert t.page.url == "about:blank"  # none of the code ran
-        entry = t.run.scenario[-1]
+        entry = t.state.scenario[-1]
     assert [a.outcome for a in entry.history] == ["unparseable answer"]
     record = entry.history[0].text
     assert record.startswith(reason)

@@ -164,7 +164,7 @@ def test_a_new_tab_still_blank_as_its_step_ends_is_followed_once_it_asked_for_it
         t.step("I open the opener page")
         t.step("I press Open")
         assert t.page.url == origins.app + "/target"
-        assert len(t.run.tabs.opened) == 2
+        assert len(t.state.tabs.opened) == 2
 
 
 def test_on_playwrights_routing_a_page_sent_outside_beside_a_new_tab_is_taken_back(
@@ -184,7 +184,7 @@ def test_on_playwrights_routing_a_page_sent_outside_beside_a_new_tab_is_taken_ba
         t.step("I open the tabbed page")
         with pytest.raises(PrettyPlayError) as refused:
             t.step("I go away")
-        first, opened = t.run.tabs.opened
+        first, opened = t.state.tabs.opened
         assert t.page is opened and opened.url == origins.app + "/"
         assert first.url == origins.app + "/tabbed"  # taken back from where the hops led it
     assert f"navigation to {origins.outside}/landing was blocked" in str(refused.value)

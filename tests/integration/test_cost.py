@@ -12,8 +12,8 @@ from prettyplay_behave.config import PrettyConfig, resolve_config
 from prettyplay_behave.errors import ConfigError
 from prettyplay_behave.llm.client import LLMClient, Usage
 from prettyplay_behave.llm.prices import Price, format_cost, known_price, price_of
+from prettyplay_behave.llm.purposes import Purpose
 from prettyplay_behave.report.summary import RunSummary
-from prettyplay_behave.vocabulary import Purpose
 from tests.conftest import BehaveProject
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer
 from tests.support.shop_steps import OPEN_SHOP

@@ -16,7 +16,7 @@ import pytest
 from prettyplay_behave.config import PrettyConfig
 from prettyplay_behave.errors import ConfigError, ProviderUnavailableError
 from prettyplay_behave.llm.client import Answer, LLMClient, Usage
-from prettyplay_behave.vocabulary import Purpose
+from prettyplay_behave.llm.purposes import Purpose
 from tests.support.llm_server import (
     Reply,
     ScriptedLLMServer,

@@ -16,7 +16,7 @@ import pytest
 
 from prettyplay_behave.config import resolve_config
 from prettyplay_behave.llm.client import DEFAULT_BASE_URL, LLMClient
-from prettyplay_behave.vocabulary import Purpose
+from prettyplay_behave.llm.purposes import Purpose
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "llm-providers.md"

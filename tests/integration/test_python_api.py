@@ -69,7 +69,7 @@ def test_cached_steps_replay_on_a_browser_the_test_owns(shop, tmp_path: Path, ca
         assert t.step("open the shop").origin == "replayed"
         t.expect("the heading says Demo Shop")
         assert t.page.url == shop.url + "/"
-        assert [e.outcome for e in t.run.scenario] == ["passed", "passed"]
+        assert [e.outcome for e in t.state.scenario] == ["passed", "passed"]
         bundled = Path(t.runtime.session.playwright.chromium.executable_path).exists()
     # without Playwright's own build, a headless run launches the system's headless shell
     shell = shutil.which("chromium-headless-shell")
@@ -225,7 +225,7 @@ def test_group_pace_entry_delay_traces_and_framing(shop, tmp_path: Path, browser
             ("the banner is gone", "passed"),
         ]
         assert g.traces[0].url_before == "about:blank" and g.traces[0].url_after == shop.url + "/"
-        assert [e.group for e in t.run.scenario] == ["accept the cookies"] * 3
+        assert [e.group for e in t.state.scenario] == ["accept the cookies"] * 3
     names = [event[0] for event in recorder.events if event[0].startswith("on_group")]
     assert names == ["on_group_started", "on_group_passed", "on_group_finished"]
     assert {e[1] for e in recorder.events if e[0].startswith("on_group")} == {"accept the cookies"}

@@ -11,10 +11,9 @@ import pytest
 
 from prettyplay_behave import PrettyConfig, PrettyPlay
 from prettyplay_behave.errors import ConfigError, ProviderUnavailableError
-from prettyplay_behave.llm.answers import parse_verdict
 from prettyplay_behave.llm.client import LLMClient
-from prettyplay_behave.llm.schemas import VERDICT_SCHEMAS, response_format
-from prettyplay_behave.vocabulary import GroupLabel, Purpose, StepLabel
+from prettyplay_behave.llm.purposes import Purpose
+from prettyplay_behave.vocabulary import GroupLabel, StepLabel
 from tests.support.llm_server import (
     CLEAN_GATE,
     ScriptedLLMServer,
@@ -68,27 +67,28 @@ def test_by_default_verdict_requests_carry_their_schema_and_code_requests_none(s
             "type": "json_schema",
             "json_schema": {
                 "name": f"prettyplay_{purpose}",
-                "schema": VERDICT_SCHEMAS[purpose],
+                "schema": purpose.schema,
                 "strict": False,
             },
         }
 
 
 def test_the_schemas_hold_the_shapes_the_readers_take() -> None:
-    classify = VERDICT_SCHEMAS[Purpose.CLASSIFY]
+    classify = Purpose.CLASSIFY.schema
+    assert classify is not None and Purpose.DIAGNOSE.schema and Purpose.GATE.schema
     assert classify["properties"]["label"]["enum"] == [str(label) for label in StepLabel]
     assert classify["required"] == ["label", "explanation", "recommendation"]
     assert classify["properties"]["root_step"] == {"type": ["string", "null"]}  # optional
-    diagnose = VERDICT_SCHEMAS[Purpose.DIAGNOSE]
+    diagnose = Purpose.DIAGNOSE.schema
     assert diagnose["properties"]["label"]["enum"] == [str(label) for label in GroupLabel]
     assert diagnose["required"] == ["label", "root_step", "explanation", "recommendation"]
-    finding = VERDICT_SCHEMAS[Purpose.GATE]["properties"]["findings"]["items"]
+    finding = Purpose.GATE.schema["properties"]["findings"]["items"]
     assert finding["properties"]["dimension"]["enum"] == ["instructions", "adequacy"]
     assert finding["properties"]["severity"]["enum"] == ["high", "medium", "low"]
     assert finding["required"] == ["dimension", "severity", "message"]
     for purpose, answer in VERDICTS.items():  # an answer of the schema's shape is read
-        parse_verdict(answer, purpose)
-    assert response_format(Purpose.GENERATE) is None
+        Purpose.of(purpose).read(answer)
+    assert Purpose.GENERATE.response_format is None
 
 
 def test_off_never_sends_a_schema(server) -> None:

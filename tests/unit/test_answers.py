@@ -13,8 +13,8 @@ from prettyplay_behave.llm.answers import (
     UnparseableAnswer,
     Verdict,
     extract_code,
-    parse_verdict,
 )
+from prettyplay_behave.llm.purposes import read_answer
 from prettyplay_behave.vocabulary import GroupLabel, StepLabel
 
 CODE = 'def step(page) -> None:\n    page.get_by_role("button", name="Checkout").click()\n'
@@ -117,19 +117,19 @@ DIAGNOSE = {
 
 def verdict_reason(text: str, purpose: str) -> str:
     with pytest.raises(UnparseableAnswer) as caught:
-        parse_verdict(text, purpose)
+        read_answer(text, purpose)
     return caught.value.reason
 
 
 def test_bare_json_verdict():
-    assert parse_verdict(f"  {json.dumps(CLASSIFY)}\n", "classify") == Verdict(
+    assert read_answer(f"  {json.dumps(CLASSIFY)}\n", "classify") == Verdict(
         StepLabel.ROT, "the button was renamed", "heal"
     )
 
 
 def test_fenced_json_verdict_with_prose():
     text = f"Here is my verdict:\n```json\n{json.dumps(DIAGNOSE, indent=2)}\n```\n"
-    assert parse_verdict(text, "diagnose") == Verdict(
+    assert read_answer(text, "diagnose") == Verdict(
         GroupLabel.RECOVERABLE,
         "the email went to the wrong field",
         "use the field labelled Email",
@@ -138,7 +138,7 @@ def test_fenced_json_verdict_with_prose():
 
 
 def test_a_non_recoverable_diagnosis_may_leave_the_root_empty():
-    verdict = parse_verdict(
+    verdict = read_answer(
         json.dumps({**DIAGNOSE, "label": "incurable", "root_step": None}), "diagnose"
     )
     assert isinstance(verdict, Verdict)
@@ -188,7 +188,7 @@ def test_not_an_object():
 
 
 def test_a_clean_gate():
-    verdict = parse_verdict('{"findings": []}', "gate")
+    verdict = read_answer('{"findings": []}', "gate")
     assert verdict == GateVerdict(())
     assert not verdict.blocking
 
@@ -198,13 +198,13 @@ def test_gate_findings_block_only_when_high():
         {"dimension": "adequacy", "severity": "medium", "message": "brittle locator"},
         {"dimension": "instructions", "severity": "low", "message": "style"},
     ]
-    verdict = parse_verdict(json.dumps({"findings": findings}), "gate")
+    verdict = read_answer(json.dumps({"findings": findings}), "gate")
     assert isinstance(verdict, GateVerdict)
     assert verdict.findings[0] == Finding("adequacy", "medium", "brittle locator")
     assert not verdict.blocking
 
     findings.append({"dimension": "adequacy", "severity": "HIGH", "message": "asserts nothing"})
-    verdict = parse_verdict(json.dumps({"findings": findings}), "gate")
+    verdict = read_answer(json.dumps({"findings": findings}), "gate")
     assert isinstance(verdict, GateVerdict)
     assert verdict.blocking
     assert [f.blocking for f in verdict.findings] == [False, False, True]
@@ -222,6 +222,6 @@ def test_a_huge_verdict_is_refused():
     assert "characters long" in verdict_reason(answer, "classify")
 
 
-def test_only_verdict_purposes_have_verdicts():
-    with pytest.raises(ValueError, match="no verdict for purpose 'generate'"):
-        parse_verdict(json.dumps(CLASSIFY), "generate")
+def test_a_code_purpose_reads_a_verdict_as_no_code():
+    with pytest.raises(UnparseableAnswer, match="is not step code itself"):
+        read_answer(json.dumps(CLASSIFY), "generate")

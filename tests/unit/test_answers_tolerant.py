@@ -17,9 +17,9 @@ from prettyplay_behave.llm.answers import (
     UnparseableAnswer,
     Verdict,
     extract_code,
-    parse_verdict,
     without_reasoning,
 )
+from prettyplay_behave.llm.purposes import read_answer
 from prettyplay_behave.vocabulary import GroupLabel, StepLabel
 
 CODE = 'def step(page) -> None:\n    page.get_by_role("button", name="Checkout").click()\n'
@@ -36,7 +36,7 @@ def code_reason(text: str) -> str:
 
 def verdict_reason(text: str, purpose: str) -> str:
     with pytest.raises(UnparseableAnswer) as caught:
-        parse_verdict(text, purpose)
+        read_answer(text, purpose)
     return caught.value.reason
 
 
@@ -188,7 +188,7 @@ def test_a_wrong_parameter_list_in_the_one_defining_block() -> None:
 
 def test_a_verdict_in_prose() -> None:
     text = f"Sure, here is my review: {json.dumps(CLASSIFY)} Let me know if you need more."
-    assert parse_verdict(text, "classify") == ROT
+    assert read_answer(text, "classify") == ROT
 
 
 def test_a_verdict_in_a_json_fence_with_slips() -> None:
@@ -196,7 +196,7 @@ def test_a_verdict_in_a_json_fence_with_slips() -> None:
         "```json\n{\n  'label': 'Rot',\n  'explanation': \"the button was renamed\",\n"
         "  'recommendation': 'heal',\n}\n```"
     )
-    assert parse_verdict(text, "classify") == ROT
+    assert read_answer(text, "classify") == ROT
 
 
 @pytest.mark.parametrize(
@@ -204,7 +204,7 @@ def test_a_verdict_in_a_json_fence_with_slips() -> None:
     ["Product Defect", "product-defect", "PRODUCT_DEFECT", "ProductDefect", " product defect. "],
 )
 def test_labels_match_whatever_their_case_and_separators(label: str) -> None:
-    verdict = parse_verdict(json.dumps({**CLASSIFY, "label": label}), "classify")
+    verdict = read_answer(json.dumps({**CLASSIFY, "label": label}), "classify")
     assert isinstance(verdict, Verdict)
     assert verdict.label is StepLabel.PRODUCT_DEFECT
 
@@ -214,7 +214,7 @@ def test_field_names_match_whatever_their_case() -> None:
         '{"Label": "Recoverable", "Root Step": "fill the email", "Explanation": "e", '
         '"recommendation": "r"}'
     )
-    assert parse_verdict(answer, "diagnose") == Verdict(
+    assert read_answer(answer, "diagnose") == Verdict(
         GroupLabel.RECOVERABLE, "e", "r", root_step="fill the email"
     )
 
@@ -232,7 +232,7 @@ def test_the_first_object_that_fits_is_the_verdict() -> None:
         '{"url": "/cart"}. My verdict: ' + json.dumps({**CLASSIFY, "label": "Fixable"}) + " and "
         "not " + json.dumps({**CLASSIFY, "label": "product_defect"})
     )
-    verdict = parse_verdict(text, "classify")
+    verdict = read_answer(text, "classify")
     assert isinstance(verdict, Verdict) and verdict.label is StepLabel.FIXABLE
 
 
@@ -245,7 +245,7 @@ def test_no_object_fits() -> None:
 
 def test_braces_inside_strings_do_not_end_the_object() -> None:
     answer = json.dumps({**CLASSIFY, "explanation": 'the text "}{" was renamed'})
-    verdict = parse_verdict(f"Verdict: {answer}", "classify")
+    verdict = read_answer(f"Verdict: {answer}", "classify")
     assert isinstance(verdict, Verdict) and verdict.explanation == 'the text "}{" was renamed'
 
 
@@ -256,13 +256,13 @@ def test_a_draft_verdict_inside_the_reasoning_is_never_the_verdict() -> None:
     text = f"<think>\nFirst thought: {draft}\nBut it does click the button.\n</think>\n" + (
         '{"findings": []}'
     )
-    assert parse_verdict(text, "gate") == GateVerdict(())
+    assert read_answer(text, "gate") == GateVerdict(())
 
 
 def test_gate_findings_in_any_case() -> None:
     finding = '{"Dimension": "Adequacy", "Severity": "High", "message": "m"}'
     text = f'```json\n{{"findings": [{finding},]}}\n```'
-    verdict = parse_verdict(text, "gate")
+    verdict = read_answer(text, "gate")
     assert verdict == GateVerdict((Finding("adequacy", "high", "m"),))
     assert verdict.blocking
 
@@ -291,7 +291,7 @@ def test_a_long_broken_object_is_not_repaired() -> None:
     long = {**CLASSIFY, "explanation": "x" * REPAIR_MAX_CHARS}
     broken = json.dumps(long)[:-1] + ",}"
     assert verdict_reason(broken, "classify").startswith("the answer is not valid JSON: ")
-    assert parse_verdict(json.dumps(long)[:-1] + "}", "classify") is not None  # valid: no repair
+    assert read_answer(json.dumps(long)[:-1] + "}", "classify") is not None  # valid: no repair
 
 
 def test_prose_in_braces_is_not_an_object() -> None:
@@ -323,7 +323,7 @@ def test_reading_an_answer_at_the_size_limit_ends(shape: str) -> None:
     text = ADVERSARIAL[shape]
     assert len(text) <= MAX_ANSWER_CHARS
     started = time.monotonic()
-    for read in (extract_code, lambda t: parse_verdict(t, "gate")):
+    for read in (extract_code, lambda t: read_answer(t, "gate")):
         with contextlib.suppress(UnparseableAnswer):
             read(text)
     # generous: the figures are in bench/answer_reading.py; this shows that reading ends
@@ -332,4 +332,4 @@ def test_reading_an_answer_at_the_size_limit_ends(shape: str) -> None:
 
 def test_a_repaired_gate_verdict_with_capitalised_names_keeps_its_findings() -> None:
     text = '{"Findings": [{"Dimension": "Adequacy", "Severity": "Low", "message": "m"},]}'
-    assert parse_verdict(text, "gate") == GateVerdict((Finding("adequacy", "low", "m"),))
+    assert read_answer(text, "gate") == GateVerdict((Finding("adequacy", "low", "m"),))

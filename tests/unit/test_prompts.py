@@ -13,7 +13,8 @@ from prettyplay_behave.browser.change import page_change
 from prettyplay_behave.browser.snapshot import PageState
 from prettyplay_behave.errors import ConfigError
 from prettyplay_behave.llm.prompts import Prompts
-from prettyplay_behave.vocabulary import Kind, Purpose
+from prettyplay_behave.llm.purposes import Purpose
+from prettyplay_behave.vocabulary import Kind
 
 GROUP = "accept cookies, fill and submit the order form"
 CANDIDATE = 'def step(page) -> None:\n    page.get_by_label("Email").fill(secret("EMAIL"))\n'

@@ -1,0 +1,116 @@
+"""Every purpose of an LLM request, each defined once, here.
+
+A purpose is what a request is for, and everything that follows from it: its word (the
+``X-Prettyplay-Purpose`` header, its line in the summary), its template (``<purpose>.j2``),
+the model it goes to (a verdict goes to ``classification_model``), the JSON schema its answer is
+asked for in (verdicts only), how its answer is read, and what happens when the answer cannot be
+read. The client, the request desk (``engine/advisor.py``) and the docs' table of purposes
+(docs/llm-providers.md, kept true by ``tests/unit/test_purposes.py``) all read it from here.
+
+Adding a purpose is one member below and its template; see docs/contributing.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from ..vocabulary import Word
+from .answers import CLASSIFICATION, DIAGNOSIS, GATE_VERDICT, extract_code, read_verdict
+from .schemas import CLASSIFICATION_SCHEMA, DIAGNOSIS_SCHEMA, GATE_SCHEMA, response_format
+
+
+class Unreadable(Word):
+    """What becomes of an answer that cannot be read."""
+
+    RECORDED = "a red attempt (unparseable answer) in the step's history; the loop goes on"
+    INCURABLE = "taken as incurable, the raw answer logged; never a retry"
+    TERMINAL = "nothing is written and the step ends terminally"
+
+
+class Purpose(Word):
+    """What an LLM request is for, and all that follows from it (see the module docstring)."""
+
+    task: str  # what it asks, for the docs' table
+    read: Callable[[str], Any]  # the answer as code (str) or a verdict; UnparseableAnswer else
+    schema: dict[str, Any] | None  # the JSON schema of a verdict's answer
+    unreadable: Unreadable
+    subject: str  # what its answer is, in messages: "code", "classification", ...
+    degraded_event: str  # the log event of an answer taken as incurable
+
+    def __new__(
+        cls,
+        value: str,
+        task: str,
+        read: Callable[[str], Any],
+        schema: dict[str, Any] | None,
+        unreadable: Unreadable,
+        subject: str,
+        degraded_event: str = "",
+    ) -> Purpose:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.task = task
+        member.read = read
+        member.schema = schema
+        member.unreadable = unreadable
+        member.subject = subject
+        member.degraded_event = degraded_event
+        return member
+
+    # fmt: off
+    GENERATE = ("generate", "write a step's code", extract_code, None, Unreadable.RECORDED,
+                "code")
+    HEAL = ("heal", "rewrite a step's failed code, given a verdict", extract_code, None,
+            Unreadable.RECORDED, "code")
+    CLASSIFY = ("classify", "label a red step product_defect, rot, fixable or incurable",
+                partial(read_verdict, shape=CLASSIFICATION), CLASSIFICATION_SCHEMA,
+                Unreadable.INCURABLE, "classification", "classification_degraded")
+    DIAGNOSE = ("diagnose", "diagnose a failed group and name its root step",
+                partial(read_verdict, shape=DIAGNOSIS), DIAGNOSIS_SCHEMA, Unreadable.INCURABLE,
+                "diagnosis", "group_diagnosis_degraded")
+    GATE = ("gate", "review a green candidate (project rules and adequacy) before it is cached",
+            partial(read_verdict, shape=GATE_VERDICT), GATE_SCHEMA, Unreadable.TERMINAL,
+            "gate verdict")
+    STEER = ("steer", "rewrite a stuck step's code with an engineer's guidance", extract_code,
+             None, Unreadable.RECORDED, "code")
+    # fmt: on
+
+    @classmethod
+    def of(cls, value: str) -> Purpose:
+        """The purpose named ``value``; a ValueError names the known ones."""
+        for member in cls:
+            if member.value == value:
+                return member
+        raise ValueError(f"unknown purpose {value!r}; expected one of {', '.join(cls)}")
+
+    @property
+    def verdict(self) -> bool:
+        """Whether its answer is a verdict (JSON, from the classification model) or code."""
+        return self.schema is not None
+
+    @property
+    def template(self) -> str:
+        """The jinja2 template that renders its messages."""
+        return f"{self.value}.j2"
+
+    @property
+    def response_format(self) -> dict[str, Any] | None:
+        """What a verdict request carries in ``response_format``; None for code."""
+        return None if self.schema is None else response_format(self.value, self.schema)
+
+
+def docs_row(purpose: Purpose) -> str:
+    """The row of ``purpose`` in the docs' table of purposes (docs/llm-providers.md)."""
+    model = "`classification_model`" if purpose.verdict else "`model`"
+    answer = f"a verdict (JSON, {purpose.subject})" if purpose.verdict else "code"
+    return (
+        f"| `{purpose}` | {purpose.task} | `{purpose.template}` | {answer} | {model} | "
+        f"{purpose.unreadable} |"
+    )
+
+
+def read_answer(text: str, purpose: Purpose | str) -> Any:
+    """The answer ``text`` to a request for ``purpose``, read as that purpose reads it."""
+    return Purpose.of(purpose).read(text)
