@@ -25,16 +25,41 @@ if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page, Playwright
 
     from .engine.state import TestState
+    from .engine.steering import Steering
 
 
-class PrettyPlay:
+class Steps:
+    """What a test and a group block write steps with: ``step`` (an action, performed on the
+    live page) and ``expect`` (a check, asserted on it); both build the step and ``perform``
+    it."""
+
+    def step(
+        self, sentence: str, tries: int = 1, delay: float | None = None, *, data: str = ""
+    ) -> ScenarioEntry:
+        """An action, performed on the live page."""
+        return self.perform(StepSpec(Kind.ACTION, sentence, data, tries, delay))
+
+    def expect(
+        self, sentence: str, tries: int = 1, delay: float | None = None, *, data: str = ""
+    ) -> ScenarioEntry:
+        """A check, asserted on the live page."""
+        return self.perform(StepSpec(Kind.CHECK, sentence, data, tries, delay))
+
+    def perform(self, spec: StepSpec) -> ScenarioEntry:
+        """A step as written (what ``step`` and ``expect`` build)."""
+        raise NotImplementedError
+
+
+class PrettyPlay(Steps):
     """One test. ``name`` is its cache namespace; without a ``page`` it owns a browser.
 
     ``config`` is the run's settings (a ``PrettyConfig``); a test of a shared ``runtime`` may
     instead be given its own ``TestConfig``. A ``browser`` handed in (pytest-playwright's, say)
     serves the test instead: it gets a fresh context there, and the browser stays open. A
     ``playwright`` handed in launches the test's configured browser (its device too), which
-    closes with the test while the Playwright keeps running.
+    closes with the test while the Playwright keeps running. ``steering`` replaces the terminal
+    dialog behind the steering gate: any object with ``steer(stuck) -> bool`` (see
+    ``engine/steering.py``).
     """
 
     def __init__(
@@ -46,6 +71,7 @@ class PrettyPlay:
         runtime: Runtime | None = None,
         browser: Browser | None = None,
         playwright: Playwright | None = None,
+        steering: Steering | None = None,
     ) -> None:
         if not name.strip():
             raise ValueError("a test needs a name: it is the cache namespace")
@@ -53,12 +79,15 @@ class PrettyPlay:
             raise TypeError("a test that owns its runtime needs a PrettyConfig")
         if runtime is not None and (browser is not None or playwright is not None):
             raise TypeError("a test of a shared runtime uses that runtime's browser")
+        if runtime is not None and steering is not None:
+            raise TypeError("a test of a shared runtime uses that runtime's steering")
         self.name = name
         self._owns_runtime = runtime is None
         self.runtime = runtime or Runtime(
             config if isinstance(config, PrettyConfig) else None,
             browser=browser,
             playwright=playwright,
+            steering=steering,
         )
         if isinstance(config, PrettyConfig):
             config = config.for_test()
@@ -106,18 +135,6 @@ class PrettyPlay:
 
     # -- steps ---------------------------------------------------------------------------------
 
-    def step(
-        self, sentence: str, tries: int = 1, delay: float | None = None, *, data: str = ""
-    ) -> ScenarioEntry:
-        """An action, performed on the live page."""
-        return self.perform(StepSpec(Kind.ACTION, sentence, data, tries, delay))
-
-    def expect(
-        self, sentence: str, tries: int = 1, delay: float | None = None, *, data: str = ""
-    ) -> ScenarioEntry:
-        """A check, asserted on the live page."""
-        return self.perform(StepSpec(Kind.CHECK, sentence, data, tries, delay))
-
     def perform(self, spec: StepSpec) -> ScenarioEntry:
         """A step as written (what ``step`` and ``expect`` build)."""
         return self.runtime.engine.perform(self.state, spec)
@@ -127,7 +144,7 @@ class PrettyPlay:
         return Group(self, prompt, speed, delay)
 
 
-class Group:
+class Group(Steps):
     """A group block. ``speed`` paces the steps after the first; ``delay`` precedes the first."""
 
     def __init__(self, test: PrettyPlay, prompt: str, speed: int | None, delay: float | None):
@@ -162,18 +179,6 @@ class Group:
         tb: TracebackType | None,
     ) -> None:
         self.finish(exc is not None)
-
-    def step(
-        self, sentence: str, tries: int = 1, delay: float | None = None, *, data: str = ""
-    ) -> ScenarioEntry:
-        """An action inside the group."""
-        return self.perform(StepSpec(Kind.ACTION, sentence, data, tries, delay))
-
-    def expect(
-        self, sentence: str, tries: int = 1, delay: float | None = None, *, data: str = ""
-    ) -> ScenarioEntry:
-        """A check inside the group."""
-        return self.perform(StepSpec(Kind.CHECK, sentence, data, tries, delay))
 
     def perform(self, spec: StepSpec) -> ScenarioEntry:
         """A step of the group as written."""

@@ -44,6 +44,8 @@ from .errors import CacheError, CodePolicyError
 from .vocabulary import Kind, Origin
 
 FORMAT = 1
+CACHE_FOLDER = ".prettyplay"  # beside the features, by default
+DEFAULT_CACHE_DIR = Path("features") / CACHE_FOLDER
 # In the cache folder, written by a full run: the entries no step used (JSON, no .json ending,
 # so no scan of cache files takes it for one).
 OBSOLETE_FILE = ".obsolete-entries"

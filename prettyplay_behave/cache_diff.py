@@ -66,8 +66,14 @@ class Repository:
 
     def check_ref(self, ref: str) -> None:
         try:
-            git(self.top, "rev-parse", "--verify", "--quiet", "--end-of-options",
-                f"{ref}^{{commit}}")  # fmt: skip
+            git(
+                self.top,
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                "--end-of-options",
+                f"{ref}^{{commit}}",
+            )
         except DiffError:
             raise DiffError(f"unknown git ref {ref!r} (a branch, tag or commit)") from None
 

@@ -22,13 +22,11 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from .cache import OBSOLETE_FILE, CacheKey, load_file, prune
+from .cache import DEFAULT_CACHE_DIR, OBSOLETE_FILE, CacheKey, load_file, prune
 from .cache_diff import DiffError, diff
 from .errors import CacheError
 from .safety.policy import check_code
 from .scaffold import DEFAULT_BASE_URL, ScaffoldError, init
-
-DEFAULT_CACHE_DIR = Path("features") / ".prettyplay"
 
 
 def cache_files(paths: Sequence[Path]) -> Iterator[Path]:

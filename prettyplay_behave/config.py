@@ -21,9 +21,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from .errors import ConfigError
@@ -36,6 +37,8 @@ SCREENSHOT_POLICIES = ("only-on-failure", "on", "off")
 VIDEO_POLICIES = ("off", "on", "retain-on-failure")
 COLOR_SCHEMES = ("light", "dark", "no-preference")
 TAG_SHORTHANDS = ("strict", "interactive")
+# The group block's tags (manual §3), each the short form of a setting.
+TAG_ALIASES = {"group.speed": "group_speed", "group.delay": "group_delay"}
 STRUCTURED_OUTPUT = ("auto", "on", "off")
 
 DEFAULT_MODEL = "gpt-4.1-mini"
@@ -206,16 +209,36 @@ def _validate(config: object) -> None:
 # -- the two scopes -----------------------------------------------------------------------------
 
 
+class _Sourced:
+    """Where each value of a config came from, for the errors found after it was read."""
+
+    def source_of(self, key: str) -> str:
+        """Where the value of ``key`` came from: a tag, ``-D``, the environment, the config
+        file, the default, or the ``PrettyConfig`` built in Python."""
+        sources: Mapping[str, str] = getattr(self, "sources", {})
+        if key in sources:
+            return sources[key]
+        default = next((f.default for f in fields(cast(Any, self)) if f.name == key), None)
+        return "the default" if getattr(self, key) == default else "PrettyConfig"
+
+    def error(self, key: str, problem: str) -> ConfigError:
+        """A ConfigError about the value of ``key``, found after the settings were read."""
+        return ConfigError(key, getattr(self, key), self.source_of(key), problem)
+
+
 @dataclass(frozen=True)
-class TestConfig:
+class TestConfig(_Sourced):
     """The settings of one test; a scenario tag may change any of them."""
 
     __test__ = False  # a product class, not a pytest test class
 
     base_url: str | None = setting(
-        None, _parse_str, _is_http_url, "expected an http(s) URL such as http://localhost:8000",
+        None,
+        _parse_str,
+        _is_http_url,
+        "expected an http(s) URL such as http://localhost:8000",
         optional=True,
-    )  # fmt: skip
+    )
     strict: bool = setting(False, _parse_bool, _is_bool, "expected true or false")
     interactive: bool = setting(False, _parse_bool, _is_bool, "expected true or false")
     generation_attempts: int = setting(3, _parse_int, _between(1, 20), "expected 1 to 20")
@@ -225,17 +248,23 @@ class TestConfig:
     step_timeout_ms: int = setting(60_000, _parse_int, _between(1), "expected milliseconds > 0")
     settle_ms: int = setting(2_000, _parse_int, _between(0), "expected milliseconds >= 0")
     allowed_origins: tuple[str, ...] = setting(
-        (), _parse_origins, _is_origin_list,
+        (),
+        _parse_origins,
+        _is_origin_list,
         "expected comma-separated origins such as http://localhost:8000",
-    )  # fmt: skip
+    )
     trace: str = setting(
-        "retain-on-failure", _parse_str, lambda v: v in TRACE_POLICIES,
+        "retain-on-failure",
+        _parse_str,
+        lambda v: v in TRACE_POLICIES,
         f"expected one of {', '.join(TRACE_POLICIES)}",
-    )  # fmt: skip
+    )
     screenshot: str = setting(
-        "only-on-failure", _parse_str, lambda v: v in SCREENSHOT_POLICIES,
+        "only-on-failure",
+        _parse_str,
+        lambda v: v in SCREENSHOT_POLICIES,
         f"expected one of {', '.join(SCREENSHOT_POLICIES)}",
-    )  # fmt: skip
+    )
     video: str = setting(
         "off",
         _parse_str,
@@ -245,18 +274,26 @@ class TestConfig:
     files_dir: str | None = setting(None, _parse_str, _is_name, "expected a folder", optional=True)
     # the browser context of each test, as pytest-playwright names them
     storage_state: str | None = setting(
-        None, _parse_str, _is_storage_state,
+        None,
+        _parse_str,
+        _is_storage_state,
         "expected a readable Playwright storage-state file (JSON with cookies and origins)",
         optional=True,
-    )  # fmt: skip
+    )
     device: str | None = setting(
-        None, _parse_str, _is_name, "expected a Playwright device name such as 'iPhone 13'",
+        None,
+        _parse_str,
+        _is_name,
+        "expected a Playwright device name such as 'iPhone 13'",
         optional=True,
-    )  # fmt: skip
+    )
     viewport: tuple[int, int] | None = setting(
-        None, _parse_viewport, _is_viewport, "expected WIDTHxHEIGHT such as 1280x720",
+        None,
+        _parse_viewport,
+        _is_viewport,
+        "expected WIDTHxHEIGHT such as 1280x720",
         optional=True,
-    )  # fmt: skip
+    )
     locale: str | None = setting(
         None, _parse_str, _is_name, "expected a locale such as de-DE", optional=True
     )
@@ -264,10 +301,24 @@ class TestConfig:
         None, _parse_str, _is_name, "expected a time zone such as Europe/Berlin", optional=True
     )
     color_scheme: str | None = setting(
-        None, _parse_str, lambda v: v in COLOR_SCHEMES,
-        f"expected one of {', '.join(COLOR_SCHEMES)}", optional=True,
-    )  # fmt: skip
+        None,
+        _parse_str,
+        lambda v: v in COLOR_SCHEMES,
+        f"expected one of {', '.join(COLOR_SCHEMES)}",
+        optional=True,
+    )
     ignore_https_errors: bool = setting(False, _parse_bool, _is_bool, "expected true or false")
+    # the pace of a @group scenario's block: @group.speed=N and @group.delay=S
+    group_speed: int | None = setting(
+        None, _parse_int, _between(0, 100), "expected 0 to 100", optional=True
+    )
+    group_delay: float | None = setting(
+        None,
+        _parse_float,
+        lambda v: _is_number(v) and v >= 0,
+        "expected seconds, 0 or more",
+        optional=True,
+    )
     # where each value that is not a default came from, for errors found only later
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
@@ -275,14 +326,6 @@ class TestConfig:
         if isinstance(self.allowed_origins, list):
             object.__setattr__(self, "allowed_origins", tuple(self.allowed_origins))
         _validate(self)
-
-    def source_of(self, key: str) -> str:
-        """Where the value of ``key`` came from."""
-        return self.sources.get(key, "PrettyConfig")
-
-    def error(self, key: str, problem: str) -> ConfigError:
-        """A ConfigError about the value of ``key``, found after the settings were read."""
-        return ConfigError(key, getattr(self, key), self.source_of(key), problem)
 
     @property
     def origins(self) -> tuple[str, ...]:
@@ -293,7 +336,7 @@ class TestConfig:
 
 
 @dataclass(frozen=True)
-class RunConfig:
+class RunConfig(_Sourced):
     """The settings read once per run: the browser, the LLM client, the cache, the report."""
 
     model: str = setting(DEFAULT_MODEL, _parse_str, _is_name, "expected a model name")
@@ -324,17 +367,25 @@ class RunConfig:
         None, _parse_str, _is_name, "expected a folder", optional=True
     )
     structured_output: str = setting(
-        "auto", _parse_word, lambda v: v in STRUCTURED_OUTPUT,
+        "auto",
+        _parse_word,
+        lambda v: v in STRUCTURED_OUTPUT,
         f"expected one of {', '.join(STRUCTURED_OUTPUT)}",
-    )  # fmt: skip
+    )
     price_per_mtok_input: float | None = setting(
-        None, _parse_float, _is_price,
-        "expected US dollars per million input tokens, a number >= 0", optional=True,
-    )  # fmt: skip
+        None,
+        _parse_float,
+        _is_price,
+        "expected US dollars per million input tokens, a number >= 0",
+        optional=True,
+    )
     price_per_mtok_output: float | None = setting(
-        None, _parse_float, _is_price,
-        "expected US dollars per million output tokens, a number >= 0", optional=True,
-    )  # fmt: skip
+        None,
+        _parse_float,
+        _is_price,
+        "expected US dollars per million output tokens, a number >= 0",
+        optional=True,
+    )
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -346,7 +397,7 @@ class RunConfig:
 
     @property
     def slow_mo_ms(self) -> int:
-        return int((100 - self.speed) * 30)
+        return pace_ms(self.speed)
 
 
 @dataclass(frozen=True)
@@ -370,11 +421,9 @@ class PrettyConfig(RunConfig, TestConfig):
         scenario: it could only be ignored.
         """
         values: dict[str, Any] = {key: getattr(self, key) for key in TEST_KEYS}
-        tagged = tag_settings(tags, scenario)
+        tagged, tag_sources = tag_settings(tags, scenario)
         values.update(tagged)
-        where = f" of scenario {scenario!r}" if scenario else ""
-        sources = {**self.sources, **{key: f"a tag{where}" for key in tagged}}
-        return TestConfig(**values, sources=sources)
+        return TestConfig(**values, sources={**self.sources, **tag_sources})
 
 
 TEST_KEYS = tuple(settings_of(TestConfig))
@@ -384,6 +433,16 @@ SETTINGS = settings_of(PrettyConfig)
 
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def pace_ms(speed: int) -> int:
+    """The pause of a pace 0-100 (the browser's ``speed``, a group's ``speed``), in ms."""
+    return int((100 - speed) * 30)
+
+
+def in_ci(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the run is in CI (``CI`` is set): interactive steering never opens there."""
+    return bool((os.environ if environ is None else environ).get("CI"))
 
 
 def origin_of(url: str) -> str:
@@ -438,27 +497,38 @@ def _env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
     return layer
 
 
-def tag_settings(tags: Iterable[str], scenario: str = "") -> dict[str, Any]:
-    """Settings written as scenario tags: ``@strict``, ``@interactive``, ``@prettyplay.key=v``.
+def tag_settings(tags: Iterable[str], scenario: str = "") -> tuple[dict[str, Any], dict[str, str]]:
+    """Settings written as scenario tags: ``@strict``, ``@interactive``, ``@prettyplay.key=v``,
+    and the group's ``@group.speed=N`` and ``@group.delay=S``.
 
-    Only per-test keys may be set this way; a run-wide key is a ConfigError.
+    Only per-test keys may be set this way; a run-wide key is a ConfigError. Returns the values
+    and, for each, the tag it came from.
     """
     layer: dict[str, Any] = {}
+    sources: dict[str, str] = {}
     where = f" of scenario {scenario!r}" if scenario else ""
     for tag in tags:
+        alias, _, text = tag.partition("=")
+        source = f"tag @{tag}{where}"
         if tag in TAG_SHORTHANDS:
-            layer[tag] = True
+            layer[tag], sources[tag] = True, source
+        elif alias in TAG_ALIASES:
+            key = TAG_ALIASES[alias]
+            layer[key], sources[key] = _typed(key, text, source), source
         elif tag.startswith(PREFIX):
             name, _, text = tag.partition("=")
-            key, source = name[len(PREFIX) :], f"tag @{tag}{where}"
+            key = name[len(PREFIX) :]
             if key in RUN_KEYS:
                 raise ConfigError(
-                    key, text, source,
+                    key,
+                    text,
+                    source,
                     "a run-wide setting cannot be set per scenario; set it with -D, the "
                     f"environment or the config file (a tag may set: {', '.join(TEST_KEYS)})",
-                )  # fmt: skip
+                )
             layer.update(_layer([(name, text)], source))
-    return layer
+            sources[key] = source
+    return layer, sources
 
 
 def resolve_config(

@@ -21,7 +21,10 @@ SECTION = "---"
 
 
 class PrettyPlayError(Exception):
-    """Base of every error prettyplay raises on purpose."""
+    """Base of every error prettyplay raises on purpose. One that a step raised carries the
+    step's scenario entry (``entry``), so whoever handles it knows which step failed."""
+
+    entry: object | None = None
 
 
 class ConfigError(PrettyPlayError):

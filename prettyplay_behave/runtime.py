@@ -12,7 +12,7 @@ from .browser.guard import NavigationGuard
 from .browser.session import BrowserSession
 from .browser.settle import Settler
 from .browser.tabs import Tabs
-from .cache import OBSOLETE_FILE, CacheKey, CacheStore
+from .cache import DEFAULT_CACHE_DIR, OBSOLETE_FILE, CacheKey, CacheStore
 from .config import PrettyConfig
 from .engine.advisor import Advisor
 from .engine.cycle import Engine
@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Page, Playwright
 
     from .config import TestConfig
+    from .engine.steering import Steering
 
-DEFAULT_CACHE_DIR = Path("features") / ".prettyplay"
 DEFAULT_FILES_DIR = Path("files")
 
 
@@ -46,7 +46,10 @@ class Runtime:
         default_files_dir: Path = DEFAULT_FILES_DIR,
         browser: Browser | None = None,
         playwright: Playwright | None = None,
+        steering: Steering | None = None,
     ) -> None:
+        """``steering`` is the part behind the steering gate: the terminal dialog unless
+        another is given (any object with ``steer(stuck) -> bool``)."""
         if browser is not None and playwright is not None:
             raise TypeError("hand in a browser or a Playwright, not both")
         self.config = config = config or PrettyConfig()
@@ -59,9 +62,12 @@ class Runtime:
         self.secrets = Secrets()
         self._redacting = RedactingFilter(self.secrets)
         log.addFilter(self._redacting)
-        advisor = Advisor(self.llm, Prompts(config.templates_dir), self.secrets)
-        steering = TerminalSteering()
-        self.engine = Engine(self.cache, advisor, self.events, self.secrets, steering)
+        advisor = Advisor(
+            self.llm, Prompts(config.templates_dir, config.source_of("templates_dir")), self.secrets
+        )
+        self.engine = Engine(
+            self.cache, advisor, self.events, self.secrets, steering or TerminalSteering()
+        )
         self._session: BrowserSession | None = None
         self.tests: list[TestState] = []
         self.failed_unopened: set[str] = set()  # tests that failed before their page opened
@@ -139,11 +145,16 @@ class Runtime:
         listing = self.cache.cache_dir / OBSOLETE_FILE
         if unused:
             rows = [
-                {"file": str(p.relative_to(self.cache.cache_dir)), "test": k.test,
-                 "kind": k.kind, "sentence": k.sentence, "data": k.data,
-                 "occurrence": k.occurrence}
+                {
+                    "file": str(p.relative_to(self.cache.cache_dir)),
+                    "test": k.test,
+                    "kind": k.kind,
+                    "sentence": k.sentence,
+                    "data": k.data,
+                    "occurrence": k.occurrence,
+                }
                 for p, k in unused
-            ]  # fmt: skip
+            ]
             listing.write_text(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
         elif listing.exists():
             listing.unlink()
@@ -152,9 +163,14 @@ class Runtime:
     def summary(self, obsolete: int | None = None) -> RunSummary:
         wall_time = time.monotonic() - self.started
         return RunSummary.of(
-            self.tests, self.llm.usage, self.engine.cache_writes, obsolete, wall_time,
-            costs=self.llm.costs, prices=self.llm.prices,
-        )  # fmt: skip
+            self.tests,
+            self.llm.usage,
+            self.engine.cache_writes,
+            obsolete,
+            wall_time,
+            costs=self.llm.costs,
+            prices=self.llm.prices,
+        )
 
     def close(self, summary: RunSummary | None = None) -> None:
         """Write the HTML report (with ``report_dir``) and close the browser."""

@@ -123,9 +123,10 @@ def steps_module(scaffold: Scaffold) -> None:
     folder = scaffold.root / "features" / "steps"
     modules = sorted(folder.rglob("*.py")) if folder.is_dir() else []
     importing = [
-        path for path in modules
+        path
+        for path in modules
         if STEPS_MODULE in path.read_text(encoding="utf-8", errors="replace")
-    ]  # fmt: skip
+    ]
     if importing:
         name = scaffold.relative(importing[0])
         scaffold.note("kept", f"{name} (it imports {STEPS_MODULE})")

@@ -12,6 +12,11 @@ from __future__ import annotations
 from enum import Enum
 
 
+def words(text: str) -> frozenset[str]:
+    """A table of names written as the words of a text (one word per name)."""
+    return frozenset(text.split())
+
+
 class Word(str, Enum):
     """A str-valued enum member that prints as its value on every Python version."""
 

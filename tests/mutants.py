@@ -52,8 +52,7 @@ class Mutant:
 MUTANTS = (
     # -- the code policy ------------------------------------------------------------------------
     Mutant("policy: while loops pass", f"{PACKAGE}/safety/policy.py",
-           "    ast.Pass, ast.Assert, ast.Break, ast.Continue, ast.With,\n",
-           "    ast.Pass, ast.Assert, ast.Break, ast.Continue, ast.With, ast.While,\n",
+           "    ast.With,\n)", "    ast.With,\n    ast.While,\n)",
            POLICY_TESTS),
     Mutant("policy: underscore names pass", f"{PACKAGE}/safety/policy.py",
            "-> None:\n        if name.startswith(\"_\"):", "-> None:\n        if False:",
@@ -286,7 +285,7 @@ MUTANTS = (
            "page_change(before, after, CHANGE_TOKENS)", "page_change(after, after, CHANGE_TOKENS)",
            JUDGMENT_TESTS),
     Mutant("judgments: a heal's gate without its verdict", f"{PACKAGE}/engine/advisor.py",
-           '"verdict": verdict}', '"verdict": None}', JUDGMENT_TESTS),
+           '"verdict": verdict,\n', '"verdict": None,\n', JUDGMENT_TESTS),
     Mutant("judgments: a page judged before it settled", f"{PACKAGE}/engine/advisor.py",
            "        test.settler.settle(test.config.settle_ms)\n        state = capture(",
            "        state = capture(", JUDGMENT_TESTS),
@@ -304,7 +303,7 @@ MUTANTS = (
            "    if len(defining) == 1:", "    if defining:", ANSWER_TESTS),
     # -- the steering rules ---------------------------------------------------------------------
     Mutant("steering: opens under CI", f"{PACKAGE}/engine/steering.py",
-           ' and not os.environ.get("CI")', "", ("tests/integration/test_steering.py",)),
+           " and not in_ci()", "", ("tests/integration/test_steering.py",)),
     # -- the browser ----------------------------------------------------------------------------
     Mutant("browser: the caller's browser closed with the run", f"{PACKAGE}/browser/session.py",
            "if self._browser is not None and not self._handed_in:",

@@ -9,6 +9,7 @@ ready) and its ``after_scenario`` after the user's (so the page is still open th
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
@@ -18,15 +19,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import PrettyConfig, resolve_config
+from ..cache import CACHE_FOLDER
+from ..config import PrettyConfig, in_ci, resolve_config
 from ..errors import CacheError, PrettyPlayError
 from ..events import record
 from ..report import attachments
-from .mapping import group_tags, scenario_namespace, step_spec
+from .mapping import scenario_namespace, step_spec
 
 if TYPE_CHECKING:
     from ..authoring import Group, PrettyPlay
     from ..engine.state import TestState
+    from ..engine.steering import Steering
     from ..engine.step import ScenarioEntry
     from ..runtime import Runtime
 
@@ -75,7 +78,7 @@ def run_config(context: Any) -> PrettyConfig:
     defines = dict(context.config.userdata_defines or [])
     file_values = {key: value for key, value in userdata.items() if key not in defines}
     config = resolve_config(file_values=file_values, environ=os.environ, defines=defines)
-    if config.interactive and os.environ.get("CI"):
+    if config.interactive and in_ci():
         record(logging.WARNING, "interactive_off", "CI is set: interactive steering is off")
         config = config.replace(interactive=False)
     return config
@@ -85,12 +88,18 @@ def check_scenario_tags(context: Any, config: PrettyConfig) -> None:
     """Every scenario's tag settings, checked before anything runs: a bad value or a run-wide
     key fails the run at start, naming the tag and the scenario."""
     runner = getattr(context, "_runner", None)
-    for feature in getattr(runner, "features", []):
+    if runner is None or not hasattr(runner, "features"):
+        raise PrettyPlayError(
+            "behave's runner is not where prettyplay looks for it (context._runner.features), "
+            "so the scenarios' tags cannot be checked before the run; this behave version is "
+            "not one prettyplay supports (behave 1.3)"
+        )
+    for feature in runner.features:
         for scenario in feature.walk_scenarios():
             config.for_test(scenario.effective_tags, scenario.name)
 
 
-def before_all(context: Any) -> None:
+def before_all(context: Any, steering: Steering | None = None) -> None:
     # imported here, not at the top: a dry run never loads the engine and Playwright
     from ..runtime import Runtime
 
@@ -103,8 +112,9 @@ def before_all(context: Any) -> None:
     features_dir = Path(context.config.base_dir or "features")
     runtime = Runtime(
         config,
-        default_cache_dir=features_dir / ".prettyplay",
+        default_cache_dir=features_dir / CACHE_FOLDER,
         default_files_dir=features_dir / "files",
+        steering=steering,
     )
     for hook in getattr(context, "prettyplay_hooks", []):
         runtime.events.add(hook)
@@ -121,15 +131,15 @@ def before_scenario(context: Any, scenario: Any) -> None:
     runtime: Runtime = context.prettyplay
     context.prettyplay_scenario = None  # until this scenario's state stands
     tags = list(scenario.effective_tags)
-    if "interactive" in tags and os.environ.get("CI"):
+    if "interactive" in tags and in_ci():
         record(logging.WARNING, "interactive_off", "CI is set: @interactive is ignored")
     name = test_name(context, scenario)
     config = runtime.config.for_test(tags, scenario.name)
     test = PrettyPlay(name, config, runtime=runtime)
     group = None
-    grouping = group_tags(tags)
-    if grouping is not None:
-        group = test.group(scenario.name, speed=grouping.speed, delay=grouping.delay).start()
+    if "group" in tags:  # the scenario's own steps run as one group, named by the scenario
+        group = test.group(scenario.name, speed=config.group_speed, delay=config.group_delay)
+        group.start()
     context.prettyplay_scenario = ScenarioState(test, group)
     context.page = test.page
 
@@ -280,7 +290,12 @@ def _combine(name: str, ours: Hook, theirs: Hook | None) -> Hook:
     return both
 
 
-def use_prettyplay(namespace: MutableMapping[str, Any]) -> None:
-    """Install prettyplay's hooks into an environment.py namespace, around the user's own."""
+def use_prettyplay(namespace: MutableMapping[str, Any], steering: Steering | None = None) -> None:
+    """Install prettyplay's hooks into an environment.py namespace, around the user's own.
+
+    ``steering`` replaces the terminal dialog behind the steering gate (any object with
+    ``steer(stuck) -> bool``)."""
     for name, ours in _OURS.items():
+        if name == "before_all" and steering is not None:
+            ours = functools.partial(before_all, steering=steering)
         namespace[name] = _combine(name, ours, namespace.get(name))

@@ -1,11 +1,10 @@
-"""From Gherkin to prettyplay: test names, step kinds, trailing parameters, data, group tags."""
+"""From Gherkin to prettyplay: test names, step kinds, trailing parameters, data."""
 
 from __future__ import annotations
 
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from ..engine.step import StepSpec
@@ -60,28 +59,3 @@ def step_spec(step_type: str, name: str, text: str | None = None, table: Any = N
     sentence, parameters = split_annotation(name)
     kind = Kind.CHECK if step_type == "then" else Kind.ACTION
     return StepSpec(kind, sentence, step_data(text, table), **parameters)
-
-
-@dataclass(frozen=True)
-class GroupTags:
-    speed: int | None = None
-    delay: float | None = None
-
-
-def group_tags(tags: Iterable[str]) -> GroupTags | None:
-    """``@group`` with its optional ``@group.speed=N`` and ``@group.delay=S``; None without it."""
-    tags = list(tags)
-    if "group" not in tags:
-        return None
-    speed: int | None = None
-    delay: float | None = None
-    for tag in tags:
-        name, _, value = tag.partition("=")
-        try:
-            if name == "group.speed":
-                speed = int(value)
-            elif name == "group.delay":
-                delay = float(value)
-        except ValueError:
-            raise ValueError(f"tag @{tag}: {value!r} is not a number") from None
-    return GroupTags(speed, delay)

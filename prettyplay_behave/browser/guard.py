@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urljoin
 
 from ..config import origin_of
+from ..vocabulary import words
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, CDPSession, Page, Route
@@ -45,8 +46,9 @@ BLANK = "about:blank"
 # before it asks for its document, and a page opened blank shows it for good: such a window is
 # waited for this long after it turned blank.
 BLANK_GRACE_S = 0.5
-STATIC_ASSETS = ("css", "js", "mjs", "map", "png", "jpg", "jpeg", "gif", "svg", "webp", "avif",
-                 "ico", "woff", "woff2", "ttf", "otf")  # fmt: skip
+STATIC_ASSETS = tuple(
+    sorted(words("css js mjs map png jpg jpeg gif svg webp avif ico woff woff2 ttf otf"))
+)
 
 
 class NavigationGuard:
@@ -296,8 +298,9 @@ class DocumentWatch:
             if guard is None:
                 self._session.send("Fetch.continueRequest", {"requestId": request_id})
                 return
-            self._session.send("Fetch.fulfillRequest", {"requestId": request_id,
-                                                        "responseCode": 204})  # fmt: skip
+            self._session.send(
+                "Fetch.fulfillRequest", {"requestId": request_id, "responseCode": 204}
+            )
             if new_window:  # a window opened to go there has nothing else to show
                 self.targets.closing(frame)
                 self._session.send("Target.closeTarget", {"targetId": frame})

@@ -188,18 +188,14 @@ class BrowserSession:
         configured = self.config.browser_executable
         if configured:
             if not os.access(configured, os.X_OK):
-                raise ConfigError(
-                    "browser_executable", configured, "settings", "no executable file there"
-                )
+                raise self.config.error("browser_executable", "no executable file there")
             return configured
         if self.config.browser != "chromium" or Path(bundled).exists():
             return None
         system = find_system_chromium(self.config.headless)
         if system is None:
-            raise ConfigError(
+            raise self.config.error(
                 "browser_executable",
-                "auto",
-                "default",
                 "no Playwright Chromium and no system Chromium found; install one "
                 "(apt-get install chromium, or playwright install chromium) or set "
                 "prettyplay.browser_executable",
@@ -266,9 +262,11 @@ class BrowserSession:
             options.update(devices[name])
             options.pop("default_browser_type", None)
         settings = {
-            "storage_state": config.storage_state, "locale": config.locale,
-            "timezone_id": config.timezone_id, "color_scheme": config.color_scheme,
-        }  # fmt: skip
+            "storage_state": config.storage_state,
+            "locale": config.locale,
+            "timezone_id": config.timezone_id,
+            "color_scheme": config.color_scheme,
+        }
         options.update({key: value for key, value in settings.items() if value is not None})
         if config.viewport:
             options["viewport"] = {"width": config.viewport[0], "height": config.viewport[1]}

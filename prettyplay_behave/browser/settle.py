@@ -12,6 +12,7 @@ for: the wait ends at once, and the step's own call then reports what happened t
 
 from __future__ import annotations
 
+import logging
 import time
 from contextlib import suppress
 from typing import TYPE_CHECKING
@@ -21,6 +22,8 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Page, Request
+
+log = logging.getLogger("prettyplay")
 
 QUIET_MS = 20
 POLL_MS = 25
@@ -77,6 +80,7 @@ class Settler:
         self.page = page
         self._pending: set[Request] = set()
         self._crashed = False
+        self._check_failed: Exception | None = None  # the last check of the page, if it failed
         # A page just opened on about:blank has nothing to wait for until a document loads.
         self._blank = fresh
         page.once("domcontentloaded", self._loaded)
@@ -105,9 +109,12 @@ class Settler:
     def _dom_quiet(self, budget_ms: float) -> bool | None:
         """Whether the DOM went quiet within the budget; None while the page navigates."""
         try:
-            return bool(self.page.evaluate(_QUIET, [QUIET_MS, budget_ms]))
-        except Exception:  # navigating: the execution context is being replaced
+            quiet = bool(self.page.evaluate(_QUIET, [QUIET_MS, budget_ms]))
+        except Exception as exc:  # navigating: the execution context is being replaced
+            self._check_failed = exc
             return None
+        self._check_failed = None
+        return quiet
 
     def settle(self, window_ms: int) -> bool:
         """Wait until the page is quiet; False when the window ran out first.
@@ -123,6 +130,7 @@ class Settler:
                 return True
             remaining_ms = (deadline - time.monotonic()) * 1000
             if remaining_ms <= 0:
+                self._window_ran_out(window_ms)
                 return False
             quiet = None if self._pending else self._dom_quiet(remaining_ms)
             if quiet is False:  # the budget ran out inside the page
@@ -133,6 +141,19 @@ class Settler:
                 self._wait(max(1.0, min(POLL_MS, remaining_ms)))
             except PlaywrightError:  # the page crashed or was closed while it was watched
                 return True
+
+    def _window_ran_out(self, window_ms: int) -> None:
+        """A window that ran out while the page's own check kept failing is said: that is not
+        a page that kept changing."""
+        if self._check_failed is not None:
+            text = str(self._check_failed).strip().splitlines()
+            log.warning(
+                "the page never settled within settle_ms=%d: its check kept failing (%s)",
+                window_ms,
+                text[0] if text else type(self._check_failed).__name__,
+                extra={"event": "settle_check_failed"},
+            )
+            self._check_failed = None
 
     def _wait(self, ms: float) -> None:
         """Wait ``ms`` at most: while requests are pending, only until the last one finishes

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from playwright.sync_api import Error as PlaywrightError
 
 from prettyplay_behave.errors import PrettyPlayError
+from prettyplay_behave.vocabulary import words
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -232,32 +233,10 @@ def _one_line(text: str) -> str:
 # --- compact --------------------------------------------------------------------------------
 
 # Roles a step acts on or checks; compaction never drops them for depth.
-_KEEP_ROLES = frozenset(
-    {
-        "alert",
-        "alertdialog",
-        "button",
-        "checkbox",
-        "combobox",
-        "dialog",
-        "form",
-        "heading",
-        "link",
-        "listbox",
-        "menuitem",
-        "menuitemcheckbox",
-        "menuitemradio",
-        "option",
-        "radio",
-        "searchbox",
-        "slider",
-        "spinbutton",
-        "status",
-        "switch",
-        "tab",
-        "textbox",
-        "treeitem",
-    }
+_KEEP_ROLES = words(
+    "alert alertdialog button checkbox combobox dialog form heading link listbox menuitem"
+    " menuitemcheckbox menuitemradio option radio searchbox slider spinbutton status switch tab"
+    " textbox treeitem"
 )
 # Runs of these are distinct controls rather than repeated content: collapsed only when very long.
 _CONTROL_ROLES = _KEEP_ROLES - {"option", "menuitem", "treeitem", "tab"}

@@ -33,8 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     # the moment the URL is out, before the wait begins.
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        print(f"Demo shop ({shop.variant}) serving at {shop.url} - press Ctrl+C to stop",
-              flush=True)  # fmt: skip
+        print(
+            f"Demo shop ({shop.variant}) serving at {shop.url} - press Ctrl+C to stop", flush=True
+        )
         threading.Event().wait()
     except KeyboardInterrupt:
         pass

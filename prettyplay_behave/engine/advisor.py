@@ -108,8 +108,9 @@ class Advisor:
         code, or an ``unparseable answer`` record."""
         context = self._step_context(test, entry)
         page = page or self.page_state(test)
-        answer = self._send(purpose, entry, page=page, verdict=verdict, guidance=guidance,
-                            **context)  # fmt: skip
+        answer = self._send(
+            purpose, entry, page=page, verdict=verdict, guidance=guidance, **context
+        )
         try:
             code: str = purpose.read(answer.text)
             return code
@@ -127,8 +128,14 @@ class Advisor:
         page = self.page_state(test, max(MIN_PAGE_TOKENS, PAGE_TOKENS - ran))
         answer = self._send(Purpose.CLASSIFY, entry, page=page, **self._step_context(test, entry))
         verdict = self._verdict(Purpose.CLASSIFY, entry, answer.text, repr(entry.sentence))
-        record(logging.INFO, "classified", "%r classified %s: %s",
-               entry.sentence, verdict.label, verdict.explanation)  # fmt: skip
+        record(
+            logging.INFO,
+            "classified",
+            "%r classified %s: %s",
+            entry.sentence,
+            verdict.label,
+            verdict.explanation,
+        )
         return verdict
 
     def diagnose(
@@ -143,9 +150,17 @@ class Advisor:
         context.update(group=prompt, traces=records, failed_step=failed.spec)
         answer = self._send(Purpose.DIAGNOSE, failed, page=self.page_state(test), **context)
         verdict = self._verdict(Purpose.DIAGNOSE, failed, answer.text, f"group {prompt!r}")
-        record(logging.INFO, "group_diagnosed", "group %r diagnosed %s (root: %r): %s",
-               prompt, verdict.label, verdict.root_step, verdict.explanation,
-               label=verdict.label, root_step=verdict.root_step)  # fmt: skip
+        record(
+            logging.INFO,
+            "group_diagnosed",
+            "group %r diagnosed %s (root: %r): %s",
+            prompt,
+            verdict.label,
+            verdict.root_step,
+            verdict.explanation,
+            label=verdict.label,
+            root_step=verdict.root_step,
+        )
         return verdict
 
     def _verdict(self, purpose: Purpose, entry: ScenarioEntry, text: str, about: str) -> Verdict:
@@ -192,11 +207,16 @@ class Advisor:
         """
         context = self._step_context(test, entry)
         after = self.page_state(test, CHANGE_PAGE_TOKENS)
-        evidence = {"page": after, "change": page_change(before, after, CHANGE_TOKENS),
-                    "candidate_outcome": green.outcome, "verdict": verdict}  # fmt: skip
+        evidence = {
+            "page": after,
+            "change": page_change(before, after, CHANGE_TOKENS),
+            "candidate_outcome": green.outcome,
+            "verdict": verdict,
+        }
         try:
-            answer = self._send(Purpose.GATE, entry, guidance=guidance, candidate=green.code,
-                                **evidence, **context)  # fmt: skip
+            answer = self._send(
+                Purpose.GATE, entry, guidance=guidance, candidate=green.code, **evidence, **context
+            )
             review = Purpose.GATE.read(answer.text)
         except (ProviderUnavailableError, UnparseableAnswer) as exc:
             raise IncurableStepError(
@@ -208,9 +228,15 @@ class Advisor:
         assert isinstance(review, GateVerdict)
         for finding in review.findings:
             if not finding.blocking:
-                record(logging.WARNING, "gate_finding", "compliance gate (%s, %s) on %r: %s",
-                       finding.dimension, finding.severity, entry.sentence,
-                       finding.message)  # fmt: skip
+                record(
+                    logging.WARNING,
+                    "gate_finding",
+                    "compliance gate (%s, %s) on %r: %s",
+                    finding.dimension,
+                    finding.severity,
+                    entry.sentence,
+                    finding.message,
+                )
         if not review.blocking:
             return green
         findings = "\n".join(

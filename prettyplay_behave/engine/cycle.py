@@ -20,11 +20,13 @@ classified on its own: its failure goes to the group's recovery (:mod:`.group`).
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..cache import CacheEntry, CacheStore
-from ..errors import IncurableStepError, failure_kind
+from ..errors import IncurableStepError, PrettyPlayError, failure_kind
 from ..events import Events, record
 from ..llm.purposes import Purpose
 from ..safety.secrets import Secrets, secret_names
@@ -34,7 +36,7 @@ from .execute import execute, follow_tabs
 from .history import Attempt
 from .state import TestState
 from .steering import Steering, StuckStep, steering_allowed
-from .step import ScenarioEntry, StepSpec
+from .step import ScenarioEntry, StepIdentity, StepSpec
 
 if TYPE_CHECKING:
     from ..browser.snapshot import PageState
@@ -64,42 +66,53 @@ class Engine:
         self.secrets = secrets
         self.steering = steering
         self.cache_writes = 0  # entries written (changed) in this run
-        # what went green in this run, by step (kind, sentence, data): (test, code), newest first
-        self.green: dict[tuple[str, str, str], list[tuple[str, str]]] = {}
+        # what went green in this run, by step identity: (test, code), newest first
+        self.green: dict[StepIdentity, list[tuple[str, str]]] = {}
         # the code that last rewrote a step's entry in this run: (test, code)
-        self.heals: dict[tuple[str, str, str], tuple[str, str]] = {}
+        self.heals: dict[StepIdentity, tuple[str, str]] = {}
 
     def perform(self, test: TestState, spec: StepSpec, group: str | None = None) -> ScenarioEntry:
-        """Run one step of ``test`` (a member of ``group``, when given); its scenario entry."""
+        """Perform one step of ``test`` (a member of ``group``, when given); its scenario
+        entry. A PrettyPlayError it raises carries that entry."""
         entry = ScenarioEntry(spec, test.key_for(spec), group)
         self.events.emit("on_step_started", spec.sentence)
-        usage_before = self.advisor.llm.total_usage
         try:
-            if spec.delay:
-                test.page.wait_for_timeout(spec.delay * 1000)
-            StepCycle(self, test, entry).perform()
+            with self.booked(entry):
+                if spec.delay:
+                    pause(test, spec.delay)
+                StepCycle(self, test, entry).perform()
             entry.outcome = StepStatus.PASSED
             self._went_green(test, entry)
         except BaseException as exc:
             entry.outcome, entry.failure = StepStatus.FAILED, failure_kind(exc)
+            if isinstance(exc, PrettyPlayError) and exc.entry is None:
+                exc.entry = entry
             raise
         finally:
-            usage = self.advisor.llm.total_usage
-            entry.requests = usage.requests - usage_before.requests
-            entry.tokens = usage.total_tokens - usage_before.total_tokens
             test.record(entry)
             self.events.emit("on_step_finished", spec.sentence, entry.outcome)
         return entry
 
+    @contextmanager
+    def booked(self, entry: ScenarioEntry) -> Iterator[None]:
+        """Book on ``entry`` the LLM requests and tokens of what runs inside."""
+        before = self.advisor.llm.total_usage
+        try:
+            yield
+        finally:
+            usage = self.advisor.llm.total_usage
+            entry.requests += usage.requests - before.requests
+            entry.tokens += usage.total_tokens - before.total_tokens
+
     def _went_green(self, test: TestState, entry: ScenarioEntry) -> None:
-        known = self.green.setdefault(_step(entry), [])
+        known = self.green.setdefault(entry.spec.identity, [])
         known[:] = [(test.name, entry.code), *(k for k in known if k[1] != entry.code)]
 
     def proven(self, test: TestState, entry: ScenarioEntry) -> list[tuple[str, str]]:
         """Code that went green for the same step in this run: the same feature's first,
         newest first."""
         feature = _feature(test.name)
-        known = self.green.get(_step(entry), [])
+        known = self.green.get(entry.spec.identity, [])
         return sorted(known, key=lambda found: _feature(found[0]) != feature)
 
     def execute(self, test: TestState, spec: StepSpec, code: str) -> Attempt:
@@ -109,13 +122,19 @@ class Engine:
         """Keep ``code`` as the step's cache entry, with its origin."""
         changed = self.cache.write(CacheEntry(entry.key, code, origin))
         self.cache_writes += changed
-        record(logging.INFO, "cache_write", "%s %s entry %r in %s",
-               "wrote" if changed else "kept", origin, entry.sentence,
-               self.cache.path_for(entry.key.test))  # fmt: skip
+        record(
+            logging.INFO,
+            "cache_write",
+            "%s %s entry %r in %s",
+            "wrote" if changed else "kept",
+            origin,
+            entry.sentence,
+            self.cache.path_for(entry.key.test),
+        )
         if entry.replaced is None and entry.code and entry.code != code:
             entry.replaced = entry.code  # the code the run found there, for a review of the change
         if origin in (Origin.HEALED, Origin.RECOVERED, Origin.STEERED):
-            self.heals[_step(entry)] = (test.name, code)
+            self.heals[entry.spec.identity] = (test.name, code)
         entry.code, entry.origin = code, origin
 
     def steer(self, test: TestState, entry: ScenarioEntry, failure: IncurableStepError) -> bool:
@@ -128,12 +147,19 @@ class Engine:
         self, test: TestState, entry: ScenarioEntry, failure: IncurableStepError
     ) -> StuckStep:
         once = replace(entry.spec, tries=1)  # the settle window never re-arms inside the dialog
-        seen: dict[str, PageState] = {}  # the page the last guided request was about
+        seen: dict[str, PageState] = {}  # the page as it was before the last execution
 
         def ask(guidance: str) -> str | Attempt:
             seen["before"] = self.advisor.page_state(test)
-            return self.advisor.code(Purpose.STEER, test, entry, guidance=guidance,
-                                     page=seen["before"])  # fmt: skip
+            return self.advisor.code(
+                Purpose.STEER, test, entry, guidance=guidance, page=seen["before"]
+            )
+
+        def execute(code: str) -> Attempt:
+            if "before" not in seen:  # a part that runs code it did not ask for
+                seen["before"] = self.advisor.page_state(test)
+            attempt = self.execute(test, once, code)
+            return attempt
 
         def keep(code: str, guidance: str) -> None:
             entry.guidance = guidance  # for the report; never in the cache
@@ -146,7 +172,7 @@ class Engine:
             failure=failure,
             page=test.page,
             ask=ask,
-            execute=lambda code: self.execute(test, once, code),
+            execute=execute,
             gate=lambda green, guidance: self.advisor.gate(
                 test, entry, green, seen["before"], guidance=guidance
             ),
@@ -157,9 +183,9 @@ class Engine:
         )
 
 
-def _step(entry: ScenarioEntry) -> tuple[str, str, str]:
-    """What makes two steps the same step, whatever their test: kind, sentence and data."""
-    return entry.kind, entry.sentence, entry.spec.data
+def pause(test: TestState, seconds: float) -> None:
+    """The one way the engine waits: on the test's page, so that its events go on arriving."""
+    test.page.wait_for_timeout(seconds * 1000)
 
 
 def _feature(test_name: str) -> str:
@@ -268,8 +294,13 @@ class StepCycle:
         for source, code in self.engine.proven(self.test, self.entry)[:MAX_REUSE_TRIES]:
             attempt = self.engine.execute(self.test, self.spec, code)
             if attempt.outcome is Outcome.GREEN:
-                record(logging.INFO, "reuse", "reused the code of %r from %s",
-                       self.spec.sentence, source)  # fmt: skip
+                record(
+                    logging.INFO,
+                    "reuse",
+                    "reused the code of %r from %s",
+                    self.spec.sentence,
+                    source,
+                )
                 self.engine.write(self.test, self.entry, code, Origin.REUSED)
                 return True
             self.history.append(attempt)
@@ -277,7 +308,7 @@ class StepCycle:
 
     def reuse_heal(self, cached: CacheEntry) -> bool:
         """A red replay first tries the code that healed the same step earlier in this run."""
-        known = self.engine.heals.get((self.spec.kind, self.spec.sentence, self.spec.data))
+        known = self.engine.heals.get(self.spec.identity)
         if known is None or known[1] == cached.code:
             return False
         source, code = known
@@ -299,8 +330,14 @@ class StepCycle:
         """Up to ``generation_attempts`` code requests; an exhausted budget is classified."""
         budget = self.config.generation_attempts
         for number in range(1, budget + 1):
-            record(logging.INFO, "generation", "generating %r (attempt %d of %d)",
-                   self.spec.sentence, number, budget)  # fmt: skip
+            record(
+                logging.INFO,
+                "generation",
+                "generating %r (attempt %d of %d)",
+                self.spec.sentence,
+                number,
+                budget,
+            )
             if self.attempt(Purpose.GENERATE, None, Origin.GENERATED):
                 return
         if self.in_recoverable_group:
@@ -318,8 +355,15 @@ class StepCycle:
         origin = Origin.RECOVERED if self.in_recoverable_group else Origin.HEALED
         budget = self.config.healing_attempts
         for number in range(1, budget + 1):
-            record(logging.INFO, "healing", "healing %r (%s, attempt %d of %d)",
-                   self.spec.sentence, verdict.label, number, budget)  # fmt: skip
+            record(
+                logging.INFO,
+                "healing",
+                "healing %r (%s, attempt %d of %d)",
+                self.spec.sentence,
+                verdict.label,
+                number,
+                budget,
+            )
             if self.attempt(Purpose.HEAL, verdict, origin):
                 explanation = f"healed ({verdict.label}): {verdict.explanation}"
                 self.engine.events.emit("on_healed", self.spec.sentence, explanation)

@@ -148,9 +148,13 @@ def _earlier_blocks(test: TestState, spec: StepSpec, secrets: Secrets) -> None:
         return
     late = test.guard.take()
     for url in late:
-        record(logging.WARNING, "late_block",
-               "before %r ran, a navigation set off earlier was blocked: %s (outside "
-               "allowed_origins)", spec.text, secrets.redact(url))  # fmt: skip
+        record(
+            logging.WARNING,
+            "late_block",
+            "before %r ran, a navigation set off earlier was blocked: %s (outside allowed_origins)",
+            spec.text,
+            secrets.redact(url),
+        )
     if late:
         follow_tabs(test)  # a refused window is closed: the page it took the focus from is back
 

@@ -12,21 +12,21 @@ that stays terminal passes the steering gate with its group context before it pr
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING
 
-from ..errors import IncurableStepError, StepFailedError, failure_kind
+from ..config import pace_ms
+from ..errors import IncurableStepError, PrettyPlayError, StepFailedError, failure_kind
 from ..events import Events, record
 from ..vocabulary import GroupLabel, StepStatus
 from .advisor import verdict_failure
-from .cycle import StepCycle
-from .step import GroupStepRecord
+from .cycle import StepCycle, pause
+from .step import GroupStepRecord, ScenarioEntry
 
 if TYPE_CHECKING:
     from ..llm.answers import Verdict
     from .cycle import Engine
     from .state import TestState
-    from .step import ScenarioEntry, StepSpec
+    from .step import StepSpec
 
 
 class GroupBlock:
@@ -54,7 +54,7 @@ class GroupBlock:
     @property
     def pace_ms(self) -> int:
         """The plain wait before every step after the first (never the browser's slow_mo)."""
-        return 0 if self.speed is None else int((100 - self.speed) * 30)
+        return 0 if self.speed is None else pace_ms(self.speed)
 
     # -- the lifecycle -----------------------------------------------------------------------
 
@@ -68,9 +68,9 @@ class GroupBlock:
     # -- a step of the group -----------------------------------------------------------------
 
     def perform(self, test: TestState, spec: StepSpec) -> ScenarioEntry:
-        pause = (self.delay or 0) if not self.traces else self.pace_ms / 1000
-        if pause:
-            time.sleep(pause)
+        seconds = (self.delay or 0) if not self.traces else self.pace_ms / 1000
+        if seconds:
+            pause(test, seconds)
         url_before = test.page.url
         try:
             entry = self.engine.perform(test, spec, self.prompt)
@@ -78,8 +78,8 @@ class GroupBlock:
             self.traces.append(
                 GroupStepRecord(spec.sentence, StepStatus.FAILED, url_before, test.page.url)
             )
-            failed = test.scenario[-1] if test.scenario and test.scenario[-1].spec is spec else None
-            if failed is None:
+            failed = failure.entry if isinstance(failure, PrettyPlayError) else None
+            if not isinstance(failed, ScenarioEntry):
                 raise
             self.members.append(failed)
             if not self._recoverable(test, failure):
@@ -104,17 +104,12 @@ class GroupBlock:
         self, test: TestState, failed: ScenarioEntry, failure: IncurableStepError
     ) -> None:
         """Recover, booking the group's requests on the step whose failure started them."""
-        llm = self.engine.advisor.llm
-        usage_before = llm.total_usage
         try:
-            self.recover(test, failed, failure)
+            with self.engine.booked(failed):
+                self.recover(test, failed, failure)
         except BaseException as final:
             failed.failure = failure_kind(final)
             raise
-        finally:
-            usage = llm.total_usage
-            failed.requests += usage.requests - usage_before.requests
-            failed.tokens += usage.total_tokens - usage_before.total_tokens
 
     # -- recovery ------------------------------------------------------------------------------
 
@@ -159,9 +154,11 @@ class GroupBlock:
         if root is None:
             outside = f"the diagnosis traces the failure to {verdict.root_step!r}, a step outside"
             raise failure.recast(
-                IncurableStepError, outside + " the group", verdict.explanation,
+                IncurableStepError,
+                outside + " the group",
+                verdict.explanation,
                 verdict.recommendation,
-            )  # fmt: skip
+            )
         return list(self.members[root : last + 1])
 
     def _run_row(
@@ -176,6 +173,11 @@ class GroupBlock:
                 StepCycle(self.engine, test, entry).heal(verdict)
             except IncurableStepError as repeat:
                 return entry, repeat
-            record(logging.INFO, "group_row_recovered", "group %r recovered step %r",
-                   self.prompt, entry.sentence)  # fmt: skip
+            record(
+                logging.INFO,
+                "group_row_recovered",
+                "group %r recovered step %r",
+                self.prompt,
+                entry.sentence,
+            )
         return None

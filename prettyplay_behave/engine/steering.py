@@ -10,10 +10,11 @@ code with guidance, run code once on the live page, gate a green candidate, keep
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
+
+from ..config import in_ci
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -50,4 +51,4 @@ class Steering(Protocol):
 
 def steering_allowed(config: TestConfig, llm_available: bool) -> bool:
     """The gate's rules: opt-in, never strict, never in CI, never without the LLM."""
-    return config.interactive and not config.strict and not os.environ.get("CI") and llm_available
+    return config.interactive and not config.strict and not in_ci() and llm_available

@@ -13,6 +13,9 @@ if TYPE_CHECKING:
     from ..llm.answers import Verdict
 
 
+StepIdentity = tuple[Kind, str, str]  # what makes two steps the same: kind, sentence, data
+
+
 @dataclass(frozen=True)
 class StepSpec:
     """One step as written: an action or a check, its sentence and data, tries and delay."""
@@ -42,7 +45,7 @@ class StepSpec:
         return f"{self.sentence}\n{self.data}" if self.data else self.sentence
 
     @property
-    def identity(self) -> tuple[Kind, str, str]:
+    def identity(self) -> StepIdentity:
         """What makes two steps the same step, whatever their test: kind, sentence and data."""
         return self.kind, self.sentence, self.data
 

@@ -343,9 +343,17 @@ def _loads(span: str, budget: list[int]) -> tuple[Any, bool]:
 # Field names as the readers expect them, by their matching form (``Root Step`` -> root_step).
 _FIELDS = {
     _norm(name): name
-    for name in ("label", "explanation", "recommendation", "root_step", "findings", "dimension",
-                 "severity", "message")
-}  # fmt: skip
+    for name in (
+        "label",
+        "explanation",
+        "recommendation",
+        "root_step",
+        "findings",
+        "dimension",
+        "severity",
+        "message",
+    )
+}
 
 
 def _canonical(data: dict[str, Any]) -> dict[str, Any]:

@@ -179,11 +179,15 @@ class LLMClient:
             answer = self._complete(client, purpose, model, step, messages)
         finally:
             tokens = (answer.prompt_tokens + answer.completion_tokens) if answer else 0
-            log.debug("LLM request %s with %s: %s, %d tokens in %.1f s", purpose, model,
-                      answer.finish_reason if answer else "failed", tokens,
-                      time.monotonic() - started,
-                      extra={"event": "llm_request", "purpose": str(purpose),
-                             "tokens": tokens})  # fmt: skip
+            log.debug(
+                "LLM request %s with %s: %s, %d tokens in %.1f s",
+                purpose,
+                model,
+                answer.finish_reason if answer else "failed",
+                tokens,
+                time.monotonic() - started,
+                extra={"event": "llm_request", "purpose": str(purpose), "tokens": tokens},
+            )
         with self._lock:
             self._add(purpose, Usage(0, answer.prompt_tokens, answer.completion_tokens))
         return answer
@@ -233,9 +237,13 @@ class LLMClient:
     def _forget_schema(self, exc: Exception) -> None:
         """structured_output=auto after a refused response_format: never send it again."""
         self.schema_refused = True
-        log.info("%s refused response_format (%s); verdict requests go without a JSON schema "
-                 "for the rest of the run", _display(self.base_url), _server_message(exc),
-                 extra={"event": "structured_output_refused"})  # fmt: skip
+        log.info(
+            "%s refused response_format (%s); verdict requests go without a JSON schema "
+            "for the rest of the run",
+            _display(self.base_url),
+            _server_message(exc),
+            extra={"event": "structured_output_refused"},
+        )
 
     def _add(self, purpose: Purpose, usage: Usage) -> None:
         self._usage[purpose] = self._usage.get(purpose, Usage()) + usage
@@ -264,11 +272,14 @@ class LLMClient:
         where = _display(self.base_url)
         attempts = f"llm_retries={self.config.llm_retries}"
         if isinstance(exc, openai.APITimeoutError):
-            self._mark_down(_TIMED_OUT.format(where=where, attempts=attempts,
-                                              timeout=self.config.llm_timeout), exc)  # fmt: skip
+            self._mark_down(
+                _TIMED_OUT.format(where=where, attempts=attempts, timeout=self.config.llm_timeout),
+                exc,
+            )
         if isinstance(exc, openai.APIConnectionError):
-            self._mark_down(_UNREACHABLE.format(where=where, attempts=attempts,
-                                                cause=_cause(exc)), exc)  # fmt: skip
+            self._mark_down(
+                _UNREACHABLE.format(where=where, attempts=attempts, cause=_cause(exc)), exc
+            )
         if not isinstance(exc, openai.APIStatusError):
             if isinstance(exc, openai.OpenAIError):
                 raise ProviderUnavailableError(
@@ -277,8 +288,13 @@ class LLMClient:
                 ) from exc
             return
         status, code = exc.status_code, SCHEMA_REFUSED if schema_refused else _error_code(exc)
-        facts = {"where": where, "attempts": attempts, "status": status, "model": model,
-                 "message": _server_message(exc)}  # fmt: skip
+        facts = {
+            "where": where,
+            "attempts": attempts,
+            "status": status,
+            "model": model,
+            "message": _server_message(exc),
+        }
         for applies, outcome, text in _STATUS_FAILURES:
             if applies(status, code):
                 self._fail(outcome, text.format(**facts), model, verdict, exc)
@@ -290,16 +306,12 @@ class LLMClient:
         if outcome == "down":
             self._mark_down(text, exc)
         if outcome == "schema":
-            raise ConfigError(
-                "prettyplay.structured_output", self.config.structured_output,
-                "the run's settings", text,
-            ) from None  # fmt: skip
+            raise self.config.error("structured_output", text) from None
         if outcome == "model":
             key = (
                 "classification_model" if verdict and self.config.classification_model else "model"
             )
-            text = text.replace("{key}", key)
-            raise ConfigError(f"prettyplay.{key}", model, "the run's settings", text) from None
+            raise self.config.error(key, text.replace("{key}", key)) from None
         raise ConfigError("OPENAI_API_KEY", HIDDEN, KEY_SOURCE, text) from None
 
     def _mark_down(self, why: str, exc: Exception) -> None:
@@ -327,29 +339,50 @@ SCHEMA_REFUSED = "response_format_refused"
 # misconfigurations (a ConfigError naming the setting), "down" leaves the LLM unavailable for
 # the rest of the run.
 _STATUS_FAILURES: tuple[tuple[Callable[[int, str | None], bool], str, str], ...] = (
-    (lambda status, code: code == SCHEMA_REFUSED, "schema",
-     "{where} refused the JSON schema of a verdict request (HTTP {status}: {message}); set "
-     "prettyplay.structured_output=auto to ask again without it, or off"),
-    (lambda status, code: status == 401, "key",
-     "{where} rejected the API key (401: {message}); set a valid OPENAI_API_KEY (and check that "
-     "OPENAI_BASE_URL names the intended server)"),
-    (lambda status, code: status == 403, "key",
-     "{where} refused the request (403: {message}); check the account permissions of "
-     "OPENAI_API_KEY for the model {model!r}"),
-    (lambda status, code: status == 404, "model",
-     "{where} does not know the model {model!r} (404: {message}); set prettyplay.{{key}} to a "
-     "model the server offers (or check that OPENAI_BASE_URL ends with the API path, such as "
-     "/v1)"),
-    (lambda status, code: status == 429 and code == "insufficient_quota", "key",
-     "the account quota is exhausted (429 insufficient_quota: {message}); check the plan and "
-     "billing of the account behind OPENAI_API_KEY, or use another key"),
-    (lambda status, code: status == 429, "down",
-     "{where} kept rate-limiting the requests (429, {attempts}: {message}); wait and run again, "
-     "or lower the load on the server"),
-    (lambda status, code: status >= 500 or status in (408, 409), "down",
-     "{where} kept failing (HTTP {status}, {attempts}: {message}); check the server behind "
-     "OPENAI_BASE_URL or run again later"),
-)  # fmt: skip
+    (
+        lambda status, code: code == SCHEMA_REFUSED,
+        "schema",
+        "{where} refused the JSON schema of a verdict request (HTTP {status}: {message}); set "
+        "prettyplay.structured_output=auto to ask again without it, or off",
+    ),
+    (
+        lambda status, code: status == 401,
+        "key",
+        "{where} rejected the API key (401: {message}); set a valid OPENAI_API_KEY (and check that "
+        "OPENAI_BASE_URL names the intended server)",
+    ),
+    (
+        lambda status, code: status == 403,
+        "key",
+        "{where} refused the request (403: {message}); check the account permissions of "
+        "OPENAI_API_KEY for the model {model!r}",
+    ),
+    (
+        lambda status, code: status == 404,
+        "model",
+        "{where} does not know the model {model!r} (404: {message}); set prettyplay.{{key}} to a "
+        "model the server offers (or check that OPENAI_BASE_URL ends with the API path, such as "
+        "/v1)",
+    ),
+    (
+        lambda status, code: status == 429 and code == "insufficient_quota",
+        "key",
+        "the account quota is exhausted (429 insufficient_quota: {message}); check the plan and "
+        "billing of the account behind OPENAI_API_KEY, or use another key",
+    ),
+    (
+        lambda status, code: status == 429,
+        "down",
+        "{where} kept rate-limiting the requests (429, {attempts}: {message}); wait and run again, "
+        "or lower the load on the server",
+    ),
+    (
+        lambda status, code: status >= 500 or status in (408, 409),
+        "down",
+        "{where} kept failing (HTTP {status}, {attempts}: {message}); check the server behind "
+        "OPENAI_BASE_URL or run again later",
+    ),
+)
 
 
 def _answer(completion: Any, where: str) -> Answer:

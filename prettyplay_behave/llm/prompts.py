@@ -26,13 +26,15 @@ ROLES = ("system", "user")
 class Prompts:
     """The prompt templates of a run; the jinja2 environment is built on first use."""
 
-    def __init__(self, templates_dir: str | None = None) -> None:
+    def __init__(self, templates_dir: str | None = None, source: str = "PrettyConfig") -> None:
+        """``source`` is where ``templates_dir`` came from, for the ConfigError of a bad one."""
+        self.templates_dir, self.source = templates_dir, source
         if templates_dir is not None and not os.path.isdir(templates_dir):
-            raise ConfigError(
-                "prettyplay.templates_dir", templates_dir, "settings", "the folder does not exist"
-            )
-        self.templates_dir = templates_dir
+            raise self._error("the folder does not exist")
         self._environment: jinja2.Environment | None = None
+
+    def _error(self, problem: str) -> ConfigError:
+        return ConfigError("templates_dir", self.templates_dir, self.source, problem)
 
     @property
     def environment(self) -> jinja2.Environment:
@@ -47,12 +49,9 @@ class Prompts:
         template = self.environment.get_template(Purpose.of(purpose).template)
         missing = [role for role in ROLES if role not in template.blocks]
         if missing:
-            raise ConfigError(
-                "prettyplay.templates_dir",
-                self.templates_dir,
-                "settings",
+            raise self._error(
                 f"template {template.name} must define the blocks system and user "
-                f"(missing: {', '.join(missing)})",
+                f"(missing: {', '.join(missing)})"
             )
         values = template.new_context(context)
         try:

@@ -104,18 +104,24 @@ def attach_steps(
     for entry, own in entries:
         prefix = "" if own else f"{redact(entry.sentence)}: "
         for name, text in step_texts(test, entry, redact):
-            _safely(allure.attach, text, name=prefix + name,
-                    attachment_type=allure.attachment_type.TEXT)  # fmt: skip
+            _safely(
+                allure.attach, text, name=prefix + name, attachment_type=allure.attachment_type.TEXT
+            )
 
 
 def attach_artifacts(allure: Any, screenshot: Path | None, trace: Path | None) -> None:
     """A failing step's screenshot and Playwright trace (or a trace kept at the test's end)."""
     if screenshot is not None:
-        _safely(allure.attach.file, str(screenshot), name="failure",
-                attachment_type=allure.attachment_type.PNG)  # fmt: skip
+        _safely(
+            allure.attach.file,
+            str(screenshot),
+            name="failure",
+            attachment_type=allure.attachment_type.PNG,
+        )
     if trace is not None:
-        _safely(allure.attach.file, str(trace), name="trace (playwright show-trace)",
-                extension="zip")  # fmt: skip
+        _safely(
+            allure.attach.file, str(trace), name="trace (playwright show-trace)", extension="zip"
+        )
 
 
 def add_cost(allure: Any, test: TestState) -> None:
@@ -154,8 +160,12 @@ def _parameters_reach_results() -> None:
                     continue
                 result.parameters = [p for p in result.parameters or [] if p.name != name]
                 result.parameters.append(
-                    Parameter(name=name, value=str(value), excluded=excluded or None,
-                              mode=getattr(mode, "value", mode))
-                )  # fmt: skip
+                    Parameter(
+                        name=name,
+                        value=str(value),
+                        excluded=excluded or None,
+                        mode=getattr(mode, "value", mode),
+                    )
+                )
 
     manager.register(ParameterBridge(), name="prettyplay-allure-parameters")

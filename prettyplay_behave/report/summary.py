@@ -134,12 +134,16 @@ class RunSummary:
         notes = []
         for model, price in sorted(self.prices.items()):
             if price is None:
-                notes.append(f"{model}: no known price (set prettyplay.price_per_mtok_input "
-                             "and prettyplay.price_per_mtok_output to show its cost)")  # fmt: skip
+                notes.append(
+                    f"{model}: no known price (set prettyplay.price_per_mtok_input "
+                    "and prettyplay.price_per_mtok_output to show its cost)"
+                )
                 continue
             source = _SOURCES[price.source].format(taken=PRICES_TAKEN)
-            notes.append(f"{model}: {_dollars(price.input)} input, {_dollars(price.output)} "
-                         f"output per million tokens ({source})")  # fmt: skip
+            notes.append(
+                f"{model}: {_dollars(price.input)} input, {_dollars(price.output)} "
+                f"output per million tokens ({source})"
+            )
         return notes
 
     def render(self, colour: bool) -> str:

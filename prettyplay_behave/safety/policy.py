@@ -15,6 +15,7 @@ import re
 
 from ..errors import CodePolicyError
 from ..page_events import PAGE_EVENTS, listener_shape
+from ..vocabulary import words
 
 MAX_CODE_CHARS = 20_000
 MAX_CODE_LINES = 200
@@ -25,40 +26,30 @@ MAX_LOOP_ITEMS = 1_000
 
 PROVIDED_NAMES = frozenset({"page", "expect", "re", "secret"})
 
-BUILTIN_NAMES = frozenset(
-    {
-        "abs", "all", "any", "bool", "dict", "enumerate", "float", "int", "len", "list",
-        "max", "min", "range", "round", "sorted", "str", "sum", "tuple", "zip",
-    }
-)  # fmt: skip
+BUILTIN_NAMES = words(
+    "abs all any bool dict enumerate float int len list max min range round sorted str"
+    " sum tuple zip"
+)
 
 # Refused outright, named so that the error message is explicit about them.
-REFUSED_NAMES = frozenset(
-    {
-        "__import__", "breakpoint", "compile", "delattr", "dir", "eval", "exec", "format",
-        "getattr", "globals", "hasattr", "input", "iter", "locals", "next", "object", "open",
-        "print", "setattr", "super", "type", "vars",
-    }
-)  # fmt: skip
+REFUSED_NAMES = words(
+    "__import__ breakpoint compile delattr dir eval exec format getattr globals hasattr"
+    " input iter locals next object open print setattr super type vars"
+)
 
-_GET_BY = frozenset(
-    {
-        "get_by_alt_text", "get_by_label", "get_by_placeholder", "get_by_role",
-        "get_by_test_id", "get_by_text", "get_by_title",
-    }
-)  # fmt: skip
+_GET_BY = words(
+    "get_by_alt_text get_by_label get_by_placeholder get_by_role get_by_test_id"
+    " get_by_text get_by_title"
+)
 
 _LOCATING = _GET_BY | {"locator", "frame_locator"}
 
 # Actions and reads that Page offers both on itself (with a selector) and on Locator.
-_ACTIONS = frozenset(
-    {
-        "check", "click", "dblclick", "fill", "focus", "get_attribute", "hover", "inner_text",
-        "input_value", "is_checked", "is_disabled", "is_editable", "is_enabled", "is_hidden",
-        "is_visible", "press", "select_option", "set_checked", "tap", "text_content", "type",
-        "uncheck",
-    }
-)  # fmt: skip
+_ACTIONS = words(
+    "check click dblclick fill focus get_attribute hover inner_text input_value"
+    " is_checked is_disabled is_editable is_enabled is_hidden is_visible press"
+    " select_option set_checked tap text_content type uncheck"
+)
 
 # What the page proxy offers that Playwright's Page does not: moving between the test's tabs.
 PROXY_ONLY = frozenset({"switch_to_tab"})
@@ -67,22 +58,21 @@ PAGE_ATTRIBUTES = (
     _LOCATING
     | _ACTIONS
     | PROXY_ONLY
-    | {
-        "content", "drag_and_drop", "expect_download", "expect_popup", "go_back", "go_forward",
-        "goto", "keyboard", "mouse", "reload", "set_input_files", "title", "url",
-        "wait_for_load_state", "wait_for_url",
-    }
-)  # fmt: skip
+    | words(
+        "content drag_and_drop expect_download expect_popup go_back go_forward goto keyboard"
+        " mouse reload set_input_files title url wait_for_load_state wait_for_url"
+    )
+)
 
 LOCATOR_ATTRIBUTES = (
     _LOCATING
     | _ACTIONS
-    | {
-        "all", "all_inner_texts", "all_text_contents", "and_", "blur", "clear", "content_frame",
-        "count", "drag_to", "filter", "first", "last", "nth", "or_", "press_sequentially",
-        "scroll_into_view_if_needed", "set_input_files", "wait_for",
-    }
-)  # fmt: skip
+    | words(
+        "all all_inner_texts all_text_contents and_ blur clear content_frame count drag_to"
+        " filter first last nth or_ press_sequentially scroll_into_view_if_needed"
+        " set_input_files wait_for"
+    )
+)
 
 FRAME_LOCATOR_ATTRIBUTES = _LOCATING | {"first", "last", "nth", "owner"}
 
@@ -90,33 +80,24 @@ KEYBOARD_ATTRIBUTES = frozenset({"down", "insert_text", "press", "type", "up"})
 
 MOUSE_ATTRIBUTES = frozenset({"click", "dblclick", "down", "move", "up", "wheel"})
 
-_MATCHERS = frozenset(
-    {
-        "to_be_attached", "to_be_checked", "to_be_disabled", "to_be_editable", "to_be_empty",
-        "to_be_enabled", "to_be_focused", "to_be_hidden", "to_be_in_viewport", "to_be_visible",
-        "to_contain_text", "to_have_accessible_name", "to_have_attribute", "to_have_class",
-        "to_have_count", "to_have_id", "to_have_role", "to_have_text", "to_have_title",
-        "to_have_url", "to_have_value", "to_have_values",
-    }
-)  # fmt: skip
+_MATCHERS = words(
+    "to_be_attached to_be_checked to_be_disabled to_be_editable to_be_empty to_be_enabled"
+    " to_be_focused to_be_hidden to_be_in_viewport to_be_visible to_contain_text"
+    " to_have_accessible_name to_have_attribute to_have_class to_have_count to_have_id"
+    " to_have_role to_have_text to_have_title to_have_url to_have_value to_have_values"
+)
 
 EXPECT_MATCHERS = _MATCHERS | {f"not_{name}" for name in _MATCHERS}
 
-RE_NAMES = frozenset(
-    {
-        "DOTALL", "I", "IGNORECASE", "M", "MULTILINE", "S", "compile", "escape", "findall",
-        "fullmatch", "match", "search", "split", "sub",
-    }
-)  # fmt: skip
+RE_NAMES = words(
+    "DOTALL I IGNORECASE M MULTILINE S compile escape findall fullmatch match search split sub"
+)
 
 # Methods of plain values: str, list, dict, and re's Pattern and Match.
-VALUE_METHODS = frozenset(
-    {
-        "append", "casefold", "endswith", "get", "group", "groups", "isdigit", "items", "join",
-        "keys", "lower", "lstrip", "replace", "rsplit", "rstrip", "split", "splitlines",
-        "startswith", "strip", "upper", "values",
-    }
-)  # fmt: skip
+VALUE_METHODS = words(
+    "append casefold endswith get group groups isdigit items join keys lower lstrip"
+    " replace rsplit rstrip split splitlines startswith strip upper values"
+)
 
 # What a `with page.expect_popup() as popup_info` gives: `popup_info.value`, the new page; a
 # download's `download_info.value.suggested_filename`.
@@ -137,37 +118,28 @@ ALLOWED_ATTRIBUTES = (
 )
 
 # Never allowed; listed so that the refusal names them and a test can pin them down.
-REFUSED_ATTRIBUTES = frozenset(
-    {
-        "add_init_script", "add_script_tag", "add_style_tag", "attrgetter", "context",
-        "cookies", "dispatch_event", "element_handle", "element_handles", "evaluate",
-        "evaluate_all", "evaluate_handle", "expect_console_message", "expect_event",
-        "expect_file_chooser", "expect_navigation", "expect_request", "expect_response",
-        "expose_binding", "expose_function", "f_back", "f_globals", "f_locals", "format",
-        "format_map", "frame", "frames", "gi_frame", "main_frame", "mro", "obj", "on", "once",
-        "opener", "page", "pdf", "request", "route", "route_from_har", "save_as", "screenshot",
-        "set_content", "storage_state", "subclasses", "unroute", "video", "wait_for_event",
-        "wait_for_function",
-    }
-)  # fmt: skip
+REFUSED_ATTRIBUTES = words(
+    "add_init_script add_script_tag add_style_tag attrgetter context cookies"
+    " dispatch_event element_handle element_handles evaluate evaluate_all evaluate_handle"
+    " expect_console_message expect_event expect_file_chooser expect_navigation"
+    " expect_request expect_response expose_binding expose_function f_back f_globals"
+    " f_locals format format_map frame frames gi_frame main_frame mro obj on once opener"
+    " page pdf request route route_from_har save_as screenshot set_content storage_state"
+    " subclasses unroute video wait_for_event wait_for_function"
+)
 
 # Calls that build a fresh, finite list: safe to loop over.
-LIST_METHODS = frozenset(
-    {
-        "all", "all_inner_texts", "all_text_contents", "findall", "items", "keys", "rsplit",
-        "split", "splitlines", "values",
-    }
-)  # fmt: skip
+LIST_METHODS = words(
+    "all all_inner_texts all_text_contents findall items keys rsplit split splitlines values"
+)
 
 _LOOP_WRAPPERS = frozenset({"enumerate", "list", "sorted", "tuple", "zip"})
 
 # What reads text back from the page: refused in a step that types a secret.
-READ_BACK = frozenset(
-    {
-        "all_inner_texts", "all_text_contents", "content", "get_attribute", "inner_text",
-        "input_value", "text_content", "title", "url",
-    }
-)  # fmt: skip
+READ_BACK = words(
+    "all_inner_texts all_text_contents content get_attribute inner_text input_value"
+    " text_content title url"
+)
 
 # The only calls a secret may be handed to.
 TYPING_METHODS = frozenset({"fill", "insert_text", "press_sequentially", "type"})
@@ -175,9 +147,19 @@ TYPING_METHODS = frozenset({"fill", "insert_text", "press_sequentially", "type"}
 NAVIGATION_SCHEMES = frozenset({"http", "https"})
 
 _STATEMENTS = (
-    ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.If, ast.For, ast.Return,
-    ast.Pass, ast.Assert, ast.Break, ast.Continue, ast.With,
-)  # fmt: skip
+    ast.Expr,
+    ast.Assign,
+    ast.AugAssign,
+    ast.AnnAssign,
+    ast.If,
+    ast.For,
+    ast.Return,
+    ast.Pass,
+    ast.Assert,
+    ast.Break,
+    ast.Continue,
+    ast.With,
+)
 
 # The one `with` the policy admits: waiting for what an action inside it starts.
 WAITERS = frozenset({"expect_popup", "expect_download"})
@@ -186,10 +168,24 @@ WAITERS = frozenset({"expect_popup", "expect_download"})
 LISTENERS = frozenset({"on", "once"})
 
 _EXPRESSIONS = (
-    ast.Constant, ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Slice, ast.BinOp,
-    ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.List, ast.Tuple, ast.Dict, ast.Set,
-    ast.JoinedStr, ast.FormattedValue,
-)  # fmt: skip
+    ast.Constant,
+    ast.Name,
+    ast.Attribute,
+    ast.Call,
+    ast.Subscript,
+    ast.Slice,
+    ast.BinOp,
+    ast.UnaryOp,
+    ast.BoolOp,
+    ast.Compare,
+    ast.IfExp,
+    ast.List,
+    ast.Tuple,
+    ast.Dict,
+    ast.Set,
+    ast.JoinedStr,
+    ast.FormattedValue,
+)
 
 # Huge results from tiny code (10 ** 10 ** 10, 1 << 10 ** 12) would hang the run.
 _REFUSED_OPERATORS: dict[type[ast.AST], str] = {

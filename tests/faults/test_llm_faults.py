@@ -177,7 +177,7 @@ def test_a_transient_failure_is_retried_and_the_step_written_once(
         (insufficient_quota(), "OPENAI_API_KEY", "the account quota is exhausted (429"),
         (unauthorized(), "OPENAI_API_KEY", "rejected the API key (401: Incorrect API key"),
         (forbidden(), "OPENAI_API_KEY", "refused the request (403: You are not allowed"),
-        (model_not_found("gpt-4.1-mini"), "prettyplay.model", "does not know the model"),
+        (model_not_found("gpt-4.1-mini"), "model", "does not know the model"),
     ],
     ids=["quota", "401", "403", "unknown model"],
 )

@@ -298,7 +298,7 @@ def test_an_unknown_model_names_the_setting(server):
     server.on("generate", model_not_found("gpt-nope"))
     with pytest.raises(ConfigError) as caught:
         ask(client_for(server, model="gpt-nope"))
-    assert (caught.value.key, caught.value.value) == ("prettyplay.model", "gpt-nope")
+    assert (caught.value.key, caught.value.value) == ("model", "gpt-nope")
     assert "set prettyplay.model" in str(caught.value)
     assert len(server.requests) == 1
 
@@ -308,7 +308,7 @@ def test_an_unknown_classification_model_names_its_setting(server):
     with pytest.raises(ConfigError) as caught:
         ask(client_for(server, classification_model="judge-nope"), "diagnose")
     assert (caught.value.key, caught.value.value) == (
-        "prettyplay.classification_model",
+        "classification_model",
         "judge-nope",
     )
 

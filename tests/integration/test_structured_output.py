@@ -141,7 +141,7 @@ def test_on_makes_a_refusal_a_misconfiguration_naming_the_setting(server) -> Non
     with pytest.raises(ConfigError) as caught:
         client.ask("classify", step="click Checkout", messages=MESSAGES)
     message = str(caught.value)
-    assert message.startswith("setting 'prettyplay.structured_output' = 'on' (from the run's")
+    assert message.startswith("setting 'structured_output' = 'on' (from PrettyConfig): ")
     assert "refused the JSON schema of a verdict request (HTTP 400: Invalid parameter: " in message
     assert "set prettyplay.structured_output=auto to ask again without it, or off" in message
     assert len(server.requests) == 1  # no retry

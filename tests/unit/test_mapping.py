@@ -6,11 +6,12 @@ import pytest
 from behave.model import Table
 
 from prettyplay_behave.behave.mapping import (
-    group_tags,
     scenario_namespace,
     split_annotation,
     step_spec,
 )
+from prettyplay_behave.config import PrettyConfig
+from prettyplay_behave.errors import ConfigError
 
 
 def test_test_name_is_the_feature_path_and_scenario_name() -> None:
@@ -54,9 +55,24 @@ def test_docstring_and_table_become_data() -> None:
     assert step_spec("when", "I type:", text="hello\nworld").data == "hello\nworld"
 
 
-def test_group_tags() -> None:
-    assert group_tags(["smoke"]) is None
-    tags = group_tags(["group", "group.speed=30", "group.delay=2"])
-    assert tags is not None and (tags.speed, tags.delay) == (30, 2.0)
-    with pytest.raises(ValueError, match=r"group\.speed=fast"):
-        group_tags(["group", "group.speed=fast"])
+def test_group_tags_are_settings_of_the_test() -> None:
+    config = PrettyConfig().for_test(["group", "group.speed=30", "group.delay=2"], "Buy")
+    assert (config.group_speed, config.group_delay) == (30, 2.0)
+    assert (PrettyConfig().for_test(["group"]).group_speed, config.source_of("group_speed")) == (
+        None,
+        "tag @group.speed=30 of scenario 'Buy'",
+    )
+    with pytest.raises(ConfigError, match=r"'group_speed' = 'fast' \(from tag @group\.speed=fast"):
+        PrettyConfig().for_test(["group", "group.speed=fast"], "Buy")
+    with pytest.raises(ConfigError, match="expected 0 to 100"):
+        PrettyConfig().for_test(["group.speed=140"])
+
+
+def test_a_behave_whose_runner_is_elsewhere_stops_the_run_loudly() -> None:
+    from types import SimpleNamespace
+
+    from prettyplay_behave.behave.hooks import check_scenario_tags
+    from prettyplay_behave.errors import PrettyPlayError
+
+    with pytest.raises(PrettyPlayError, match=r"behave's runner is not where prettyplay looks"):
+        check_scenario_tags(SimpleNamespace(), PrettyConfig())

@@ -237,7 +237,7 @@ def test_an_override_must_define_both_blocks(tmp_path: Path):
 
 
 def test_a_missing_templates_dir_is_a_config_error(tmp_path: Path):
-    with pytest.raises(ConfigError, match=r"prettyplay\.templates_dir"):
+    with pytest.raises(ConfigError, match=r"setting .templates_dir. = .* \(from PrettyConfig\)"):
         Prompts(str(tmp_path / "nowhere"))
 
 

@@ -1,0 +1,183 @@
+"""The extension points, as a project uses them: a steering part of its own handed to a test and
+to a behave run, hooks whose misspelt methods are warned about, and the failures that used to
+pass without a word now logged."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Error as PlaywrightError
+
+from prettyplay_behave import IncurableStepError, PrettyConfig, PrettyPlay
+from prettyplay_behave.browser.settle import Settler
+from prettyplay_behave.browser.tabs import Tabs
+from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.engine.state import TestState
+from prettyplay_behave.engine.steering import StuckStep
+from prettyplay_behave.events import Events, Hooks
+from prettyplay_behave.report.artifacts import Artifacts
+from prettyplay_behave.safety.policy import check_code
+from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, json_answer
+from tests.support.shop_steps import ACCEPT, BROKEN_ACCEPT, OPEN_SHOP
+
+INCURABLE = json_answer({"label": "incurable", "explanation": "gone", "recommendation": "-"})
+
+
+class ScriptedSteering:
+    """A steering part of a project's own: it runs known code for the stuck step."""
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+        self.stuck: list[str] = []
+
+    def steer(self, stuck: StuckStep) -> bool:
+        self.stuck.append(stuck.entry.sentence)
+        attempt = stuck.gate(stuck.execute(self.code), "use the Accept button")
+        if attempt.outcome != "green":
+            return False
+        stuck.keep(self.code, "use the Accept button")
+        return True
+
+
+def plant(cache: Path, test: str, *steps: tuple[str, str]) -> None:
+    store = CacheStore(cache, validate=check_code)
+    for sentence, code in steps:
+        store.write(CacheEntry(CacheKey(test, "step", sentence), code, "generated"))
+
+
+def test_a_steering_part_handed_to_a_test_takes_the_terminal_dialogs_place(
+    shop, tmp_path: Path, browser, llm_env: ScriptedLLMServer
+) -> None:
+    llm_env.on("classify", INCURABLE)
+    llm_env.on("gate", CLEAN_GATE)
+    cache = tmp_path / "cache"
+    plant(cache, "shop", ("I open the shop", OPEN_SHOP), ("I accept the cookies", BROKEN_ACCEPT))
+    steering = ScriptedSteering(ACCEPT)
+    config = PrettyConfig(base_url=shop.url, cache_dir=str(cache), interactive=True)
+    with PrettyPlay("shop", config=config, browser=browser, steering=steering) as t:
+        t.step("I open the shop")
+        entry = t.step("I accept the cookies")
+    assert steering.stuck == ["I accept the cookies"]
+    assert (entry.outcome, entry.origin, entry.guidance) == (
+        "passed",
+        "steered",
+        "use the Accept button",
+    )
+    kept = CacheStore(cache, check_code).lookup(CacheKey("shop", "step", "I accept the cookies"))
+    assert kept is not None and kept.code == ACCEPT
+
+
+def test_without_interactive_the_part_is_never_asked(
+    shop, tmp_path: Path, browser, llm_env: ScriptedLLMServer
+) -> None:
+    llm_env.on("classify", INCURABLE)
+    cache = tmp_path / "cache"
+    plant(cache, "shop", ("I open the shop", OPEN_SHOP), ("I accept the cookies", BROKEN_ACCEPT))
+    steering = ScriptedSteering(ACCEPT)
+    config = PrettyConfig(base_url=shop.url, cache_dir=str(cache))
+    with PrettyPlay("shop", config=config, browser=browser, steering=steering) as t:
+        t.step("I open the shop")
+        with pytest.raises(IncurableStepError):
+            t.step("I accept the cookies")
+    assert steering.stuck == []
+
+
+ENVIRONMENT = """\
+from pathlib import Path
+
+from prettyplay_behave.behave import use_prettyplay
+
+
+class Logged:
+    def steer(self, stuck):
+        Path("steered.txt").write_text(stuck.entry.sentence)
+        return False
+
+
+use_prettyplay(globals(), steering=Logged())
+"""
+FEATURE = """\
+Feature: Shop
+  Scenario: Visit
+    Given I open the shop
+    When I accept the cookies
+"""
+
+
+def test_a_behave_run_takes_its_steering_part_from_environment_py(
+    project, shop, llm: ScriptedLLMServer
+) -> None:
+    project.write("features/environment.py", ENVIRONMENT)
+    project.write("features/shop.feature", FEATURE)
+    plant(
+        project.cache_dir,
+        "shop.feature::Visit",
+        ("I open the shop", OPEN_SHOP),
+        ("I accept the cookies", BROKEN_ACCEPT),
+    )
+    llm.on("classify", INCURABLE)
+    result = project.run(
+        "-D", f"prettyplay.base_url={shop.url}", "-D", "prettyplay.interactive=true", env=llm.env
+    )
+    assert result.returncode == 1, result
+    assert (project.root / "steered.txt").read_text() == "I accept the cookies"
+
+
+class Misspelt:
+    def on_step_start(self, sentence: str) -> None: ...
+
+    def on_healed(self, sentence: str, explanation: str) -> None: ...
+
+
+def test_a_hook_method_that_no_event_calls_is_warned_about_with_the_name_meant(caplog) -> None:
+    with caplog.at_level(logging.WARNING, "prettyplay"):
+        Events([Misspelt()])
+    warnings = [r.getMessage() for r in caplog.records if getattr(r, "event", "") == "hook_unknown"]
+    assert len(warnings) == 1
+    assert (
+        "Misspelt has on_step_start, which no hook event calls (did you mean on_step_started?)"
+        in (warnings[0])
+    )
+
+
+def test_the_hooks_class_names_every_event_and_a_subclass_is_quiet(caplog) -> None:
+    class Mine(Hooks):
+        def on_step_finished(self, sentence: str, outcome: str) -> None: ...
+
+    with caplog.at_level(logging.WARNING, "prettyplay"):
+        Events([Mine()])
+    assert not [r for r in caplog.records if getattr(r, "event", "") == "hook_unknown"]
+
+
+def test_a_settle_check_that_keeps_failing_is_said_when_the_window_ends(
+    browser, caplog: pytest.LogCaptureFixture
+) -> None:
+    page = browser.new_page()
+    try:
+        page.set_content("<script>performance.now = () => { throw new Error('no clock') }</script>")
+        with caplog.at_level(logging.WARNING, "prettyplay"):
+            assert Settler(page).settle(300) is False
+    finally:
+        page.close()
+    said = [
+        r.getMessage() for r in caplog.records if getattr(r, "event", "") == "settle_check_failed"
+    ]
+    assert len(said) == 1 and "its check kept failing" in said[0] and "no clock" in said[0], said
+
+
+def test_a_screenshot_that_cannot_be_taken_is_said(browser, tmp_path: Path, caplog) -> None:
+    page = browser.new_page()
+    try:
+        test = TestState("crashed", PrettyConfig().for_test(), Tabs(page))
+        artifacts = Artifacts(tmp_path)
+        with contextlib.suppress(PlaywrightError):  # the navigation dies with the page
+            page.goto("chrome://crash", timeout=3000)
+        with caplog.at_level(logging.WARNING, "prettyplay"):
+            assert artifacts.screenshot(test) is None
+    finally:
+        page.close()
+    said = [r.getMessage() for r in caplog.records if getattr(r, "event", "") == "artifact_lost"]
+    assert said and said[0].startswith("the screenshot of crashed could not be kept: "), said
