@@ -116,7 +116,7 @@ MUTANTS = (
            '        "re": StepRegex(budget),', '        "re": __import__("re"),', SANDBOX_TESTS),
     # -- secrets --------------------------------------------------------------------------------
     Mutant("secrets: redaction off", f"{PACKAGE}/safety/secrets.py",
-           "            if value in text:\n", "            if False:\n", SECRET_TESTS),
+           '            text = pattern.sub(f"${{{name}}}", text)', "            pass", SECRET_TESTS),
     Mutant("secrets: another step's secret", f"{PACKAGE}/safety/secrets.py",
            "            if name not in own:", "            if False:", SECRET_TESTS),
     Mutant("secrets: typed on any origin", f"{PACKAGE}/safety/secrets.py",

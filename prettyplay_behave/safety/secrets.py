@@ -106,13 +106,10 @@ class Secrets:
 
     def redact(self, text: str) -> str:
         """``text`` with every known value replaced by its placeholder, longest value first: as
-        written, then in any URL or HTML encoding (see :func:`encodings`), then in every other
+        written or in any URL or HTML encoding (see :func:`encodings`), then in every other
         spelling (see :func:`spellings`)."""
         if not self._values:
             return text
-        for name, value in sorted(self._values.items(), key=lambda item: -len(item[1])):
-            if value in text:
-                text = text.replace(value, f"${{{name}}}")
         for name, pattern in self._patterns():
             text = pattern.sub(f"${{{name}}}", text)
         return text
