@@ -1,59 +1,88 @@
-"""The cache files: generated step code, stored beside the features and replayed without an LLM.
+"""The cache files: a step library per feature, replayed without an LLM.
 
-One JSON file per feature file mirrors its path under the cache folder: the test
-``shop/checkout.feature::Buy a product`` lives in ``<cache_dir>/shop/checkout.feature.json``
-under the test key ``Buy a product``. A test name without ``::`` (the Python API) lives in
-``<cache_dir>/<name>.json`` under the test key ``<name>``. An entry is addressed by its test,
-step kind, sentence, data and occurrence, so inserting other steps never moves it::
+One JSON file per feature file mirrors its path under the cache folder
+(``<cache_dir>/shop/checkout.feature.json``); a test of the Python API, whose name has no
+``::``, has ``<cache_dir>/<name>.json``. A file (format 2) is the feature's **step library**: an
+entry per step (kind, sentence template, data), shared by every scenario of the feature that
+has the step. A sentence's quoted strings, numbers and Outline placeholders are its parameters
+(:mod:`..parameters`): the template ``I add the "{}" to the cart`` is one entry for every
+product, its code taking the product as a parameter. An entry may be narrower:
+
+- **specific to values** (``values``): its code spells the values out, so it serves only them;
+- **pinned to a scenario** (``scenario``, ``occurrence``): the same sentence needs other code
+  in that scenario (its occurrence-th step with that sentence), or the step was judged red there;
+- **red** (``verdict``): judged ``product_defect`` or ``incurable``; a replay that is still red
+  fails with the stored verdict, with no LLM request, and a green one turns the entry green.
+
+::
 
     {
-      "format": 1,
-      "tests": {
-        "Buy a product": [
-          {
-            "code": [
-              "def step(page) -> None:",
-              "    page.goto('/')"
-            ],
-            "kind": "step",
-            "occurrence": 1,
-            "origin": "generated",
-            "sentence": "open the shop"
-          }
-        ]
-      }
+      "format": 2,
+      "steps": [
+        {
+          "code": [
+            "def step(page, text) -> None:",
+            "    page.get_by_role('listitem').filter(has_text=text).get_by_role('button').click()"
+          ],
+          "kind": "action",
+          "model": "gpt-4.1-mini",
+          "origin": "generated",
+          "parameters": ["text"],
+          "sentence": "I add the \\"{}\\" to the cart",
+          "written": "2026-12-02"
+        }
+      ]
     }
 
-Writes are locked (``<file>.lock``) and atomic; every load checks the syntax, the format
-version, each entry's shape and its code.
+A step finds its entry in this order: its scenario's pin, an entry specific to its values, the
+template's entry, and an entry of its sentence as written (a format-1 entry of an Outline row).
+Format 1 (an entry per scenario and occurrence) is read as before and rewritten as format 2 on
+the first write or by ``prettyplay cache migrate``, nothing lost: equal code of the same step
+becomes one entry, other code a pin of its scenario. Writes are locked (``<file>.lock``) and
+atomic; every load checks the syntax, the format, each entry's shape and its code.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import os
 import re
 import secrets
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from .errors import CacheError, CodePolicyError
+from .parameters import Parameters, code_parameters, parameterize
 from .vocabulary import Kind, Origin
 
-FORMAT = 1
+FORMAT = 2
+READS = (1, 2)
 CACHE_FOLDER = ".prettyplay"  # beside the features, by default
 DEFAULT_CACHE_DIR = Path("features") / CACHE_FOLDER
-# In the cache folder, written by a full run: the entries no step used (JSON, no .json ending,
-# so no scan of cache files takes it for one).
-OBSOLETE_FILE = ".obsolete-entries"
-KINDS = tuple(str(kind) for kind in Kind)
 ORIGINS = tuple(str(origin) for origin in Origin if origin.stored)
+RED_LABELS = ("product_defect", "incurable")
 SEPARATOR = "::"
 
-_FIELDS = {"code", "data", "kind", "occurrence", "origin", "sentence"}
+_V1_FIELDS = {"code", "data", "kind", "occurrence", "origin", "sentence"}
+_FIELDS = {
+    "code",
+    "data",
+    "kind",
+    "model",
+    "occurrence",
+    "origin",
+    "parameters",
+    "scenario",
+    "sentence",
+    "values",
+    "verdict",
+    "written",
+}
 _CONFLICT_MARKERS = ("<<<<<<<", "=======", ">>>>>>>")
 # Characters Windows (or a shell) refuses in file names; `/` is kept as the folder separator.
 _HOSTILE = re.compile(r'[<>:"\\|?*\x00-\x1f]')
@@ -63,33 +92,161 @@ Validate = Callable[[str], None]
 
 @dataclass(frozen=True)
 class CacheKey:
-    """The address of an entry; ``occurrence`` counts identical steps earlier in the test."""
+    """The address of one step of one test: its test, kind, sentence (as the step has it, values
+    filled in), data, occurrence (identical steps earlier in the test) and, for an Outline row,
+    the Outline step it was made from."""
 
     test: str
     kind: str
     sentence: str
     data: str = ""
     occurrence: int = 1
+    outline: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", str(Kind(self.kind)))
+
+    @cached_property
+    def parameters(self) -> Parameters:
+        return parameterize(self.sentence, self.outline)
+
+    @property
+    def scenario(self) -> str:
+        """The test's key in its cache file: the scenario name, or the test's own name."""
+        return self.test.partition(SEPARATOR)[2] if SEPARATOR in self.test else self.test
 
 
 @dataclass(frozen=True)
-class CacheEntry:
-    """One step's stored code and how it came to be."""
+class RedVerdict:
+    """The verdict a red entry remembers."""
 
-    key: CacheKey
+    label: str
+    explanation: str
+    recommendation: str = ""
+
+
+@dataclass(frozen=True)
+class StepEntry:
+    """One entry of a feature's step library."""
+
+    kind: str
+    sentence: str  # the template, ``{}`` for each parameter
     code: str
-    origin: str  # an Origin's value; checked when the entry is written
+    origin: str
+    data: str = ""
+    parameters: tuple[str, ...] = ()  # what the code takes after ``page``
+    values: tuple[str, ...] | None = None  # only these values, when set
+    scenario: str | None = None  # pinned to this scenario, when set
+    occurrence: int = 1  # the scenario's occurrence of the step it is pinned to
+    model: str = ""
+    written: str = ""  # the day its code was written
+    verdict: RedVerdict | None = None
 
     def __post_init__(self) -> None:
         # One canonical form: the file stores lines, so code always ends in exactly one newline.
         object.__setattr__(self, "code", self.code.rstrip("\n") + "\n")
 
+    @property
+    def identity(self) -> tuple[object, ...]:
+        """What two entries of one library may not share."""
+        pin = (self.scenario, self.occurrence) if self.scenario is not None else (None, 0)
+        return (self.kind, self.sentence, self.data, self.values, *pin)
 
-Tests = dict[str, list[CacheEntry]]
+    @property
+    def red(self) -> bool:
+        return self.verdict is not None
+
+    def describe(self) -> str:
+        parts = [f"{self.kind} {self.sentence!r}"]
+        if self.values is not None:
+            parts.append(f"for {', '.join(map(repr, self.values))}")
+        if self.scenario is not None:
+            occurrence = f" #{self.occurrence}" if self.occurrence > 1 else ""
+            parts.append(f"in {self.scenario!r}{occurrence}")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """Code to keep for the step at ``key``: a library entry, specific to the step's values when
+    the code spells them out, or pinned to the step's scenario (``pinned``), red with a
+    ``verdict``."""
+
+    key: CacheKey
+    code: str
+    origin: str  # an Origin's value; checked when the entry is written
+    pinned: bool = False
+    verdict: RedVerdict | None = None
+    model: str = ""
+
+    def library_entry(self, written: str = "") -> StepEntry:
+        key, parameters = self.key, self.key.parameters
+        names, uses_all = code_parameters(self.code)
+        general = bool(names) and uses_all and len(names) == len(parameters.values)
+        return StepEntry(
+            kind=key.kind,
+            sentence=parameters.template,
+            code=self.code,
+            origin=self.origin,
+            data=key.data,
+            parameters=names,
+            values=None if general or not parameters.values else parameters.values,
+            scenario=key.scenario if self.pinned or self.verdict else None,
+            occurrence=key.occurrence,
+            model=self.model,
+            written=written,
+            verdict=self.verdict,
+        )
+
+
+@dataclass
+class Library:
+    """The entries of one cache file, and the format it was read in."""
+
+    entries: list[StepEntry] = field(default_factory=list)
+    format: int = FORMAT
+
+    def find(self, key: CacheKey, pins: bool = True) -> StepEntry | None:
+        """The entry that serves ``key``, in the order the module tells (``pins=False``: the
+        entry it would find without its scenario's pin)."""
+        parameters, scenario = key.parameters, key.scenario
+        same = [e for e in self.entries if e.kind == key.kind and e.data == key.data]
+        templated = [e for e in same if e.sentence == parameters.template]
+        literal = [e for e in same if e.sentence == key.sentence and not e.parameters]
+
+        def fits(entry: StepEntry, values: tuple[str, ...]) -> bool:
+            if entry.values is not None:
+                return entry.values == values
+            return len(entry.parameters) in (0, len(values)) if values else not entry.parameters
+
+        def pinned(entry: StepEntry) -> bool:
+            return entry.scenario == scenario and entry.occurrence == key.occurrence
+
+        for candidates, values in ((templated, parameters.values), (literal, ())):
+            for entry in candidates:
+                if pins and pinned(entry) and fits(entry, values):
+                    return entry
+        for candidates, values in ((templated, parameters.values), (literal, ())):
+            shared = [e for e in candidates if e.scenario is None and fits(e, values)]
+            specific = [e for e in shared if e.values is not None]
+            if specific or shared:
+                return (specific or shared)[0]
+        return None
+
+    def upsert(self, entry: StepEntry) -> None:
+        for index, old in enumerate(self.entries):
+            if old.identity == entry.identity:
+                self.entries[index] = entry
+                return
+        self.entries.append(entry)
+
+    def remove(self, doomed: Iterable[StepEntry]) -> None:
+        gone = {entry.identity for entry in doomed}
+        self.entries[:] = [e for e in self.entries if e.identity not in gone]
 
 
 def locate(cache_dir: Path, test_name: str) -> tuple[Path, str]:
-    """The cache file of a test and the test's key inside it."""
+    """The cache file of a test and the test's key inside it (its scenario)."""
     if SEPARATOR in test_name:
         feature, _, test_key = test_name.partition(SEPARATOR)
         parts = _path_parts(test_name, feature)
@@ -109,47 +266,32 @@ def _path_parts(test_name: str, path: str) -> list[str]:
     return parts
 
 
-def _test_key(test_name: str) -> str:
-    return test_name.partition(SEPARATOR)[2] if SEPARATOR in test_name else test_name
-
-
-def _test_prefix(cache_dir: Path, path: Path) -> str:
-    """What turns a test key of ``path`` back into a full test name (the inverse of locate)."""
+def feature_of(cache_dir: Path, path: Path) -> str:
+    """The feature file a cache file belongs to, relative to the features folder ("" for a
+    test of the Python API)."""
     try:
         stem = path.relative_to(cache_dir).as_posix().removesuffix(".json")
     except ValueError:
         return ""
-    return stem + SEPARATOR if stem.endswith(".feature") else ""
-
-
-def _slot(key: CacheKey) -> tuple[str, str, str, int]:
-    """The address of an entry within its test."""
-    return key.kind, key.sentence, key.data, key.occurrence
+    return stem if stem.endswith(".feature") else ""
 
 
 # --- reading ---
 
 
-def load_file(path: Path, validate: Validate, test_prefix: str = "") -> Tests:
-    """Parse and check a cache file: its entries by test key.
-
-    Each entry's ``key.test`` is ``test_prefix`` + the test key. Raises CacheError naming the
-    file (and the line or entry) when anything is wrong; the file is never modified.
-    """
+def load_file(path: Path, validate: Validate) -> Library:
+    """Parse and check a cache file. Raises CacheError naming the file (and the line or entry)
+    when anything is wrong; the file is never modified."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise CacheError(f"{path}: cannot read: {exc}") from exc
-    return _parse(path, raw, validate, test_prefix)
+    return parse(path, raw, validate)
 
 
-def parse(path: Path, raw: bytes, validate: Validate, test_prefix: str = "") -> Tests:
+def parse(path: Path, raw: bytes, validate: Validate) -> Library:
     """Parse and check the bytes of a cache file, as :func:`load_file` does with the file's own:
     e.g. the file as a git commit holds it. ``path`` only names it in errors."""
-    return _parse(path, raw, validate, test_prefix)
-
-
-def _parse(path: Path, raw: bytes, validate: Validate, test_prefix: str) -> Tests:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -176,7 +318,7 @@ def _parse(path: Path, raw: bytes, validate: Validate, test_prefix: str) -> Test
         ) from exc
     except _DuplicateKeyError as exc:
         raise CacheError(f"{path}: the key {exc.args[0]!r} appears twice in one object") from exc
-    return _parse_document(path, document, validate, test_prefix)
+    return _parse_document(path, document, validate)
 
 
 class _DuplicateKeyError(ValueError):
@@ -193,118 +335,241 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-def _parse_document(path: Path, document: Any, validate: Validate, test_prefix: str) -> Tests:
+def _parse_document(path: Path, document: Any, validate: Validate) -> Library:
     if not isinstance(document, dict):
         raise CacheError(f"{path}: expected a JSON object at the top")
     if "format" not in document:
         raise CacheError(f"{path}: the 'format' field is missing")
     version = document["format"]
-    if type(version) is not int or version != FORMAT:
+    if type(version) is not int or version not in READS:
+        newer = type(version) is int and version > FORMAT
         raise CacheError(
-            f"{path}: unknown format version {version!r} (this prettyplay reads format {FORMAT})"
+            f"{path}: cache format {version!r} "
+            + ("is newer than this prettyplay reads" if newer else "is unknown")
+            + f" (it reads formats {' and '.join(map(str, READS))}"
+            + ("; upgrade prettyplay-behave to read this file)" if newer else ")")
         )
+    if version == 1:
+        return Library(_parse_v1(path, document, validate), format=1)
+    unknown = set(document) - {"format", "steps"}
+    if unknown:
+        raise CacheError(f"{path}: unknown top-level fields {sorted(unknown)}")
+    steps = document.get("steps")
+    if not isinstance(steps, list):
+        raise CacheError(f"{path}: 'steps' must be a list of entries")
+    library = Library()
+    seen: set[tuple[object, ...]] = set()
+    for index, raw in enumerate(steps, start=1):
+        where = f"{path}: entry {index}"
+        entry = _parse_entry(where, raw, validate)
+        if entry.identity in seen:
+            raise CacheError(f"{where}: duplicate of an earlier entry ({entry.describe()})")
+        seen.add(entry.identity)
+        library.entries.append(entry)
+    return library
+
+
+def _texts(where: str, raw: dict[str, Any], name: str) -> tuple[str, ...]:
+    value = raw.get(name, [])
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise CacheError(f"{where}: {name!r} must be a list of strings")
+    return tuple(value)
+
+
+def _text(where: str, raw: dict[str, Any], name: str, required: bool = True) -> str:
+    if name not in raw:
+        if required:
+            raise CacheError(f"{where}: missing field {name!r}")
+        return ""
+    if not isinstance(raw[name], str):
+        raise CacheError(f"{where}: {name!r} must be a string")
+    return str(raw[name])
+
+
+def _kind(where: str, text: str) -> str:
+    try:
+        return str(Kind(text))
+    except ValueError:
+        kinds = ", ".join(str(kind) for kind in Kind)
+        raise CacheError(f"{where}: unknown kind {text!r} (expected one of {kinds})") from None
+
+
+def _origin(where: str, text: str) -> str:
+    if text not in ORIGINS:
+        raise CacheError(f"{where}: unknown origin {text!r} (expected one of {ORIGINS})")
+    return text
+
+
+def _checked(where: str, entry: StepEntry, validate: Validate) -> StepEntry:
+    _origin(where, entry.origin)
+    try:
+        validate(entry.code)
+    except CodePolicyError as exc:
+        raise CacheError(f"{where} ({entry.describe()}): the code is refused: {exc}") from exc
+    names, _ = code_parameters(entry.code)
+    if names != entry.parameters:
+        raise CacheError(
+            f"{where} ({entry.describe()}): 'parameters' {list(entry.parameters)} are not what "
+            f"its code takes after page ({list(names)})"
+        )
+    return entry
+
+
+def _parse_entry(where: str, raw: Any, validate: Validate) -> StepEntry:
+    if not isinstance(raw, dict):
+        raise CacheError(f"{where}: expected an object")
+    unknown = sorted(set(raw) - _FIELDS)
+    if unknown:
+        raise CacheError(f"{where}: unknown fields {unknown}")
+    missing = sorted({"code", "kind", "origin", "sentence"} - set(raw))
+    if missing:
+        raise CacheError(f"{where}: missing fields {missing}")
+    values = _texts(where, raw, "values") if "values" in raw else None
+    scenario = _text(where, raw, "scenario") if "scenario" in raw else None
+    occurrence = raw.get("occurrence", 1)
+    if type(occurrence) is not int or occurrence < 1:
+        raise CacheError(f"{where}: 'occurrence' must be a whole number from 1, not {occurrence!r}")
+    if "occurrence" in raw and scenario is None:
+        raise CacheError(f"{where}: 'occurrence' belongs to an entry pinned to a 'scenario'")
+    verdict = _verdict(where, raw["verdict"]) if "verdict" in raw else None
+    if verdict is not None and scenario is None:
+        raise CacheError(f"{where}: a red entry ('verdict') is pinned to its 'scenario'")
+    entry = StepEntry(
+        kind=_kind(where, _text(where, raw, "kind")),
+        sentence=_text(where, raw, "sentence"),
+        code="\n".join(_texts(where, raw, "code")),
+        origin=_origin(where, _text(where, raw, "origin")),
+        data="\n".join(_texts(where, raw, "data")),
+        parameters=_texts(where, raw, "parameters"),
+        values=values,
+        scenario=scenario,
+        occurrence=occurrence,
+        model=_text(where, raw, "model", required=False),
+        written=_text(where, raw, "written", required=False),
+        verdict=verdict,
+    )
+    return _checked(where, entry, validate)
+
+
+def _verdict(where: str, raw: Any) -> RedVerdict:
+    if not isinstance(raw, dict) or set(raw) - {"label", "explanation", "recommendation"}:
+        raise CacheError(f"{where}: 'verdict' must hold label, explanation and recommendation")
+    label = _text(where, raw, "label")
+    if label not in RED_LABELS:
+        raise CacheError(f"{where}: a red entry's label is one of {RED_LABELS}, not {label!r}")
+    return RedVerdict(
+        label, _text(where, raw, "explanation"), _text(where, raw, "recommendation", False)
+    )
+
+
+def _parse_v1(path: Path, document: dict[str, Any], validate: Validate) -> list[StepEntry]:
+    """A format-1 file (an entry per scenario and occurrence) as the library it migrates to:
+    equal code of one step is one entry; other code of it is pinned to its scenario."""
     unknown = set(document) - {"format", "tests"}
     if unknown:
         raise CacheError(f"{path}: unknown top-level fields {sorted(unknown)}")
     tests = document.get("tests")
     if not isinstance(tests, dict):
         raise CacheError(f"{path}: 'tests' must be an object of test name -> list of entries")
-
-    result: Tests = {}
-    for test_key, raw_entries in tests.items():
+    library = Library()
+    for scenario, raw_entries in tests.items():
         if not isinstance(raw_entries, list):
-            raise CacheError(f"{path}: test {test_key!r}: expected a list of entries")
-        entries: list[CacheEntry] = []
+            raise CacheError(f"{path}: test {scenario!r}: expected a list of entries")
         seen: set[tuple[str, str, str, int]] = set()
-        for index, raw_entry in enumerate(raw_entries, start=1):
-            where = f"{path}: test {test_key!r}, entry {index}"
-            entry = _parse_entry(where, raw_entry, test_prefix + test_key, validate)
-            if _slot(entry.key) in seen:
-                raise CacheError(f"{where}: duplicate of an earlier entry {_describe(entry.key)}")
-            seen.add(_slot(entry.key))
-            entries.append(entry)
-        result[test_key] = entries
-    return result
+        for index, raw in enumerate(raw_entries, start=1):
+            where = f"{path}: test {scenario!r}, entry {index}"
+            key, code, origin = _parse_v1_entry(where, raw)
+            if (key.kind, key.sentence, key.data, key.occurrence) in seen:
+                raise CacheError(
+                    f"{where}: duplicate of an earlier entry ({key.kind} {key.sentence!r}, "
+                    f"occurrence {key.occurrence})"
+                )
+            seen.add((key.kind, key.sentence, key.data, key.occurrence))
+            shared = CacheEntry(key, code, origin).library_entry()
+            found = library.find(key)
+            if found is not None and found.code == shared.code:
+                continue
+            entry = shared if found is None else replace(shared, scenario=scenario)
+            library.upsert(_checked(where, entry, validate))
+    return library.entries
 
 
-def _parse_entry(where: str, raw: Any, test_name: str, validate: Validate) -> CacheEntry:
+def _parse_v1_entry(where: str, raw: Any) -> tuple[CacheKey, str, str]:
     if not isinstance(raw, dict):
         raise CacheError(f"{where}: expected an object")
-    missing = sorted(_FIELDS - {"data"} - set(raw))
+    missing = sorted(_V1_FIELDS - {"data"} - set(raw))
     if missing:
         raise CacheError(f"{where}: missing fields {missing}")
-    unknown = sorted(set(raw) - _FIELDS)
+    unknown = sorted(set(raw) - _V1_FIELDS)
     if unknown:
         raise CacheError(f"{where}: unknown fields {unknown}")
-    for field in ("code", "data"):
-        lines = raw.get(field, [])
-        if not isinstance(lines, list) or not all(isinstance(line, str) for line in lines):
-            raise CacheError(f"{where}: {field!r} must be a list of strings")
-    for field in ("kind", "origin", "sentence"):
-        if not isinstance(raw[field], str):
-            raise CacheError(f"{where}: {field!r} must be a string")
     occurrence = raw["occurrence"]
     if type(occurrence) is not int or occurrence < 1:
         raise CacheError(f"{where}: 'occurrence' must be a whole number from 1, not {occurrence!r}")
-    if raw["kind"] not in KINDS:
-        raise CacheError(f"{where}: unknown kind {raw['kind']!r} (expected one of {KINDS})")
-    if raw["origin"] not in ORIGINS:
-        raise CacheError(f"{where}: unknown origin {raw['origin']!r} (expected one of {ORIGINS})")
-
     key = CacheKey(
-        test_name, Kind(raw["kind"]), raw["sentence"], "\n".join(raw.get("data", [])), occurrence
+        "_",
+        _kind(where, _text(where, raw, "kind")),
+        _text(where, raw, "sentence"),
+        "\n".join(_texts(where, raw, "data")),
+        occurrence,
     )
-    code = "\n".join(raw["code"])
-    try:
-        validate(code)
-    except CodePolicyError as exc:
-        raise CacheError(f"{where} {_describe(key)}: the code is refused: {exc}") from exc
-    return CacheEntry(key, code, Origin(raw["origin"]))
-
-
-def _describe(key: CacheKey) -> str:
-    return f"({key.kind} {key.sentence!r}, occurrence {key.occurrence})"
+    code = "\n".join(_texts(where, raw, "code"))
+    return key, code, _origin(where, _text(where, raw, "origin"))
 
 
 # --- writing ---
 
 
-def _render(tests: Tests) -> bytes:
-    document = {
-        "format": FORMAT,
-        "tests": {
-            key: [_entry_json(e) for e in entries] for key, entries in tests.items() if entries
-        },
-    }
+def render(library: Library) -> bytes:
+    """The file's bytes: entries in one stable order, sorted keys, two-space indent."""
+    ordered = sorted(library.entries, key=_order)
+    document = {"format": FORMAT, "steps": [_entry_json(e) for e in ordered]}
     return (json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
 
 
-def _entry_json(entry: CacheEntry) -> dict[str, Any]:
+def _order(entry: StepEntry) -> tuple[object, ...]:
+    pin = (entry.scenario is not None, entry.scenario or "", entry.occurrence)
+    return (
+        entry.sentence,
+        entry.kind,
+        entry.data,
+        entry.values is not None,
+        entry.values or (),
+        *pin,
+    )
+
+
+def _entry_json(entry: StepEntry) -> dict[str, Any]:
     raw: dict[str, Any] = {
         # one line per list item; the final newline of the code is implied
         "code": entry.code.rstrip("\n").split("\n"),
-        "kind": entry.key.kind,
-        "occurrence": entry.key.occurrence,
+        "kind": entry.kind,
         "origin": entry.origin,
-        "sentence": entry.key.sentence,
+        "sentence": entry.sentence,
     }
-    if entry.key.data:
-        raw["data"] = entry.key.data.split("\n")
+    optional: dict[str, Any] = {
+        "data": entry.data.split("\n") if entry.data else None,
+        "parameters": list(entry.parameters) or None,
+        "values": list(entry.values) if entry.values is not None else None,
+        "scenario": entry.scenario,
+        "occurrence": entry.occurrence if entry.scenario is not None else None,
+        "model": entry.model or None,
+        "written": entry.written or None,
+        "verdict": ({k: v for k, v in vars(entry.verdict).items() if v} if entry.verdict else None),
+    }
+    raw.update({name: value for name, value in optional.items() if value is not None})
     return raw
 
 
-def _update(
+def update(
     path: Path,
-    change: Callable[[Tests], None],
+    change: Callable[[Library], None],
     validate: Validate,
-    lock_timeout: float,
-    test_prefix: str = "",
-) -> tuple[bool, Tests]:
-    """Apply ``change`` to the file's entries under its lock; write only when the bytes differ.
-
-    Returns whether the file changed and its entries afterwards. A file without entries left is
-    deleted.
-    """
+    lock_timeout: float = 30.0,
+) -> tuple[bool, Library]:
+    """Apply ``change`` to the file's library under its lock; write only when the bytes differ
+    (a format-1 file is written as format 2). Returns whether the file changed and its library
+    afterwards. A file without entries left is deleted."""
     import filelock  # loaded only when a file is written, never on a plain replay
 
     lock_path = Path(f"{path}.lock")
@@ -312,19 +577,20 @@ def _update(
         path.parent.mkdir(parents=True, exist_ok=True)
         with filelock.FileLock(lock_path, timeout=lock_timeout):
             old = path.read_bytes() if path.exists() else None
-            tests = _parse(path, old, validate, test_prefix) if old is not None else {}
-            change(tests)
-            if not any(tests.values()):
+            library = parse(path, old, validate) if old is not None else Library()
+            change(library)
+            if not library.entries:
                 if old is None:
-                    return False, tests
+                    return False, library
                 path.unlink()
                 _fsync_folder(path.parent)
-                return True, tests
-            new = _render(tests)
+                return True, library
+            new = render(library)
+            library.format = FORMAT
             if new == old:
-                return False, tests
+                return False, library
             _replace(path, new)
-            return True, tests
+            return True, library
     except filelock.Timeout as exc:
         raise CacheError(
             f"{path}: gave up after {lock_timeout}s waiting for the lock {lock_path} "
@@ -363,95 +629,81 @@ def _fsync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-def prune(
-    path: Path, keys: Iterable[CacheKey], validate: Validate, lock_timeout: float = 30.0
-) -> bool:
-    """Delete the entries at ``keys`` from the cache file ``path``; True when the file changed."""
-    doomed = {(_test_key(key.test), _slot(key)) for key in keys}
+def cache_files(cache_dir: Path) -> list[Path]:
+    return sorted(path for path in cache_dir.rglob("*.json") if path.is_file())
 
-    def remove(tests: Tests) -> None:
-        for test_key, entries in tests.items():
-            entries[:] = [e for e in entries if (test_key, _slot(e.key)) not in doomed]
 
-    return _update(path, remove, validate, lock_timeout)[0]
+def today() -> str:
+    return datetime.date.today().isoformat()
 
 
 # --- the store ---
 
 
 class CacheStore:
-    """The cache as one run sees it: files load lazily, once, and usage is recorded."""
+    """The cache as one run sees it: files load lazily, once."""
 
     def __init__(self, cache_dir: Path, validate: Validate, lock_timeout: float = 30.0) -> None:
         self.cache_dir = cache_dir
         self._validate = validate
         self._lock_timeout = lock_timeout
-        self._files: dict[Path, Tests] = {}
+        self._files: dict[Path, Library] = {}
         self._broken: dict[Path, CacheError] = {}
-        self._used: set[tuple[Path, str, tuple[str, str, str, int]]] = set()
 
     def path_for(self, test_name: str) -> Path:
         """The cache file holding the entries of ``test_name``."""
         return locate(self.cache_dir, test_name)[0]
 
-    def lookup(self, key: CacheKey) -> CacheEntry | None:
-        """The stored entry at ``key``, or None; raises CacheError when its file is corrupt."""
-        path, test_key = locate(self.cache_dir, key.test)
-        for entry in self._load(path).get(test_key, []):
-            if _slot(entry.key) == _slot(key):
-                self._used.add((path, test_key, _slot(key)))
-                return CacheEntry(key, entry.code, entry.origin)
-        return None
+    def lookup(self, key: CacheKey) -> StepEntry | None:
+        """The entry that serves ``key``, or None; raises CacheError when its file is corrupt."""
+        return self.library(self.path_for(key.test)).find(key)
 
     def write(self, entry: CacheEntry) -> bool:
-        """Store ``entry``, replacing the one at its address in place; True if the file changed."""
-        path, test_key = locate(self.cache_dir, entry.key.test)
+        """Keep ``entry`` in its feature's library, replacing the one of the same identity in
+        place; True if the file changed."""
+        stored = entry.library_entry(today())
+        return self.keep(self.path_for(entry.key.test), [stored])
+
+    def keep(self, path: Path, entries: list[StepEntry], doomed: Iterable[StepEntry] = ()) -> bool:
+        """Upsert ``entries`` into the file at ``path`` (and drop ``doomed``); True if it
+        changed. An entry whose code did not change keeps the day it was written."""
         if path in self._broken:
             raise CacheError(
                 f"refusing to overwrite a cache file that failed to load: {self._broken[path]}"
             )
-        prefix = _test_prefix(self.cache_dir, path)
-        # The same checks as a load, so the file is never given an entry it would refuse.
-        checked = _parse_entry(
-            f"{path}: test {test_key!r}", _entry_json(entry), prefix + test_key, self._validate
-        )
+        checked = [_checked(f"{path}: a new entry", e, self._validate) for e in entries]
+        gone = list(doomed)
 
-        def upsert(tests: Tests) -> None:
-            entries = tests.setdefault(test_key, [])
-            for index, old in enumerate(entries):
-                if _slot(old.key) == _slot(checked.key):
-                    entries[index] = checked
-                    return
-            entries.append(checked)
+        def change(library: Library) -> None:
+            library.remove(gone)
+            for entry in checked:
+                old = next((e for e in library.entries if e.identity == entry.identity), None)
+                if old is not None and old.code == entry.code and old.written:
+                    entry = replace(entry, written=old.written, model=old.model or entry.model)
+                library.upsert(entry)
 
-        changed, tests = _update(path, upsert, self._validate, self._lock_timeout, prefix)
-        self._files[path] = tests
-        self._used.add((path, test_key, _slot(entry.key)))
+        changed, library = update(path, change, self._validate, self._lock_timeout)
+        self._files[path] = library
         return changed
 
-    def obsolete(self, files: Iterable[Path] | None = None) -> list[tuple[Path, CacheKey]]:
-        """Entries of the loaded (or given) files that no lookup or write used in this run."""
-        unused = []
-        for path in list(self._files) if files is None else files:
-            for test_key, entries in self._load(path).items():
-                unused += [
-                    (path, e.key)
-                    for e in entries
-                    if (path, test_key, _slot(e.key)) not in self._used
-                ]
-        return unused
+    def drop(self, path: Path, doomed: Iterable[StepEntry]) -> bool:
+        return self.keep(path, [], doomed)
 
-    def _load(self, path: Path) -> Tests:
+    def library(self, path: Path) -> Library:
         if path in self._broken:
             raise self._broken[path]
         if path not in self._files:
             try:
-                self._files[path] = (
-                    load_file(path, self._validate, _test_prefix(self.cache_dir, path))
-                    if path.exists()
-                    else {}
-                )
+                self._files[path] = load_file(path, self._validate) if path.exists() else Library()
             except CacheError as exc:
                 self._broken[path] = exc
                 raise
         return self._files[path]
+
+    def everywhere(self) -> Iterator[tuple[Path, StepEntry]]:
+        """Every entry of every cache file in the folder (files that fail to load skipped: their
+        own steps report them)."""
+        for path in cache_files(self.cache_dir):
+            with contextlib.suppress(CacheError):
+                for entry in self.library(path).entries:
+                    yield path, entry

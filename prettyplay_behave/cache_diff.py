@@ -21,7 +21,7 @@ from typing import TextIO
 
 from colorama import Fore, Style
 
-from .cache import CacheEntry, Tests, parse
+from .cache import Library, StepEntry, parse
 from .errors import CacheError
 from .report.diffs import unified_diff
 from .safety.policy import check_code
@@ -99,45 +99,46 @@ class EntryChange:
     """One entry that differs: ``added``, ``removed`` or ``changed`` (code or origin)."""
 
     what: str
-    test: str
-    old: CacheEntry | None
-    new: CacheEntry | None
+    old: StepEntry | None
+    new: StepEntry | None
 
     @property
-    def entry(self) -> CacheEntry:
+    def entry(self) -> StepEntry:
         entry = self.new or self.old
         assert entry is not None
         return entry
 
+    @property
+    def place(self) -> str:
+        """Where the entry serves: the feature's library, or the scenario it is pinned to."""
+        scenario = self.entry.scenario
+        return "library" if scenario is None else f"pinned to {scenario}"
+
     def headline(self) -> str:
-        key = self.entry.key
-        occurrence = f" #{key.occurrence}" if key.occurrence > 1 else ""
-        data = " (with its data)" if key.data else ""
+        data = " (with its data)" if self.entry.data else ""
         if self.old is not None and self.new is not None and self.old.origin != self.new.origin:
             origin = f"{self.old.origin} -> {self.new.origin}"
         else:
             origin = self.entry.origin
-        return f"{self.what:<8} {key.kind} {key.sentence!r}{occurrence}{data}, {origin}"
+        red = f", red ({self.entry.verdict.label})" if self.entry.verdict else ""
+        return f"{self.what:<8} {self.entry.describe()}{data}, {origin}{red}"
 
 
-def entry_changes(old: Tests, new: Tests) -> Iterator[EntryChange]:
-    """The entries of two versions of one file that differ, test by test, in the new order."""
-    for test in [*new, *(t for t in old if t not in new)]:
-        before = {_slot(e): e for e in old.get(test, [])}
-        after = {_slot(e): e for e in new.get(test, [])}
-        for slot in [*after, *(s for s in before if s not in after)]:
-            was, now = before.get(slot), after.get(slot)
-            if was is None:
-                yield EntryChange("added", test, None, now)
-            elif now is None:
-                yield EntryChange("removed", test, was, None)
-            elif (was.code, was.origin) != (now.code, now.origin):
-                yield EntryChange("changed", test, was, now)
-
-
-def _slot(entry: CacheEntry) -> tuple[str, str, str, int]:
-    key = entry.key
-    return key.kind, key.sentence, key.data, key.occurrence
+def entry_changes(old: Library, new: Library) -> Iterator[EntryChange]:
+    """The entries of two versions of one file that differ, in the new file's order: a format-1
+    side is compared as the library it migrates to, so a migration alone changes nothing."""
+    before = {e.identity: e for e in old.entries}
+    after = {e.identity: e for e in new.entries}
+    changes = []
+    for identity in [*after, *(i for i in before if i not in after)]:
+        was, now = before.get(identity), after.get(identity)
+        if was is None:
+            changes.append(EntryChange("added", None, now))
+        elif now is None:
+            changes.append(EntryChange("removed", was, None))
+        elif (was.code, was.origin, was.verdict) != (now.code, now.origin, now.verdict):
+            changes.append(EntryChange("changed", was, now))
+    yield from sorted(changes, key=lambda change: change.place != "library")
 
 
 @dataclass
@@ -153,9 +154,9 @@ class Printer:
         suffix = f", {state}" if state else ""
         self.out.write(self.paint(f"{feature} ({path}{suffix})", Style.BRIGHT) + "\n")
 
-    def change(self, change: EntryChange, first_of_test: bool) -> None:
-        if first_of_test:
-            self.out.write(f"  {change.test}\n")
+    def change(self, change: EntryChange, first_of_place: bool) -> None:
+        if first_of_place:
+            self.out.write(f"  {change.place}\n")
         self.out.write(f"    {change.headline()}\n")
         old = change.old.code if change.old else ""
         new = change.new.code if change.new else ""
@@ -166,7 +167,7 @@ class Printer:
             self.out.write("      " + self.paint(line, tint) + "\n")
 
 
-def load(path: PurePosixPath, raw: bytes, side: str) -> Tests:
+def load(path: PurePosixPath, raw: bytes, side: str) -> Library:
     try:
         return parse(Path(path), raw, check_code)
     except CacheError as exc:
@@ -195,8 +196,8 @@ def diff(cache_dir: Path, ref: str, out: TextIO | None = None) -> int:
         new_raw = (repo.top / path).read_bytes() if path in here else None
         if old_raw == new_raw:
             continue
-        old = load(path, old_raw, ref) if old_raw is not None else {}
-        new = load(path, new_raw, WORKING_TREE) if new_raw is not None else {}
+        old = load(path, old_raw, ref) if old_raw is not None else Library()
+        new = load(path, new_raw, WORKING_TREE) if new_raw is not None else Library()
         changes = list(entry_changes(old, new))
         if not changes:
             continue
@@ -205,7 +206,7 @@ def diff(cache_dir: Path, ref: str, out: TextIO | None = None) -> int:
         printer.file(path, feature_of(repo, path), state)
         for number, change in enumerate(changes):
             counts[change.what] += 1
-            printer.change(change, number == 0 or changes[number - 1].test != change.test)
+            printer.change(change, number == 0 or changes[number - 1].place != change.place)
     total = sum(counts.values())
     listed = ", ".join(f"{n} {what}" for what, n in counts.items())
     out.write(f"{total} entries differ from {ref} in {files} files ({listed})\n")

@@ -1,30 +1,35 @@
 """The ``prettyplay`` command: review and keep the cache files.
 
-    prettyplay check [PATH ...]     validate every cache file under PATH with the code policy
-    prettyplay cache list [PATH]    the entries of every cache file, with their origins
-    prettyplay cache prune [DIR]    delete the entries the last full run did not use
-    prettyplay cache diff [REF]     the code that changed in the cache against a git ref
-    prettyplay init [DIR]           set up a behave project for prettyplay
+    prettyplay check [PATH ...]          validate every cache file under PATH with the code policy
+    prettyplay cache list [PATH]         the entries of every cache file: origin, reach, red ones
+    prettyplay cache prune [DIR]         delete the entries no step of the feature files uses
+    prettyplay cache drop SENTENCE       delete the entries of one sentence (the next run writes
+                                         them again)
+    prettyplay cache migrate [PATH]      rewrite format-1 cache files as format 2
+    prettyplay cache diff [REF]          the code that changed in the cache against a git ref
+    prettyplay init [DIR]                set up a behave project for prettyplay
 
-PATH and DIR default to ``features/.prettyplay``. ``check`` exits 1 when any file or entry is
-refused, so it can guard pull requests that touch the cache. ``prune`` shows what it deletes;
-``--dry-run`` only shows it. ``cache diff`` exits 0 when nothing changed, 1 when entries did and
-2 when it cannot compare (not a git repository, an unknown ref, a file that fails to load).
+PATH and DIR default to ``features/.prettyplay``; ``prune`` reads the feature files of the folder
+that holds the cache folder (``--features`` names another). ``check`` exits 1 when any file or
+entry is refused, so it can guard pull requests that touch the cache. ``prune`` and ``drop``
+show what they delete (``--dry-run`` only shows it); ``drop`` exits 1 when no entry has the
+sentence. ``cache diff`` exits 0 when nothing changed, 1 when entries did and 2 when it cannot
+compare (not a git repository, an unknown ref, a file that fails to load).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from .cache import DEFAULT_CACHE_DIR, OBSOLETE_FILE, CacheKey, load_file, prune
+from .cache import DEFAULT_CACHE_DIR, CacheStore, StepEntry, load_file, update
 from .cache_diff import DiffError, diff
 from .errors import CacheError
+from .parameters import parameterize
 from .safety.policy import check_code
 from .scaffold import DEFAULT_BASE_URL, ScaffoldError, init
 
@@ -44,52 +49,108 @@ def check(paths: Sequence[Path]) -> int:
     for path in cache_files(paths):
         files += 1
         try:
-            tests = load_file(path, check_code)
+            library = load_file(path, check_code)
         except CacheError as exc:
             refused += 1
             print(f"REFUSED {exc}")
             continue
-        entries += sum(len(e) for e in tests.values())
-    print(f"{files} cache files, {entries} entries checked, {refused} files refused")
+        entries += len(library.entries)
+    checked = f"{_count(files, 'cache file')}, {_count(entries, 'entry')} checked"
+    print(f"{checked}, {_count(refused, 'file')} refused")
     return 1 if refused or not files else 0
+
+
+def _count(number: int, noun: str) -> str:
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+    return f"{number:,} {noun if number == 1 else plural}"
+
+
+def describe(entry: StepEntry) -> str:
+    """One line of ``cache list``: kind, origin, sentence, and what narrows or marks it."""
+    notes = []
+    if entry.parameters:
+        notes.append(f"takes {', '.join(entry.parameters)}")
+    if entry.values is not None:
+        notes.append(f"for {', '.join(map(repr, entry.values))}")
+    if entry.scenario is not None:
+        occurrence = f" #{entry.occurrence}" if entry.occurrence > 1 else ""
+        notes.append(f"pinned to {entry.scenario!r}{occurrence}")
+    if entry.verdict is not None:
+        notes.append(f"RED: {entry.verdict.label}: {entry.verdict.explanation}")
+    tail = f"  ({'; '.join(notes)})" if notes else ""
+    return f"    {entry.kind:<6} {entry.origin:<9} {entry.sentence}{tail}"
 
 
 def list_entries(paths: Sequence[Path]) -> int:
     for path in cache_files(paths):
-        tests = load_file(path, check_code)
-        origins = Counter(entry.origin for entries in tests.values() for entry in entries)
+        library = load_file(path, check_code)
+        origins = Counter(entry.origin for entry in library.entries)
         summary = ", ".join(f"{count} {origin}" for origin, count in sorted(origins.items()))
-        print(f"{path}: {summary or 'no entries'}")
-        for test, entries in tests.items():
-            print(f"  {test}")
-            for entry in entries:
-                occurrence = f" #{entry.key.occurrence}" if entry.key.occurrence > 1 else ""
-                print(f"    {entry.key.kind:<6} {entry.origin:<9} {entry.key.sentence}{occurrence}")
+        red = sum(entry.red for entry in library.entries)
+        old = " (format 1: prettyplay cache migrate rewrites it)" if library.format == 1 else ""
+        print(f"{path}: {summary or 'no entries'}" + (f", {red} red" if red else "") + old)
+        for entry in library.entries:
+            print(describe(entry))
     return 0
 
 
-def prune_obsolete(cache_dir: Path, dry_run: bool) -> int:
-    """Delete the entries listed as obsolete by the last full run (``.obsolete-entries``)."""
-    listing = cache_dir / OBSOLETE_FILE
-    if not listing.exists():
-        print(f"nothing to prune: no full run has listed obsolete entries in {listing}")
-        return 0
-    by_file: dict[Path, list[CacheKey]] = {}
-    for row in json.loads(listing.read_text(encoding="utf-8")):
-        key = CacheKey(row["test"], row["kind"], row["sentence"], row["data"], row["occurrence"])
-        by_file.setdefault(cache_dir / row["file"], []).append(key)
-    for path, keys in by_file.items():
+def prune_obsolete(cache_dir: Path, features_dir: Path | None, dry_run: bool) -> int:
+    """Delete the entries no step of the feature files finds (liveness from the features)."""
+    from .behave.liveness import obsolete
+
+    features = features_dir or cache_dir.parent
+    if not features.is_dir():
+        raise CacheError(f"{features}: no features folder to read (name one with --features)")
+    store = CacheStore(cache_dir, check_code)
+    dead = obsolete(store, features)
+    by_file: dict[Path, list[StepEntry]] = {}
+    for found in dead:
+        by_file.setdefault(found.path, []).append(found.entry)
+    for path, entries in by_file.items():
         print(f"{path}:")
-        for key in keys:
-            print(f"  {key.kind:<6} {key.test.split('::')[-1]}: {key.sentence} #{key.occurrence}")
-    count = sum(len(keys) for keys in by_file.values())
+        for entry in entries:
+            print(describe(entry))
     if dry_run:
-        print(f"{count} obsolete entries (dry run: nothing deleted)")
+        print(f"{_count(len(dead), 'obsolete entry')} (dry run: nothing deleted)")
         return 0
-    for path, keys in by_file.items():
-        prune(path, keys, check_code)
-    listing.unlink()
-    print(f"{count} obsolete entries deleted")
+    for path, entries in by_file.items():
+        store.drop(path, entries)
+    print(f"{_count(len(dead), 'obsolete entry')} deleted (steps of {features} read)")
+    return 0
+
+
+def drop_sentence(cache_dir: Path, sentence: str, dry_run: bool) -> int:
+    """Delete every entry of ``sentence`` (as a template, or as written): its next run writes
+    the step again."""
+    template = parameterize(sentence).template
+    store = CacheStore(cache_dir, check_code)
+    dropped = 0
+    for path in cache_files([cache_dir]) if cache_dir.exists() else []:
+        doomed = [e for e in store.library(path).entries if e.sentence in (template, sentence)]
+        if not doomed:
+            continue
+        print(f"{path}:")
+        for entry in doomed:
+            print(describe(entry))
+        dropped += len(doomed)
+        if not dry_run:
+            store.drop(path, doomed)
+    verb = "would be deleted (dry run)" if dry_run else "deleted"
+    print(f"{_count(dropped, 'entry')} of {sentence!r} {verb}")
+    return 0 if dropped else 1
+
+
+def migrate(paths: Sequence[Path]) -> int:
+    """Rewrite every format-1 cache file as format 2, nothing lost."""
+    migrated = 0
+    for path in cache_files(paths):
+        if load_file(path, check_code).format != 1:
+            continue
+        update(path, lambda library: None, check_code)
+        after = load_file(path, check_code)
+        print(f"{path}: migrated to format 2 ({_count(len(after.entries), 'entry')})")
+        migrated += 1
+    print(f"{_count(migrated, 'file')} migrated")
     return 0
 
 
@@ -103,10 +164,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     list_parser = cache_commands.add_parser("list", help="entries per feature, with origins")
     list_parser.add_argument("paths", nargs="*", type=Path, default=[DEFAULT_CACHE_DIR])
     prune_parser = cache_commands.add_parser(
-        "prune", help="delete the entries the last full run did not use"
+        "prune", help="delete the entries no step of the feature files uses"
     )
     prune_parser.add_argument("cache_dir", nargs="?", type=Path, default=DEFAULT_CACHE_DIR)
+    prune_parser.add_argument(
+        "--features", type=Path, default=None, help="the features folder (default: the cache's)"
+    )
     prune_parser.add_argument("--dry-run", action="store_true", help="show, delete nothing")
+    drop_parser = cache_commands.add_parser(
+        "drop", help="delete the entries of one sentence; the next run writes them again"
+    )
+    drop_parser.add_argument("sentence", help="the step's sentence, as a feature file has it")
+    drop_parser.add_argument(
+        "--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help=f"default {DEFAULT_CACHE_DIR}"
+    )
+    drop_parser.add_argument("--dry-run", action="store_true", help="show, delete nothing")
+    migrate_parser = cache_commands.add_parser(
+        "migrate", help="rewrite format-1 cache files as format 2"
+    )
+    migrate_parser.add_argument("paths", nargs="*", type=Path, default=[DEFAULT_CACHE_DIR])
     diff_parser = cache_commands.add_parser(
         "diff", help="the code that changed in the cache files against a git ref"
     )
@@ -141,7 +217,11 @@ def run(args: argparse.Namespace) -> int:
     if args.command == "init":
         return init(args.root, args.base_url)
     if args.cache_command == "prune":
-        return prune_obsolete(args.cache_dir, args.dry_run)
+        return prune_obsolete(args.cache_dir, args.features, args.dry_run)
+    if args.cache_command == "drop":
+        return drop_sentence(args.cache_dir, args.sentence, args.dry_run)
+    if args.cache_command == "migrate":
+        return migrate(args.paths)
     if args.cache_command == "diff":
         return diff(args.cache_dir, args.ref)
     return list_entries(args.paths)

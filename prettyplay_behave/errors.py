@@ -69,8 +69,10 @@ class StepFailedError(PrettyPlayError):
         explanation: str = "",
         recommendation: str = "",
         code: str = "",
+        label: str = "",
     ) -> None:
         self.headline = headline
+        self.label = label  # the verdict that made it terminal, when one did (and could be read)
         self.sentence = sentence
         self.error = error
         self.details = details
@@ -102,6 +104,7 @@ class StepFailedError(PrettyPlayError):
         headline: str,
         explanation: str | None = None,
         recommendation: str | None = None,
+        label: str | None = None,
     ) -> StepFailedError:
         """The same failure under another headline (and verdict)."""
         return error_type(
@@ -112,6 +115,7 @@ class StepFailedError(PrettyPlayError):
             explanation=self.explanation if explanation is None else explanation,
             recommendation=self.recommendation if recommendation is None else recommendation,
             code=self.code,
+            label=self.label if label is None else label,
         )
 
     def render(self) -> str:

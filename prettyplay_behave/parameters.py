@@ -24,7 +24,7 @@ MARK = "{}"
 # An Outline placeholder, a double-quoted string (no secret placeholder inside), or a number that
 # stands on its own (not part of a word such as h1 or mp3).
 _PART = re.compile(
-    r'(?P<outline><(?P<name>[^<>\n]+)>)'
+    r"(?P<outline><(?P<name>[^<>\n]+)>)"
     r'|"(?P<quoted>(?:[^"\\\n]|\\.)*)"'
     r"|(?<![\w.])(?P<number>-?\d+(?:\.\d+)?)(?![\w.])"
 )
@@ -53,7 +53,7 @@ def parameterize(sentence: str, outline: str = "") -> Parameters:
 def _outline_values(outline: str, sentence: str) -> dict[str, str] | None:
     """The value of each placeholder of ``outline`` in ``sentence``, or None when the sentence
     is not that outline filled in."""
-    pattern, names = "", []
+    pattern, names = "", list[str]()
     last = 0
     for found in _OUTLINE.finditer(outline):
         pattern += re.escape(outline[last : found.start()])
@@ -70,7 +70,9 @@ def _outline_values(outline: str, sentence: str) -> dict[str, str] | None:
 
 
 def _split(text: str, outline_values: dict[str, str]) -> Parameters:
-    template, names, values = [], [], []
+    template: list[str] = []
+    names: list[str] = []
+    values: list[str] = []
     last = 0
     for found in _PART.finditer(text):
         piece = text[found.start() : found.end()]

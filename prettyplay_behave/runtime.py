@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from contextlib import suppress
 from pathlib import Path
@@ -12,7 +11,7 @@ from .browser.guard import NavigationGuard
 from .browser.session import BrowserSession
 from .browser.settle import Settler
 from .browser.tabs import Tabs
-from .cache import DEFAULT_CACHE_DIR, OBSOLETE_FILE, CacheKey, CacheStore
+from .cache import DEFAULT_CACHE_DIR, CacheStore
 from .config import PrettyConfig
 from .engine.advisor import Advisor
 from .engine.cycle import Engine
@@ -70,7 +69,6 @@ class Runtime:
         )
         self._session: BrowserSession | None = None
         self.tests: list[TestState] = []
-        self.failed_unopened: set[str] = set()  # tests that failed before their page opened
         self.started = time.monotonic()
         self.report_dir = Path(config.report_dir) if config.report_dir else None
         self.artifacts = Artifacts(self.report_dir) if self.report_dir else None
@@ -132,33 +130,6 @@ class Runtime:
             test.close()
         if self.artifacts is not None:
             self.artifacts.keep_videos(test)
-
-    def record_obsolete(self) -> list[tuple[Path, CacheKey]]:
-        """After a full run: the cache entries no step used, also written for ``cache prune``.
-
-        Entries of a test that failed are never counted: its later steps did not get to run.
-        """
-        failed = {test.name: test.failed for test in self.tests}
-        failed.update(dict.fromkeys(self.failed_unopened, True))
-        files = sorted(self.cache.cache_dir.rglob("*.json"))
-        unused = [(p, k) for p, k in self.cache.obsolete(files) if not failed.get(k.test, False)]
-        listing = self.cache.cache_dir / OBSOLETE_FILE
-        if unused:
-            rows = [
-                {
-                    "file": str(p.relative_to(self.cache.cache_dir)),
-                    "test": k.test,
-                    "kind": k.kind,
-                    "sentence": k.sentence,
-                    "data": k.data,
-                    "occurrence": k.occurrence,
-                }
-                for p, k in unused
-            ]
-            listing.write_text(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
-        elif listing.exists():
-            listing.unlink()
-        return unused
 
     def summary(self, obsolete: int | None = None) -> RunSummary:
         wall_time = time.monotonic() - self.started

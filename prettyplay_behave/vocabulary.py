@@ -31,15 +31,15 @@ class Word(str, Enum):
 
 
 class Kind(Word):
-    """What a step is: an action performs its sentence, a check asserts it."""
+    """What a step is: an action performs its sentence (``t.step``), a check asserts it
+    (``t.expect``). Format-1 cache files wrote them ``step`` and ``expect``, which still read."""
 
-    ACTION = "step"
-    CHECK = "expect"
+    ACTION = "action"
+    CHECK = "check"
 
-    @property
-    def noun(self) -> str:
-        """How requests and the report name the kind."""
-        return "check" if self is Kind.CHECK else "action"
+    @classmethod
+    def _missing_(cls, value: object) -> Kind | None:
+        return {"step": cls.ACTION, "expect": cls.CHECK}.get(str(value))
 
 
 class Origin(Word):

@@ -24,7 +24,8 @@ from ..config import PrettyConfig, in_ci, resolve_config
 from ..errors import CacheError, PrettyPlayError
 from ..events import record
 from ..report import attachments
-from .mapping import scenario_namespace, step_spec
+from . import liveness
+from .mapping import outline_of, scenario_namespace, step_spec
 
 if TYPE_CHECKING:
     from ..authoring import Group, PrettyPlay
@@ -177,10 +178,6 @@ def after_scenario(context: Any, scenario: Any) -> None:
     state: ScenarioState | None = getattr(context, "prettyplay_scenario", None)
     runtime: Runtime | None = getattr(context, "prettyplay", None)
     failed = scenario.status.has_failed()
-    if failed and runtime is not None and (state is None or not state.test.opened):
-        # a scenario that failed before its page opened (a hook, a setting): its entries
-        # are unused, not obsolete
-        runtime.failed_unopened.add(test_name(context, scenario))
     if state is None:
         return
     try:
@@ -204,19 +201,6 @@ def test_name(context: Any, scenario: Any) -> str:
     return scenario_namespace(scenario.filename, base_dir, scenario.name)
 
 
-def is_full_run(config: Any) -> bool:
-    """All features, no filters: only then are unused cache entries known to be obsolete."""
-    features = Path(config.base_dir or "features").resolve()
-    return (
-        not config.tags
-        and not config.name
-        and not config.dry_run
-        and not config.include_re
-        and not config.exclude_re
-        and all(Path(path).resolve() == features for path in config.paths or ["features"])
-    )
-
-
 def after_all(context: Any) -> None:
     runtime: Runtime | None = getattr(context, "prettyplay", None)
     if runtime is None:
@@ -224,11 +208,11 @@ def after_all(context: Any) -> None:
     summary = None
     try:
         obsolete = None
-        if is_full_run(context.config):
-            try:
-                obsolete = len(runtime.record_obsolete())
-            except CacheError as exc:  # the failing steps already reported it
-                record(logging.WARNING, "obsolete_unknown", "obsolete entries unknown: %s", exc)
+        features = Path(context.config.base_dir or "features")
+        try:  # from the feature files themselves, whatever part of them ran
+            obsolete = len(liveness.obsolete(runtime.cache, features))
+        except CacheError as exc:  # the failing steps already reported it
+            record(logging.WARNING, "obsolete_unknown", "obsolete entries unknown: %s", exc)
         summary = runtime.summary(obsolete)
         stream = sys.__stdout__
         if stream is not None:
@@ -247,7 +231,8 @@ def run_current_step(context: Any) -> None:
             "use_prettyplay(globals())"
         )
     step = state.current_step
-    spec = step_spec(step.step_type, step.name, step.text, step.table)
+    outline = outline_of(context.scenario, step)
+    spec = step_spec(step.step_type, step.name, step.text, step.table, outline)
     own_steps = context.scenario.steps
     try:
         if state.group is not None and any(step is own for own in own_steps):

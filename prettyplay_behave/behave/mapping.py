@@ -54,8 +54,34 @@ def step_data(text: str | None, table: Any) -> str:
     return text or ""
 
 
-def step_spec(step_type: str, name: str, text: str | None = None, table: Any = None) -> StepSpec:
-    """Given/When (and And/But after them) are actions; Then (and after it) are checks."""
+def step_spec(
+    step_type: str, name: str, text: str | None = None, table: Any = None, outline: str = ""
+) -> StepSpec:
+    """Given/When (and And/But after them) are actions; Then (and after it) are checks.
+    ``outline`` is the Outline step the step was made from, for its placeholders."""
     sentence, parameters = split_annotation(name)
     kind = Kind.CHECK if step_type == "then" else Kind.ACTION
-    return StepSpec(kind, sentence, step_data(text, table), **parameters)
+    template = split_annotation(outline)[0] if outline else ""
+    return StepSpec(kind, sentence, step_data(text, table), outline=template, **parameters)
+
+
+def outline_of(scenario: Any, step: Any) -> str:
+    """The sentence of the Outline step ``step`` was made from (with its ``<placeholders>``),
+    or "" for a step of a plain scenario: behave fills the placeholders in before a step runs,
+    and the Outline's own step says which parts of the sentence were placeholders."""
+    outline = getattr(scenario, "parent", None)
+    if outline is None or not hasattr(outline, "examples"):
+        return ""
+    for made, written in (
+        (scenario.steps, outline.steps),
+        (getattr(scenario, "background_steps", None) or [], _background_steps(scenario)),
+    ):
+        for index, candidate in enumerate(made):
+            if candidate is step and index < len(written):
+                return str(written[index].name)
+    return ""
+
+
+def _background_steps(scenario: Any) -> list[Any]:
+    background = getattr(scenario, "background", None)
+    return list(getattr(background, "steps", None) or [])

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from ..llm.client import Answer, LLMClient
     from ..llm.prompts import Prompts
     from ..safety.secrets import Secrets
+    from .renames import Proposal
     from .state import TestState
     from .step import GroupStepRecord, ScenarioEntry
 
@@ -59,6 +60,11 @@ class Advisor:
     @property
     def available(self) -> bool:
         return self.llm.available
+
+    @property
+    def code_model(self) -> str:
+        """The model that writes step code (recorded with each entry it wrote)."""
+        return self.llm.config.model
 
     def require(self) -> None:
         self.llm.require()
@@ -182,7 +188,10 @@ class Advisor:
                 raw_answer=quoted(text),
             )
             verdict = Verdict(
-                StepLabel.INCURABLE, f"the {purpose.subject} answer was unparseable: {exc}", ""
+                StepLabel.INCURABLE,
+                f"the {purpose.subject} answer was unparseable: {exc}",
+                "",
+                degraded=True,
             )
         assert isinstance(verdict, Verdict)
         entry.verdicts.append(verdict)
@@ -215,7 +224,14 @@ class Advisor:
         }
         try:
             answer = self._send(
-                Purpose.GATE, entry, guidance=guidance, candidate=green.code, **evidence, **context
+                Purpose.GATE,
+                entry,
+                guidance=guidance,
+                candidate=green.code,
+                batch=[],
+                renames=[],
+                **evidence,
+                **context,
             )
             review = Purpose.GATE.read(answer.text)
         except (ProviderUnavailableError, UnparseableAnswer) as exc:
@@ -246,6 +262,54 @@ class Advisor:
             Outcome.GATE_VIOLATION, green.url_before, green.url_after, green.code, findings
         )
 
+    def gate_batch(
+        self,
+        test: TestState,
+        entry: ScenarioEntry,
+        renames: Sequence[tuple[str, str]],
+        batch: Sequence[Proposal],
+    ) -> list[bool]:
+        """One gate request about the locators a heal of ``entry`` renamed, applied to other
+        entries (``batch``); for each, whether it may be written. A gate that cannot judge
+        passes none: nothing is written, and each step heals on its own when it goes red."""
+        context = self._step_context(test, entry)
+        try:
+            answer = self._send(
+                Purpose.GATE,
+                entry,
+                guidance="",
+                candidate=entry.code,
+                batch=list(batch),
+                renames=list(renames),
+                page=None,
+                change=None,
+                candidate_outcome=Outcome.GREEN,
+                verdict=None,
+                **context,
+            )
+            review = Purpose.GATE.read(answer.text)
+        except (ProviderUnavailableError, UnparseableAnswer) as exc:
+            record(
+                logging.WARNING,
+                "rename_not_spread",
+                "the gate could not judge the rename of %r for %d other entries (%s); they heal "
+                "on their own",
+                entry.sentence,
+                len(batch),
+                exc,
+            )
+            return [False] * len(batch)
+        assert isinstance(review, GateVerdict)
+        return _passed(review, len(batch))
+
+
+def _passed(review: GateVerdict, count: int) -> list[bool]:
+    """For each of ``count`` proposals, whether no high finding names it (or all of them)."""
+    blocked = {f.entry for f in review.findings if f.blocking}
+    if None in blocked:
+        return [False] * count
+    return [number not in blocked for number in range(1, count + 1)]
+
 
 def _neutralised(text: str, page: PageState | None) -> str:
     """``text`` with every marker look-alike quoted, but for the real markers of ``page``."""
@@ -272,7 +336,10 @@ def verdict_failure(verdict: Verdict, headline: str, failure: StepFailedError) -
         headline = DEFECT_HEADLINE
     else:
         error_type = IncurableStepError
-    return failure.recast(error_type, headline, verdict.explanation, verdict.recommendation)
+    label = "" if verdict.degraded else str(verdict.label)
+    return failure.recast(
+        error_type, headline, verdict.explanation, verdict.recommendation, label=label
+    )
 
 
 def quoted(answer: str) -> str:

@@ -23,17 +23,27 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..cache import CacheEntry, CacheStore
-from ..errors import IncurableStepError, PrettyPlayError, failure_kind
+from ..cache import RED_LABELS, CacheEntry, CacheStore, RedVerdict, StepEntry, today
+from ..errors import (
+    CacheError,
+    IncurableStepError,
+    PrettyPlayError,
+    StepFailedError,
+    failure_kind,
+)
 from ..events import Events, record
+from ..llm.answers import Verdict
 from ..llm.purposes import Purpose
+from ..parameters import code_parameters
 from ..safety.secrets import Secrets, secret_names
 from ..vocabulary import Origin, Outcome, StepLabel, StepStatus
 from .advisor import Advisor, verdict_failure
 from .execute import execute, follow_tabs
 from .history import Attempt
+from .renames import Proposal, Rename, apply, locator_changes, renamed_here
 from .state import TestState
 from .steering import Steering, StuckStep, steering_allowed
 from .step import ScenarioEntry, StepIdentity, StepSpec
@@ -41,8 +51,6 @@ from .step import ScenarioEntry, StepIdentity, StepSpec
 if TYPE_CHECKING:
     from ..browser.snapshot import PageState
     from ..cache import CacheKey
-    from ..errors import StepFailedError
-    from ..llm.answers import Verdict
 
 STRICT = " (strict: replay only)"
 MAX_REUSE_TRIES = 2
@@ -66,10 +74,15 @@ class Engine:
         self.secrets = secrets
         self.steering = steering
         self.cache_writes = 0  # entries written (changed) in this run
-        # what went green in this run, by step identity: (test, code), newest first
-        self.green: dict[StepIdentity, list[tuple[str, str]]] = {}
+        # what went green in this run, by step family: (test, sentence, code), newest first
+        self.green: dict[StepIdentity, list[tuple[str, str, str]]] = {}
         # the code that last rewrote a step's entry in this run: (test, code)
         self.heals: dict[StepIdentity, tuple[str, str]] = {}
+        # which steps (test, occurrence) a library entry served green in this run
+        self.served: dict[tuple[Path, tuple[object, ...]], set[tuple[str, int]]] = {}
+        # gated renames of entries, tried first when their step comes up (see ``renames``)
+        self.renamed: dict[tuple[Path, tuple[object, ...]], Rename] = {}
+        self.spread: set[tuple[str, str]] = set()  # the locator changes already spread
 
     def perform(self, test: TestState, spec: StepSpec, group: str | None = None) -> ScenarioEntry:
         """Perform one step of ``test`` (a member of ``group``, when given); its scenario
@@ -87,6 +100,8 @@ class Engine:
             entry.outcome, entry.failure = StepStatus.FAILED, failure_kind(exc)
             if isinstance(exc, PrettyPlayError) and exc.entry is None:
                 exc.entry = entry
+            if isinstance(exc, StepFailedError):
+                self.remember(test, entry, exc)
             raise
         finally:
             test.record(entry)
@@ -105,22 +120,61 @@ class Engine:
             entry.tokens += usage.total_tokens - before.total_tokens
 
     def _went_green(self, test: TestState, entry: ScenarioEntry) -> None:
-        known = self.green.setdefault(entry.spec.identity, [])
-        known[:] = [(test.name, entry.code), *(k for k in known if k[1] != entry.code)]
+        known = self.green.setdefault(entry.spec.family, [])
+        found = (test.name, entry.sentence, entry.code)
+        known[:] = [found, *(k for k in known if k[1:] != found[1:])]
+        if entry.cached is not None:
+            place = (self.cache.path_for(test.name), entry.cached.identity)
+            self.served.setdefault(place, set()).add((test.name, entry.key.occurrence))
+
+    def _served_elsewhere(self, test: TestState, entry: ScenarioEntry) -> bool:
+        """Whether the shared library entry this step replayed went green for another step of
+        this run: then new code for this step is pinned to its scenario, not shared."""
+        cached = entry.cached
+        if cached is None or cached.scenario is not None:
+            return False
+        served = self.served.get((self.cache.path_for(test.name), cached.identity), set())
+        return bool(served - {(test.name, entry.key.occurrence)})
 
     def proven(self, test: TestState, entry: ScenarioEntry) -> list[tuple[str, str]]:
-        """Code that went green for the same step in this run: the same feature's first,
-        newest first."""
+        """Code for the same step that went green in this run (the same feature's first, newest
+        first), then the entries other features' libraries keep for it: (where, code). Code
+        that spells its values out serves only a step with those values."""
         feature = _feature(test.name)
-        known = self.green.get(entry.spec.identity, [])
-        return sorted(known, key=lambda found: _feature(found[0]) != feature)
+        known = sorted(
+            self.green.get(entry.spec.family, []), key=lambda k: _feature(k[0]) != feature
+        )
+        found = [(where, code) for where, sentence, code in known if _fits(entry, sentence, code)]
+        own = self.cache.path_for(test.name)
+        for path, other in self.cache.everywhere():
+            if path == own or other.red or other.scenario is not None:
+                continue
+            if (other.kind, other.sentence, other.data) != entry.spec.family:
+                continue
+            if other.values is None or other.values == entry.spec.parameters.values:
+                found.append((str(path), other.code))
+        unique = dict.fromkeys(code for _, code in found)
+        return [next(f for f in found if f[1] == code) for code in unique]
 
     def execute(self, test: TestState, spec: StepSpec, code: str) -> Attempt:
         return execute(test, spec, code, self.secrets)
 
     def write(self, test: TestState, entry: ScenarioEntry, code: str, origin: Origin) -> None:
-        """Keep ``code`` as the step's cache entry, with its origin."""
-        changed = self.cache.write(CacheEntry(entry.key, code, origin))
+        """Keep ``code`` as the step's cache entry, with its origin: in the feature's library,
+        or pinned to the step's scenario where the shared entry it replaced still serves other
+        steps (or it replaced a pin). Code that replaces an entry of narrower reach (a pin, an
+        entry specific to values) takes its place; a shared entry is only ever replaced by an
+        entry of the same identity."""
+        old = entry.cached
+        pinned = (old is not None and old.scenario is not None) or self._served_elsewhere(
+            test, entry
+        )
+        keep = CacheEntry(entry.key, code, origin, pinned=pinned, model=self.advisor.code_model)
+        written = keep.library_entry(today())
+        narrower = old is not None and (old.scenario is not None or old.values is not None)
+        doomed = [old] if old is not None and narrower and old.identity != written.identity else []
+        path = self.cache.path_for(entry.key.test)
+        changed = self.cache.keep(path, [written], doomed)
         self.cache_writes += changed
         record(
             logging.INFO,
@@ -129,13 +183,88 @@ class Engine:
             "wrote" if changed else "kept",
             origin,
             entry.sentence,
+            path,
+        )
+        replaced = entry.code if entry.code and entry.code != code else None
+        if entry.replaced is None and replaced is not None:
+            entry.replaced = replaced  # the code the run found there, for a review of the change
+        if origin in (Origin.HEALED, Origin.RECOVERED, Origin.STEERED):
+            self.heals[entry.spec.family] = (test.name, code)
+            if replaced is not None:
+                self.spread_renames(test, entry, replaced, code)
+        entry.code, entry.origin, entry.cached = code, origin, written
+
+    def remember(self, test: TestState, entry: ScenarioEntry, failure: StepFailedError) -> None:
+        """A step judged ``product_defect`` or ``incurable`` keeps the code that ran, the
+        verdict and its explanation, pinned to its scenario and marked red: a later replay that
+        is still red fails with that verdict and no request."""
+        cached = entry.cached
+        if (
+            test.config.strict
+            or failure.label not in RED_LABELS
+            or not failure.code.strip()
+            or (cached is not None and cached.red)
+        ):
+            return
+        verdict = RedVerdict(failure.label, failure.explanation, failure.recommendation)
+        origin = cached.origin if cached is not None else str(entry.origin or Origin.GENERATED)
+        keep = CacheEntry(entry.key, failure.code, origin, verdict=verdict)
+        try:
+            changed = self.cache.write(keep)
+        except CacheError as exc:  # code the policy refuses is no code to replay
+            record(logging.INFO, "verdict_not_kept", "%r: %s", entry.sentence, exc)
+            return
+        self.cache_writes += changed
+        record(
+            logging.INFO,
+            "verdict_kept",
+            "%r is remembered red (%s) in %s",
+            entry.sentence,
+            failure.label,
             self.cache.path_for(entry.key.test),
         )
-        if entry.replaced is None and entry.code and entry.code != code:
-            entry.replaced = entry.code  # the code the run found there, for a review of the change
-        if origin in (Origin.HEALED, Origin.RECOVERED, Origin.STEERED):
-            self.heals[entry.spec.identity] = (test.name, code)
-        entry.code, entry.origin = code, origin
+
+    def turn_green(self, test: TestState, entry: ScenarioEntry, red: StepEntry) -> None:
+        """A step remembered red went green: its pin loses the verdict, or goes when the shared
+        entry has the same code."""
+        path = self.cache.path_for(test.name)
+        shared = self.cache.library(path).find(entry.key, pins=False)
+        keeps = (
+            [] if shared is not None and shared.code == red.code else [replace(red, verdict=None)]
+        )
+        self.cache_writes += self.cache.keep(path, keeps, [red])
+
+    def spread_renames(self, test: TestState, entry: ScenarioEntry, old: str, new: str) -> None:
+        """One heal per rename: the locators the heal changed are changed in every other entry
+        of the cache that names them, judged by the gate in one request (see ``renames``)."""
+        changes = locator_changes(old, new)
+        if not changes or test.config.strict or set(changes) <= self.spread:
+            return
+        self.spread.update(changes)
+        own = self.cache.path_for(test.name), entry.cached.identity if entry.cached else None
+        proposals: list[tuple[Path, StepEntry, str]] = []
+        for path, other in self.cache.everywhere():
+            if other.red or (path, other.identity) == own:
+                continue
+            changed = apply(other.code, changes)
+            if changed is not None and changed != other.code:
+                proposals.append((path, other, changed))
+        if not proposals:
+            return
+        batch = [Proposal(other.sentence, other.code, changed) for _, other, changed in proposals]
+        passed = self.advisor.gate_batch(test, entry, changes, batch)
+        for (path, other, changed), ok in zip(proposals, passed, strict=True):
+            if ok:
+                self.renamed[(path, other.identity)] = Rename(
+                    changed, tuple(changes), entry.sentence
+                )
+        record(
+            logging.INFO,
+            "rename_spread",
+            "the rename that healed %r is tried first in %d other entries",
+            entry.sentence,
+            sum(passed),
+        )
 
     def steer(self, test: TestState, entry: ScenarioEntry, failure: IncurableStepError) -> bool:
         """The steering gate: True when the part behind it made the step green."""
@@ -188,6 +317,12 @@ def pause(test: TestState, seconds: float) -> None:
     test.page.wait_for_timeout(seconds * 1000)
 
 
+def _fits(entry: ScenarioEntry, sentence: str, code: str) -> bool:
+    """Whether code that went green for ``sentence`` fits ``entry``'s step: it takes the values
+    as parameters, or the values are the same."""
+    return bool(code_parameters(code)[0]) or sentence == entry.sentence
+
+
 def _feature(test_name: str) -> str:
     return test_name.partition("::")[0]
 
@@ -220,7 +355,9 @@ class StepCycle:
 
     def route(self) -> None:
         cached = self.engine.cache.lookup(self.entry.key)
-        if cached is not None:
+        if cached is not None and cached.red:
+            self.replay_red(cached)
+        elif cached is not None:
             self.replay(cached)
         elif self.config.strict:
             raise self.strict_miss(self.entry.key)
@@ -232,15 +369,18 @@ class StepCycle:
         return IncurableStepError(
             "no cached code for this step" + STRICT,
             sentence=self.spec.text,
-            error=f"no {self.spec.kind} entry in {self.engine.cache.path_for(key.test)} "
-            f"(test {key.test!r}, occurrence {key.occurrence})",
+            error=f"no {self.spec.kind} entry in {self.engine.cache.path_for(key.test)} serves "
+            f"it (its template {key.parameters.template!r}, in scenario {key.scenario!r})",
         )
 
     # -- replay and its classification ---------------------------------------------------------
 
-    def replay(self, cached: CacheEntry) -> None:
-        attempt = self.engine.execute(self.test, self.spec, cached.code)
+    def replay(self, cached: StepEntry) -> None:
         self.entry.code, self.entry.origin = cached.code, Origin.REPLAYED
+        self.entry.cached = cached
+        if self.renamed(cached):
+            return
+        attempt = self.engine.execute(self.test, self.spec, cached.code)
         self.entry.notes = list(self.test.notes)
         self.history.append(attempt)
         if attempt.outcome is Outcome.GREEN:
@@ -258,6 +398,56 @@ class StepCycle:
         if not self.healable(verdict):
             raise self.verdict_failure(verdict, "the cached step failed and cannot be healed")
         self.heal(verdict)
+
+    def renamed(self, cached: StepEntry) -> bool:
+        """A rename a heal of this run found for this entry, tried first where the page shows
+        it; green, it is written as healed with no request."""
+        place = (self.engine.cache.path_for(self.test.name), cached.identity)
+        rename = self.engine.renamed.get(place)
+        if rename is None or self.config.strict or not renamed_here(self.test.page, rename.changes):
+            return False
+        attempt = self.engine.execute(self.test, self.spec, rename.code)
+        if attempt.outcome is not Outcome.GREEN:
+            self.history.append(attempt)
+            return False
+        del self.engine.renamed[place]
+        explanation = f"healed with the rename that healed {rename.source!r} in this run"
+        self.entry.healed_by = explanation
+        record(logging.INFO, "healing", "%r %s", self.spec.sentence, explanation)
+        self.engine.write(self.test, self.entry, rename.code, Origin.HEALED)
+        self.engine.events.emit("on_healed", self.spec.sentence, explanation)
+        return True
+
+    def replay_red(self, cached: StepEntry) -> None:
+        """A step remembered red replays with no request: still red, it fails with the stored
+        verdict; green, its entry turns green."""
+        assert cached.verdict is not None
+        attempt = self.engine.execute(self.test, self.spec, cached.code)
+        self.entry.code, self.entry.origin = cached.code, Origin.REPLAYED
+        self.entry.cached = cached
+        self.entry.notes = list(self.test.notes)
+        self.history.append(attempt)
+        stored = cached.verdict
+        if attempt.outcome is Outcome.GREEN:
+            self.entry.turned_green = True
+            record(
+                logging.INFO,
+                "turned_green",
+                "%r was remembered red (%s) and is green now",
+                self.spec.sentence,
+                stored.label,
+            )
+            if not self.config.strict:
+                self.engine.turn_green(self.test, self.entry, cached)
+            return
+        verdict = Verdict(StepLabel(stored.label), stored.explanation, stored.recommendation)
+        self.entry.verdicts.append(verdict)
+        failure = self.verdict_failure(verdict, "the step is still red")
+        raise failure.recast(
+            type(failure),
+            f"{failure.headline} (the verdict of an earlier run: no request was made; "
+            "prettyplay cache drop removes it)",
+        )
 
     def classify(self) -> Verdict:
         """One classification. A verdict that traces the failure to an earlier step ends this
@@ -306,9 +496,9 @@ class StepCycle:
             self.history.append(attempt)
         return False
 
-    def reuse_heal(self, cached: CacheEntry) -> bool:
+    def reuse_heal(self, cached: StepEntry) -> bool:
         """A red replay first tries the code that healed the same step earlier in this run."""
-        known = self.engine.heals.get(self.spec.identity)
+        known = self.engine.heals.get(self.spec.family)
         if known is None or known[1] == cached.code:
             return False
         source, code = known
@@ -319,6 +509,7 @@ class StepCycle:
         explanation = (
             f"healed with the code that healed this step in {source!r} earlier in this run"
         )
+        self.entry.healed_by = explanation
         record(logging.INFO, "healing", "%r %s", self.spec.sentence, explanation)
         self.engine.write(self.test, self.entry, code, Origin.HEALED)
         self.engine.events.emit("on_healed", self.spec.sentence, explanation)

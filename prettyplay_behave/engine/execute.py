@@ -17,7 +17,7 @@ from ..errors import CodePolicyError, StepTimeoutError, describe_exception
 from ..events import record
 from ..safety.limits import MEMORY_HEADROOM, Budget
 from ..safety.proxy import PageServices
-from ..safety.sandbox import call_step, compile_step
+from ..safety.sandbox import call_step, compile_step, step_parameters
 from ..safety.secrets import Secrets, secret_names
 from ..vocabulary import Kind, Outcome
 from .history import Attempt
@@ -58,7 +58,12 @@ def execute(test: TestState, spec: StepSpec, code: str, secrets: Secrets) -> Att
         stop = ExecutionStop(lambda: test.tabs.open_pages, _stop_reason(budget))
         try:
             with stop.armed(budget.limit_ms / 1000):
-                call_step(function, test.page, _services(test, stop, secrets))
+                call_step(
+                    function,
+                    test.page,
+                    _services(test, stop, secrets),
+                    values=spec.parameters.values,
+                )
         except Exception as exc:  # a red outcome, whatever raised it
             error = exc
         if stop.fired:
@@ -90,7 +95,15 @@ def _compile(
         secret_names(spec.text), lambda: guard is None or guard.allows(page.url)
     )
     budget = Budget(test.config.step_timeout_ms, test.config.action_timeout_ms)
-    return compile_step(code, secret=resolver, budget=budget), budget
+    function = compile_step(code, secret=resolver, budget=budget)
+    wanted, values = step_parameters(function), spec.parameters.values
+    if wanted and wanted != len(values):
+        names = ", ".join(spec.parameters.names) or "none"
+        raise CodePolicyError(
+            f"step() takes {wanted} parameters after page, but the step's parameters are "
+            f"{len(values)} ({names})"
+        )
+    return function, budget
 
 
 def _stop_reason(budget: Budget) -> str:

@@ -109,6 +109,8 @@ class GroupBlock:
                 self.recover(test, failed, failure)
         except BaseException as final:
             failed.failure = failure_kind(final)
+            if isinstance(final, StepFailedError):
+                self.engine.remember(test, failed, final)
             raise
 
     # -- recovery ------------------------------------------------------------------------------

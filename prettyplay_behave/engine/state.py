@@ -65,7 +65,8 @@ class TestState:
     def key_for(self, spec: StepSpec) -> CacheKey:
         """The cache address: identical earlier steps of this test count as occurrences."""
         self._seen[spec.identity] = self._seen.get(spec.identity, 0) + 1
-        return CacheKey(self.name, spec.kind, spec.sentence, spec.data, self._seen[spec.identity])
+        occurrence = self._seen[spec.identity]
+        return CacheKey(self.name, spec.kind, spec.sentence, spec.data, occurrence, spec.outline)
 
     def record(self, entry: ScenarioEntry) -> None:
         """A step that ran joins the scenario, whatever its outcome."""

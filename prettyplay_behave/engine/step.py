@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..cache import CacheKey
+from ..cache import CacheKey, StepEntry
+from ..parameters import Parameters, parameterize
 from ..vocabulary import FailureKind, Kind, Origin, StepStatus
 from .history import Attempt
 
@@ -25,6 +26,7 @@ class StepSpec:
     data: str = ""
     tries: int = 1
     delay: float | None = None
+    outline: str = ""  # the Outline step it was made from, with its <placeholders>
 
     def __post_init__(self) -> None:
         try:
@@ -43,6 +45,16 @@ class StepSpec:
     def text(self) -> str:
         """The sentence with its data, as it reaches requests and messages."""
         return f"{self.sentence}\n{self.data}" if self.data else self.sentence
+
+    @property
+    def parameters(self) -> Parameters:
+        """Its sentence's template, and the names and values of its parameters."""
+        return parameterize(self.sentence, self.outline)
+
+    @property
+    def family(self) -> StepIdentity:
+        """What makes two steps share code whatever their values: kind, template and data."""
+        return self.kind, self.parameters.template, self.data
 
     @property
     def identity(self) -> StepIdentity:
@@ -67,7 +79,10 @@ class ScenarioEntry:
     tokens: int = 0
     replaced: str | None = None  # the code a rewrite of this run replaced (heal, recovery, steer)
     guidance: str = ""  # the engineer's guidance of a steered turn that was kept
+    healed_by: str = ""  # why new code replaced its code without a verdict of its own
     notes: list[str] = field(default_factory=list)  # what its last run met: unhandled dialogs
+    cached: StepEntry | None = None  # the library entry its code came from, or was written as
+    turned_green: bool = False  # a step remembered red that went green in this run
 
     @property
     def kind(self) -> Kind:

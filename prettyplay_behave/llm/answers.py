@@ -70,6 +70,7 @@ class Verdict:
     explanation: str
     recommendation: str
     root_step: str | None = None
+    degraded: bool = False  # an answer that could not be read, taken as incurable
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,7 @@ class Finding:
     dimension: str
     severity: str
     message: str
+    entry: int | None = None  # in a batch: the number of the proposal it is about (from 1)
 
     @property
     def blocking(self) -> bool:
@@ -225,8 +227,10 @@ def _read(text: str, what: str = "the code block") -> _Reading:
 def _step_code(reading: _Reading) -> str:
     assert reading.step is not None
     args = reading.step.args
-    if len(args.posonlyargs) + len(args.args) != 1 or args.vararg or args.kwonlyargs:
-        raise UnparseableAnswer("step must take exactly one parameter: def step(page) -> None")
+    if len(args.posonlyargs) + len(args.args) < 1 or args.vararg or args.kwonlyargs:
+        raise UnparseableAnswer(
+            "step must take page, then the step's parameters if any: def step(page) -> None"
+        )
     return reading.code + "\n"
 
 
@@ -352,6 +356,7 @@ _FIELDS = {
         "dimension",
         "severity",
         "message",
+        "entry",
     )
 }
 
@@ -433,6 +438,18 @@ def _group_verdict(data: dict[str, Any]) -> Verdict:
     )
 
 
+def _entry_number(item: dict[str, Any], where: str) -> int | None:
+    """The proposal a finding of a batch is about; None (about all) when it names none."""
+    value = item.get("entry")
+    if value is None:
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if type(value) is not int:
+        raise UnparseableAnswer(f"{where}: 'entry' must be a number, not {value!r}")
+    return value
+
+
 def _gate_verdict(data: dict[str, Any]) -> GateVerdict:
     if "findings" not in data:
         raise UnparseableAnswer("the gate verdict lacks the field 'findings'")
@@ -449,6 +466,7 @@ def _gate_verdict(data: dict[str, Any]) -> GateVerdict:
                 dimension=_choice(item, "dimension", DIMENSIONS, where),
                 severity=_choice(item, "severity", SEVERITIES, where),
                 message=_text(item, "message", where),
+                entry=_entry_number(item, where),
             )
         )
     return GateVerdict(tuple(findings))

@@ -53,6 +53,7 @@ GATE_SCHEMA = _object(
                     "dimension": {"type": "string", "enum": list(DIMENSIONS)},
                     "severity": {"type": "string", "enum": list(SEVERITIES)},
                     "message": _TEXT,
+                    "entry": {"type": ["integer", "null"]},
                 },
                 ["dimension", "severity", "message"],
             ),

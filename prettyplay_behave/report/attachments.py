@@ -58,7 +58,7 @@ def step_texts(test: TestState, entry: ScenarioEntry, redact: Redact) -> list[tu
 
 def how_it_ran(entry: ScenarioEntry) -> str:
     lines = [
-        f"{entry.kind.noun}: {entry.sentence}",
+        f"{entry.kind}: {entry.sentence}",
         f"origin: {entry.origin or 'none (no code ran)'}",
         f"outcome: {entry.outcome}" + (f" ({entry.failure})" if entry.failure else ""),
     ]

@@ -63,6 +63,7 @@ class Change:
     lines: list[DiffLine]
     verdict: Verdict | None  # the classification (healed) or the group diagnosis (recovered)
     guidance: str  # the engineer's guidance (steered)
+    note: str = ""  # why, for new code that came without a verdict (a rename, a heal reused)
 
 
 def cause(test: TestState, entry: ScenarioEntry) -> Verdict | None:
@@ -82,4 +83,5 @@ def change_of(test: TestState, entry: ScenarioEntry, redact: Callable[[str], str
     if entry.replaced is None or entry.origin is None:
         return None
     lines = unified_diff(redact(entry.replaced), redact(entry.code), "cached", str(entry.origin))
-    return Change(entry.origin, diff_lines(lines), cause(test, entry), entry.guidance)
+    verdict = None if entry.healed_by else cause(test, entry)
+    return Change(entry.origin, diff_lines(lines), verdict, entry.guidance, entry.healed_by)

@@ -50,6 +50,7 @@ class RunSummary:
     costs: Mapping[Purpose, float | None] = field(default_factory=dict)  # None: unpriced
     prices: Mapping[str, Price | None] = field(default_factory=dict)  # by model
     rewritten: list[Rewritten] = field(default_factory=list)  # in the order the steps ran
+    turned_green: list[str] = field(default_factory=list)  # steps remembered red, green now
 
     @classmethod
     def of(
@@ -76,6 +77,12 @@ class RunSummary:
             for entry in test.scenario
             if entry.replaced is not None and entry.origin is not None
         ]
+        summary.turned_green = [
+            f"turned green (remembered red) {test.name}: {entry.sentence}"
+            for test in tests
+            for entry in test.scenario
+            if entry.turned_green
+        ]
         summary.cache_written, summary.obsolete, summary.wall_time = (
             cache_written,
             obsolete,
@@ -101,6 +108,7 @@ class RunSummary:
         lines.append(cache)
         lines.append(f"wall time: {self.wall_time:.1f} s")
         lines += [rewrite.line() for rewrite in self.rewritten]
+        lines += self.turned_green
         return lines
 
     def cost_of(self, purpose: Purpose) -> str:

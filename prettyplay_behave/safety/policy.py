@@ -42,7 +42,7 @@ _GET_BY = words(
     " get_by_text get_by_title"
 )
 
-_LOCATING = _GET_BY | {"locator", "frame_locator"}
+LOCATING_METHODS = _GET_BY | {"locator", "frame_locator"}
 
 # Actions and reads that Page offers both on itself (with a selector) and on Locator.
 _ACTIONS = words(
@@ -55,7 +55,7 @@ _ACTIONS = words(
 PROXY_ONLY = frozenset({"switch_to_tab"})
 
 PAGE_ATTRIBUTES = (
-    _LOCATING
+    LOCATING_METHODS
     | _ACTIONS
     | PROXY_ONLY
     | words(
@@ -65,7 +65,7 @@ PAGE_ATTRIBUTES = (
 )
 
 LOCATOR_ATTRIBUTES = (
-    _LOCATING
+    LOCATING_METHODS
     | _ACTIONS
     | words(
         "all all_inner_texts all_text_contents and_ blur clear content_frame count drag_to"
@@ -74,7 +74,7 @@ LOCATOR_ATTRIBUTES = (
     )
 )
 
-FRAME_LOCATOR_ATTRIBUTES = _LOCATING | {"first", "last", "nth", "owner"}
+FRAME_LOCATOR_ATTRIBUTES = LOCATING_METHODS | {"first", "last", "nth", "owner"}
 
 KEYBOARD_ATTRIBUTES = frozenset({"down", "insert_text", "press", "type", "up"})
 
@@ -302,20 +302,31 @@ class _Checker:
         args = fn.args
         if fn.decorator_list:
             raise _refuse("decorators are not allowed on step()", fn.decorator_list[0])
+        names = [a.arg for a in args.args]
         if (
-            [a.arg for a in args.args] != ["page"]
+            names[:1] != ["page"]
             or args.posonlyargs
             or args.kwonlyargs
             or args.vararg
             or args.kwarg
             or args.defaults
         ):
-            raise _refuse("step() must take exactly one parameter, `page`, with no default", fn)
-        if args.args[0].annotation is not None:
-            raise _refuse("the `page` parameter must not be annotated", fn)
+            raise _refuse(
+                "step() must take `page` first, then the step's parameters if it has any "
+                "(def step(page, item)), with no defaults",
+                fn,
+            )
+        for arg in args.args:
+            if arg.annotation is not None:
+                raise _refuse(f"the parameter {arg.arg!r} of step() must not be annotated", fn)
+        for name in names[1:]:
+            if name in PROVIDED_NAMES | BUILTIN_NAMES or name.startswith("_"):
+                raise _refuse(f"a parameter of step() may not be named {name!r}", fn)
+        if len(set(names)) != len(names):
+            raise _refuse("the parameters of step() must have names of their own", fn)
         if fn.returns is not None and not _is_none(fn.returns):
             raise _refuse("step() may only be annotated `-> None`", fn)
-        self.locals = self._assigned_names(fn)
+        self.locals = self._assigned_names(fn) | set(names[1:])
         self.secret_calls = self._typing_secret_calls(fn)
         self.types_secrets = any(_is_call_to(node, "secret") for node in ast.walk(fn))
         self.block(fn.body, loop_depth=0)

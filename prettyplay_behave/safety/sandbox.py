@@ -33,7 +33,7 @@ from .regex import StepRegex
 if TYPE_CHECKING:
     from playwright.sync_api import Page
 
-StepFunction = Callable[[PageProxy], None]
+StepFunction = Callable[..., None]
 
 _GROWING_OPERATORS: dict[type[ast.operator], str] = {ast.Add: "+", ast.Mult: "*", ast.Mod: "%"}
 _GROWING_METHODS = frozenset({"replace", "join"})
@@ -140,14 +140,28 @@ def call_step(
     page: Page,
     services: PageServices | None = None,
     *,
+    values: tuple[str, ...] = (),
     on_navigate: Callable[[str], object] | None = None,
 ) -> None:
     """Run a compiled step on ``page`` within its budget; whatever the step raises propagates
-    unchanged (a ``MemoryError`` when it passed the memory headroom)."""
+    unchanged (a ``MemoryError`` when it passed the memory headroom). A step that takes
+    parameters gets the step's ``values``, in order; one that takes none spells them out."""
     budget: Budget = _namespace(step_fn)["__budget__"]
+    wanted = step_parameters(step_fn)
+    if wanted and wanted != len(values):
+        raise CodePolicyError(
+            f"step() takes {wanted} parameter{'s' * (wanted != 1)} after page, but its sentence "
+            f"has {len(values)} value{'s' * (len(values) != 1)}"
+        )
     budget.start()
     with memory_headroom():
-        step_fn(PageProxy(page, budget, services, on_navigate=on_navigate))
+        step_fn(PageProxy(page, budget, services, on_navigate=on_navigate), *values[:wanted])
+
+
+def step_parameters(step_fn: StepFunction) -> int:
+    """How many parameters a compiled step takes after ``page``."""
+    code = getattr(step_fn, "__code__", None)
+    return max(0, code.co_argcount - 1) if code is not None else 0
 
 
 def _namespace(step_fn: StepFunction) -> dict[str, Any]:

@@ -49,27 +49,24 @@ def conflict_markers(raw: bytes) -> tuple[bytes, str]:
 
 def unknown_format(raw: bytes) -> tuple[bytes, str]:
     document = json.loads(raw)
-    document["format"] = 2
+    document["format"] = 3
     return json.dumps(document, indent=2).encode(), (
-        "unknown format version 2 (this prettyplay reads format 1)"
+        "cache format 3 is newer than this prettyplay reads (it reads formats 1 and 2; upgrade "
+        "prettyplay-behave to read this file)"
     )
 
 
 def duplicate_entry(raw: bytes) -> tuple[bytes, str]:
     document = json.loads(raw)
-    document["tests"]["Visit"] *= 2
+    document["steps"] *= 2
     return json.dumps(document, indent=2).encode(), (
-        "test 'Visit', entry 2: duplicate of an earlier entry (step 'I open the shop', "
-        "occurrence 1)"
+        "entry 2: duplicate of an earlier entry (action 'I open the shop')"
     )
 
 
-def duplicate_test(raw: bytes) -> tuple[bytes, str]:
-    text = raw.decode()
-    body = text[text.index('"Visit"') : text.rindex("]") + 1]
-    return text.replace(body, f"{body},\n    {body}").encode(), (
-        "the key 'Visit' appears twice in one object"
-    )
+def duplicate_key(raw: bytes) -> tuple[bytes, str]:
+    text = raw.decode().replace('"kind": "action",', '"kind": "action",\n      "kind": "check",')
+    return text.encode(), "the key 'kind' appears twice in one object"
 
 
 CORRUPTIONS: dict[str, Callable[[bytes], tuple[bytes, str]]] = {
@@ -78,7 +75,7 @@ CORRUPTIONS: dict[str, Callable[[bytes], tuple[bytes, str]]] = {
     "conflict": conflict_markers,
     "format": unknown_format,
     "duplicate-entry": duplicate_entry,
-    "duplicate-test": duplicate_test,
+    "duplicate-key": duplicate_key,
 }
 
 

@@ -3,7 +3,6 @@ within a bounded time, and a failed step writes nothing to the cache."""
 
 from __future__ import annotations
 
-import json
 import logging
 import socket
 import time
@@ -20,6 +19,7 @@ from prettyplay_behave import (
 )
 from prettyplay_behave import cache as cache_module
 from tests.faults.support import api_config, folder_bytes, plant
+from tests.support.caches import steps
 from tests.support.llm_server import (
     CLEAN_GATE,
     Reply,
@@ -159,8 +159,7 @@ def test_a_transient_failure_is_retried_and_the_step_written_once(
         assert t.runtime.engine.cache_writes == 1
     assert [r.purpose for r in llm_env.requests] == ["generate", "generate", "gate", "gate"]
     assert writes == [tmp_path / "cache" / "visit.json"]
-    document = json.loads(writes[0].read_text())
-    assert [e["sentence"] for e in document["tests"]["visit"]] == ["open the shop"]
+    assert [e["sentence"] for e in steps(writes[0])] == ["open the shop"]
     generates = llm_env.requests_for("generate")
     gap = generates[1].time - generates[0].time
     if first is RETRY_AFTER_SECONDS:

@@ -12,6 +12,7 @@ from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
 from tests.conftest import BehaveProject, copy_examples
 from tests.escapes import ESCAPES
+from tests.support.caches import steps
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer
 from tests.support.shop_steps import HEADING, OPEN_SHOP
 
@@ -93,7 +94,7 @@ def test_strict_tag_applies_to_one_scenario(
     assert "Given I open the shop ... error" in strict
     assert "IncurableStepError: no cached code for this step (strict: replay only)" in strict
     assert "step: I open the shop" in strict
-    assert "(test 'shop.feature::Strict visit', occurrence 1)" in strict
+    assert "serves it (its template 'I open the shop', in scenario 'Strict visit')" in strict
     # the untagged one generates both steps with the LLM and passes
     assert "Given I open the shop ... passed" in untagged
     assert "Then the heading says Demo Shop ... passed" in untagged
@@ -103,8 +104,11 @@ def test_strict_tag_applies_to_one_scenario(
         ("generate", "the heading says Demo Shop"),
         ("gate", "the heading says Demo Shop"),
     ]
-    entries = json.loads((project.cache_dir / "shop.feature.json").read_text())["tests"]
-    assert list(entries) == ["Visit"]
+    written = steps(project.cache_dir / "shop.feature.json")
+    assert sorted(e["sentence"] for e in written) == [
+        "I open the shop",
+        "the heading says Demo Shop",
+    ]
 
 
 def test_a_miss_without_llm_names_the_settings(project: BehaveProject, shop) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from pathlib import Path
@@ -17,6 +16,7 @@ from prettyplay_behave import (
     ProviderUnavailableError,
 )
 from tests.conftest import BehaveProject
+from tests.support.caches import steps
 from tests.support.llm_server import (
     CLEAN_GATE,
     ScriptedLLMServer,
@@ -47,9 +47,9 @@ def test_a_generated_step_is_executed_gated_and_cached(
     with PrettyPlay("visit", config=config_for(shop, tmp_path), browser=browser) as t:
         entry = t.step("open the shop")
         assert (entry.origin, t.page.url) == ("generated", shop.url + "/")
-    document = json.loads(cache_text(tmp_path))
-    assert document["tests"]["visit"][0]["code"] == OPEN_SHOP.splitlines()
-    assert document["tests"]["visit"][0]["origin"] == "generated"
+    stored = steps(tmp_path / "cache" / "visit.json")[0]
+    assert stored["code"] == OPEN_SHOP.splitlines()
+    assert (stored["origin"], stored["model"]) == ("generated", "gpt-4.1-mini")
     assert [r.purpose for r in llm_env.requests] == ["generate", "gate"]
     for request in llm_env.requests:
         assert request.headers["x-prettyplay-purpose"] == request.purpose
@@ -145,7 +145,7 @@ def test_a_high_gate_finding_blocks_the_write_and_the_loop_goes_on(
         entry = t.step("open the shop")
     assert [a.outcome for a in entry.history] == ["gate violation"]
     assert "fakes the page" in entry.history[0].text
-    assert json.loads(cache_text(tmp_path))["tests"]["visit"][0]["code"] == OPEN_SHOP.splitlines()
+    assert steps(tmp_path / "cache" / "visit.json")[0]["code"] == OPEN_SHOP.splitlines()
     warnings = [r for r in caplog.records if getattr(r, "event", "") == "gate_finding"]
     assert len(warnings) == 1 and "prefer roles" in warnings[0].getMessage()
     assert "gate violation" in llm_env.requests_for("generate")[1].content("user")
@@ -254,10 +254,9 @@ def test_a_new_feature_is_generated_by_behave_and_replayed_with_zero_requests(
     result = project.run("-D", f"prettyplay.base_url={shop.url}", env=llm.env)
     assert result.returncode == 0, result
     assert [r.purpose for r in llm.requests] == ["generate", "gate"] * 3
-    cache = json.loads((project.cache_dir / "shop.feature.json").read_text())
-    assert [e["sentence"] for e in cache["tests"]["Visit"]] == [
-        "I open the shop",
+    assert sorted(e["sentence"] for e in steps(project.cache_dir / "shop.feature.json")) == [
         "I accept the cookie banner",
+        "I open the shop",
         "the heading says Demo Shop",
     ]
     llm.reset()
@@ -314,22 +313,28 @@ def order_two_products(t: PrettyPlay) -> list[str]:
     return t.page.get_by_role("list", name="Cart items").get_by_role("listitem").all_inner_texts()
 
 
-def test_a_repeated_sentence_has_an_entry_per_occurrence_each_replayed_in_its_place(
+def test_a_repeated_sentence_shares_its_entry_and_an_occurrence_needing_other_code_pins_it(
     shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     llm_env.on("generate", code_answer(OPEN_SHOP), step="open the shop")
     llm_env.on("generate", code_answer(ACCEPT), step="cookie")
-    llm_env.on("generate", code_answer(ADD_THE_MUG), code_answer(ADD_THE_TEA), step="next product")
+    llm_env.on("generate", code_answer(ADD_THE_MUG), step="next product")
+    fixable = {"label": "fixable", "explanation": "the cart holds one", "recommendation": "-"}
+    llm_env.on("classify", json_answer(fixable), step="next product")
+    llm_env.on("heal", code_answer(ADD_THE_TEA), step="next product")
     llm_env.on("gate", CLEAN_GATE, repeat=True)
     with PrettyPlay("shopping", config=config_for(shop, tmp_path), browser=browser) as t:
         generated = order_two_products(t)
     assert [" ".join(item.split()[:2]) for item in generated] == ["Blue Mug", "Green Tea"]
-    # the second request knows the first occurrence ran before it
-    second = llm_env.requests_for("generate")[3].content("user")
-    assert f"- {NEXT_PRODUCT} (action, passed)" in second
-    entries = json.loads(cache_text(tmp_path, "shopping"))["tests"]["shopping"]
-    stored = {e["occurrence"]: e["code"] for e in entries if e["sentence"] == NEXT_PRODUCT}
-    assert stored == {1: ADD_THE_MUG.splitlines(), 2: ADD_THE_TEA.splitlines()}
+    # the second occurrence replayed the entry the first wrote, and its heal knows what ran
+    heal = llm_env.requests_for("heal")[0].content("user")
+    assert f"- {NEXT_PRODUCT} (action, passed)" in heal
+    stored = {
+        e.get("occurrence", "shared"): e["code"]
+        for e in steps(tmp_path / "cache" / "shopping.json")
+        if e["sentence"] == NEXT_PRODUCT
+    }
+    assert stored == {"shared": ADD_THE_MUG.splitlines(), 2: ADD_THE_TEA.splitlines()}
 
     llm_env.reset()
     strict = config_for(shop, tmp_path, strict=True)

@@ -13,6 +13,7 @@ from prettyplay_behave import IncurableStepError, PrettyConfig, PrettyPlay, Prod
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
 from tests.conftest import BehaveProject, copy_examples
+from tests.support.caches import by_sentence, steps
 from tests.support.changed_ui import CHECKOUT
 from tests.support.llm_server import (
     CLEAN_GATE,
@@ -93,8 +94,8 @@ def plant(tmp_path: Path, *steps: tuple[str, str, str], test: str = "t") -> Path
     return tmp_path / "cache" / f"{test}.json"
 
 
-def origins(cache_file: Path, test: str = "t") -> dict[str, str]:
-    return {e["sentence"]: e["origin"] for e in json.loads(cache_file.read_text())["tests"][test]}
+def origins(cache_file: Path) -> dict[str, str]:
+    return {sentence: e["origin"] for sentence, e in by_sentence(cache_file).items()}
 
 
 def test_a_root_in_an_earlier_step_recovers_the_whole_row(
@@ -294,7 +295,13 @@ def test_terminal_diagnoses_are_never_healed(
         run_banner_group(changed, tmp_path, browser, hooks=[recorder])
     assert str(caught.value.render()).startswith(headline + "\n---\n")  # type: ignore[attr-defined]
     assert [r.purpose for r in llm_env.requests] == ["diagnose"]
-    assert cache_file.read_bytes() == original
+    # nothing healed; the group's verdict is remembered on the step that failed
+    shared = [e for e in steps(cache_file) if "scenario" not in e]
+    assert shared == json.loads(original)["steps"]
+    red = [(e["sentence"], e["verdict"]["label"]) for e in steps(cache_file) if "verdict" in e]
+    # a verdict of this group (not a root elsewhere, not an answer that could not be read)
+    label = next((word for word in ('"product_defect"', '"incurable"') if word in answer), "")
+    assert [found for _, found in red] == ([label.strip('"')] if label else [])
     assert [e[0] for e in recorder.events if e[0].startswith("on_group")] == [
         "on_group_started",
         "on_group_failed",
@@ -392,8 +399,7 @@ def test_the_group_example_recovers_a_changed_ui_under_behave(
     assert sorted(diagnosed) == sorted(CHECKOUT)
     assert sorted(str(r.step) for r in llm.requests_for("heal")) == sorted(CHECKOUT)
     assert llm.requests_for("classify") == []
-    cache = json.loads((root / "features/.prettyplay/shop/checkout.feature.json").read_text())
-    entries = {e["sentence"]: e["origin"] for e in cache["tests"]["Order a product"]}
+    entries = origins(root / "features/.prettyplay/shop/checkout.feature.json")
     assert {s for s, origin in entries.items() if origin == "recovered"} == set(CHECKOUT)
     llm.reset()
     again = project.run(

@@ -4,7 +4,6 @@ green once in a run is not asked about again."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from prettyplay_behave import IncurableStepError, PrettyConfig, PrettyPlay
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
 from tests.conftest import BehaveProject
+from tests.support.caches import by_sentence
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.shop_steps import ACCEPT, HEADING, OPEN_SHOP
 
@@ -66,13 +66,12 @@ def test_each_distinct_sentence_is_generated_and_gated_once_a_run(
     assert generated == sorted(ANSWERS)
     assert sorted(request.step or "" for request in llm.requests_for("gate")) == sorted(ANSWERS)
     assert len(llm.requests) == 2 * len(ANSWERS)
-    # twelve steps: five generated, the seven repeats reused
-    assert "12 steps: 0 replayed, 7 reused, 5 generated" in cold.output
-    cache = json.loads((project.cache_dir / "shop.feature.json").read_text())["tests"]
-    origins = {(test, e["sentence"]): e["origin"] for test, es in cache.items() for e in es}
-    assert origins[("Buy a tea again", 'I add the "Green Tea" to the cart')] == "reused"
-    assert origins[("Look around", "I open the shop")] == "generated"
-    assert sum(len(entries) for entries in cache.values()) == 12
+    # twelve steps: five generated, the seven repeats replayed from the feature's library
+    assert "12 steps: 7 replayed, 0 reused, 5 generated" in cold.output
+    library = by_sentence(project.cache_dir / "shop.feature.json")
+    assert {sentence: e["origin"] for sentence, e in library.items()} == dict.fromkeys(
+        ANSWERS, "generated"
+    )
     llm.reset()
     again = project.run("-D", f"prettyplay.base_url={shop.url}", env=llm.env)
     assert again.returncode == 0, again

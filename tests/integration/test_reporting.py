@@ -115,7 +115,8 @@ def test_the_summary_counts_what_happened(reported: Reported) -> None:
     assert line.startswith("prettyplay: LLM: 3 requests,")
     for purpose, count in requests.items():  # the default model is priced: tokens and cost
         assert re.search(rf"{purpose} {count} \([\d,]+ tokens, \$0\.\d{{4}}\)", line), line
-    assert "prettyplay: cache: 1 entries written, 0 obsolete" in output
+    # the generated step, and the product defect remembered red
+    assert "prettyplay: cache: 2 entries written, 0 obsolete" in output
     assert re.search(r"prettyplay: wall time: \d+\.\d s", output)
 
 
@@ -174,18 +175,21 @@ def test_junit_output_carries_the_terminal_render(reported: Reported) -> None:
 
 @pytest.mark.slow
 def test_prune_removes_exactly_the_obsolete_entries(tmp_path: Path) -> None:
+    """Liveness comes from the feature files: any run, whole or partial, counts the same
+    obsolete entries, and prune deletes exactly those."""
     root = copy_examples(tmp_path)
     cache_dir = root / "features" / ".prettyplay"
     store = CacheStore(cache_dir, validate=check_code)
-    gone = CacheKey("shop/cart.feature::A scenario that was deleted", "step", "I open the shop")
-    unused = CacheKey("shop/cart.feature::Add a product to the cart", "step", "I dance")
-    for key in (gone, unused):
-        store.write(CacheEntry(key, OPEN_SHOP, "generated"))
+    gone = CacheKey("shop/cart.feature::A scenario that was deleted", "action", "I open the shop")
+    unused = CacheKey("shop/cart.feature::Add a product to the cart", "action", "I dance")
+    cart = 'def step(page) -> None:\n    page.goto("/cart")\n'
+    store.write(CacheEntry(gone, cart, "healed", pinned=True))
+    store.write(CacheEntry(unused, OPEN_SHOP, "generated"))
     before = {p: p.read_text() for p in cache_dir.rglob("*.json")}
     project = BehaveProject(root)
     partial = project.run("features/login.feature")
     assert partial.returncode == 0, partial
-    assert "obsolete" not in partial.output and not (cache_dir / ".obsolete-entries").exists()
+    assert "prettyplay: cache: 0 entries written, 2 obsolete" in partial.output
     full = project.run()
     assert full.returncode == 0, full
     assert "prettyplay: cache: 0 entries written, 2 obsolete" in full.output
@@ -194,21 +198,23 @@ def test_prune_removes_exactly_the_obsolete_entries(tmp_path: Path) -> None:
     assert "I dance" in shown.stdout and "A scenario that was deleted" in shown.stdout
     assert {p: p.read_text() for p in cache_dir.rglob("*.json")} == before
     pruned = subprocess.run(prune, cwd=root, capture_output=True, text=True)
-    assert pruned.returncode == 0 and "2 obsolete entries deleted" in pruned.stdout
+    assert pruned.returncode == 0 and "2 obsolete entries deleted" in pruned.stdout, pruned
     after = CacheStore(cache_dir, validate=check_code)
-    assert after.lookup(gone) is None and after.lookup(unused) is None
-    cart = json.loads((cache_dir / "shop" / "cart.feature.json").read_text())
-    assert sorted(cart["tests"]) == ["Add a product to the cart", "An empty cart says so"]
-    assert len(cart["tests"]["Add a product to the cart"]) == 4
-    for name in ("login.feature.json", "shop/checkout.feature.json"):
-        assert (cache_dir / name).read_text() == before[cache_dir / name]
+    assert after.lookup(unused) is None
+    found = after.lookup(gone)  # the pin is gone: the library's own entry serves the name now
+    assert found is not None and found.scenario is None
+    for name in ("login.feature.json", "shop/checkout.feature.json", "real_pages.feature.json"):
+        assert (cache_dir / name).read_text() == before[cache_dir / name], name
     again = project.run()
     assert "prettyplay: cache: 0 entries written, 0 obsolete" in again.output
 
 
-def test_a_failed_tests_unused_entries_are_never_obsolete(project: BehaveProject, shop) -> None:
-    """A test that fails never reaches its later steps: their entries are unused, not obsolete.
-    An entry of a scenario that no longer exists is."""
+def test_the_entries_of_steps_a_failed_run_never_reached_stay_live(
+    project: BehaveProject, shop
+) -> None:
+    """A test that fails never reaches its later steps: their entries are live all the same,
+    for the feature file still has the steps. A pin of a scenario that no longer exists is
+    obsolete."""
     project.write(
         "features/shop.feature",
         """\
@@ -220,20 +226,19 @@ def test_a_failed_tests_unused_entries_are_never_obsolete(project: BehaveProject
         """,
     )
     store = CacheStore(project.cache_dir, validate=check_code)
-    deleted = CacheKey("shop.feature::Deleted", "step", "I open the shop")
+    deleted = CacheKey("shop.feature::Deleted", "action", "I open the shop")
     for key, code in [
-        (CacheKey("shop.feature::Stops early", "step", "I open the shop"), OPEN_SHOP),
-        (CacheKey("shop.feature::Stops early", "expect", "the heading says Welcome"), WELCOME),
-        (CacheKey("shop.feature::Stops early", "expect", "the heading says Demo Shop"), HEADING),
-        (deleted, OPEN_SHOP),
+        (CacheKey("shop.feature::Stops early", "action", "I open the shop"), OPEN_SHOP),
+        (CacheKey("shop.feature::Stops early", "check", "the heading says Welcome"), WELCOME),
+        (CacheKey("shop.feature::Stops early", "check", "the heading says Demo Shop"), HEADING),
     ]:
         store.write(CacheEntry(key, code, "generated"))
+    store.write(CacheEntry(deleted, HEADING.replace("heading", "banner"), "healed", pinned=True))
     result = project.run("-D", f"prettyplay.base_url={shop.url}")
     assert result.returncode == 1, result
     assert "1 step passed, 0 failed, 1 error, 1 skipped" in result.output
     assert "prettyplay: cache: 0 entries written, 1 obsolete" in result.output
-    listed = json.loads((project.cache_dir / ".obsolete-entries").read_text())
-    assert [(row["test"], row["sentence"]) for row in listed] == [(deleted.test, deleted.sentence)]
+    assert not (project.cache_dir / ".obsolete-entries").exists()  # no listing to go stale
 
 
 ARTIFACT_FEATURE = """\

@@ -17,18 +17,20 @@ from pathlib import Path
 import pytest
 
 from prettyplay_behave.browser.tabs import Tabs
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore, prune
+from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.config import PrettyConfig
 from prettyplay_behave.demo.server import DemoShop
 from prettyplay_behave.engine import step
 from prettyplay_behave.engine.state import TestState
 from prettyplay_behave.llm.answers import Verdict
+from prettyplay_behave.parameters import parameterize
 from prettyplay_behave.report.html import write_report
 from prettyplay_behave.report.summary import RunSummary
 from prettyplay_behave.safety.policy import check_code
 from prettyplay_behave.safety.secrets import Secrets
 from prettyplay_behave.vocabulary import GroupLabel, Kind, Origin, StepStatus
 from tests.conftest import BehaveProject, BehaveResult, copy_examples
+from tests.support.caches import by_sentence
 from tests.support.changed_ui import CART, CHECKOUT
 from tests.support.healing_run import HEALING_OPTIONS, RECOVERABLE, ROT, script_heals
 from tests.support.llm_server import ScriptedLLMServer
@@ -43,18 +45,29 @@ CART_TESTS = {
         'I add the "Blue Mug" to the cart',
         "the cart link shows 1 item",
     ],
-    "An empty cart says so": [
-        "I accept the cookie banner",
-        "I open the cart",
-        "the cart says that it is empty",
-    ],
+    # the Background's banner is one entry of the library, healed in the first scenario
+    "An empty cart says so": ["I open the cart", "the cart says that it is empty"],
 }
-# every entry the changed UI breaks, by feature and scenario, with its new origin
-REWRITTEN = {
-    ("shop/cart.feature", test, sentence, "healed")
-    for test, sentences in CART_TESTS.items()
-    for sentence in sentences
-} | {("shop/checkout.feature", "Order a product", sentence, "recovered") for sentence in CHECKOUT}
+# every step the changed UI broke, by feature and scenario, with its new origin: the checkout's
+# banner heals with the rename the cart's heal found, with no request; the rest of its group
+# is recovered
+REWRITTEN = (
+    {
+        ("shop/cart.feature", test, sentence, "healed")
+        for test, sentences in CART_TESTS.items()
+        for sentence in sentences
+    }
+    | {
+        ("shop/checkout.feature", "Order a product", sentence, "recovered")
+        for sentence in CHECKOUT
+        if sentence != "I accept the cookie banner"
+    }
+    | {("shop/checkout.feature", "Order a product", "I accept the cookie banner", "healed")}
+)
+# the same, as the entries of the libraries that changed (one per sentence template)
+ENTRIES = {
+    (feature, parameterize(sentence).template, origin) for feature, _, sentence, origin in REWRITTEN
+}
 
 
 def git(root: Path, *args: str) -> str:
@@ -85,7 +98,8 @@ class Listed:
 
 
 HEADLINE = re.compile(
-    r"^    (added|removed|changed)\s+(step|expect) (.+?)( #\d+)?( \(with its data\))?, (.+)$"
+    r"^    (added|removed|changed)\s+(action|check) ('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")"
+    r"(?: for .+?)?(?: in '.+?'(?: #\d+)?)?( \(with its data\))?, (.+)$"
 )
 
 
@@ -99,7 +113,7 @@ def listed(output: str) -> list[Listed]:
         elif line.startswith("  ") and not line.startswith("   "):
             test = line.strip()
         elif match := HEADLINE.match(line):
-            what, kind, sentence, _, _, origin = match.groups()
+            what, kind, sentence, _, origin = match.groups()
             found.append(Listed(feature, test, what, kind, ast.literal_eval(sentence), origin, []))
         elif line.startswith("      ") and found:
             found[-1].diff.append(line[6:])
@@ -167,17 +181,26 @@ def test_the_report_shows_the_diff_of_each_rewritten_entry_beside_its_cause(
     shown = {(c["test"].split("::")[0], c["test"].split("::")[1], c["sentence"]) for c in changes}
     assert len(changes) == len(REWRITTEN) < rows  # replayed steps show no change
     assert shown == {(feature, test, sentence) for feature, test, sentence, _ in REWRITTEN}
-    cached = json.loads((healed.root / "features/.prettyplay/shop/cart.feature.json").read_text())
+    cached = by_sentence(healed.root / "features/.prettyplay/shop/cart.feature.json")
     for change in changes:
         feature = change["test"].split("::")[0]
         new = {**CART, **CHECKOUT}[change["sentence"]]
         assert change["added"] == [f"+{line}" for line in new.splitlines()[1:]], change
         assert change["removed"], change  # the code the changed UI broke
+        renamed = (
+            feature != "shop/cart.feature" and change["sentence"] == "I accept the cookie banner"
+        )
+        healed = feature == "shop/cart.feature" or renamed
         assert change["diff"].splitlines()[:2] == [
             "--- cached",
-            f"+++ {'healed' if feature == 'shop/cart.feature' else 'recovered'}",
+            f"+++ {'healed' if healed else 'recovered'}",
         ]
-        if feature == "shop/cart.feature":
+        if renamed:
+            assert change["title"] == "healed: what changed"
+            assert change["cause"] == (
+                "why\nhealed with the rename that healed 'I accept the cookie banner' in this run"
+            )
+        elif healed:
             assert change["title"] == "healed: what changed"
             assert change["cause"] == f"why\nrot: {ROT}"
         else:
@@ -185,7 +208,7 @@ def test_the_report_shows_the_diff_of_each_rewritten_entry_beside_its_cause(
             assert change["cause"].startswith(f"why\nrecoverable: {RECOVERABLE} (root: ")
     banner = next(c for c in changes if c["sentence"] == "I accept the cookie banner")
     assert '-    page.get_by_role("button", name="Accept cookies").click()' in banner["removed"]
-    assert cached["tests"]["Add a product to the cart"][1]["origin"] == "healed"
+    assert cached["I accept the cookie banner"]["origin"] == "healed"
     html = report.read_text()  # escaped: the code's quotes are entities, not markup
     assert (
         '<span class="added">+    page.get_by_role(&#34;button&#34;, name=&#34;Allow all&#34;)'
@@ -197,20 +220,20 @@ def test_cache_diff_lists_exactly_the_rewritten_entries_against_a_ref(healed: He
     changed = cache_diff(healed.root)
     assert changed.returncode == 1, changed.stdout + changed.stderr
     entries = listed(changed.stdout)
-    assert {(e.feature, e.test, e.sentence, e.origin) for e in entries} == {
-        (feature, test, sentence, f"generated -> {origin}")
-        for feature, test, sentence, origin in REWRITTEN
+    assert {(e.feature, e.sentence, e.origin) for e in entries} == {
+        (feature, template, f"generated -> {origin}") for feature, template, origin in ENTRIES
     }
-    assert len(entries) == len(REWRITTEN) and {e.what for e in entries} == {"changed"}
+    assert len(entries) == len(ENTRIES) and {e.what for e in entries} == {"changed"}
+    assert {e.test for e in entries} == {"library"}
     banner = next(e for e in entries if e.sentence == "I accept the cookie banner")
     assert banner.diff[:2] == ["--- HEAD", "+++ working tree"]
     assert '-    page.get_by_role("button", name="Accept cookies").click()' in banner.diff
     assert '+    page.get_by_role("button", name="Allow all").click()' in banner.diff
     assert "shop/cart.feature (features/.prettyplay/shop/cart.feature.json)" in changed.stdout
-    assert "    changed  step 'I fill the order form:' (with its data), " in changed.stdout
+    assert "    changed  action 'I fill the order form:' (with its data), " in changed.stdout
     assert changed.stdout.splitlines()[-1] == (
-        f"{len(REWRITTEN)} entries differ from HEAD in 2 files (0 added, 0 removed, "
-        f"{len(REWRITTEN)} changed)"
+        f"{len(ENTRIES)} entries differ from HEAD in 2 files (0 added, 0 removed, "
+        f"{len(ENTRIES)} changed)"
     )
 
     git(healed.root, "commit", "-q", "-am", "healed against the changed UI")
@@ -220,8 +243,8 @@ def test_cache_diff_lists_exactly_the_rewritten_entries_against_a_ref(healed: He
     )  # fmt: skip
     before = cache_diff(healed.root, "HEAD~1")
     assert before.returncode == 1
-    assert {(e.test, e.sentence) for e in listed(before.stdout)} == {
-        (test, sentence) for _, test, sentence, _ in REWRITTEN
+    assert {(e.feature, e.sentence) for e in listed(before.stdout)} == {
+        (feature, template) for feature, template, _ in ENTRIES
     }
     unknown = cache_diff(healed.root, "no-such-branch")
     assert unknown.returncode == 2 and unknown.stdout == ""
@@ -249,8 +272,15 @@ def test_cache_diff_refuses_what_it_cannot_compare(tmp_path: Path) -> None:
     )
 
 
-def plant(store: CacheStore, test: str, sentence: str, code: str, origin: str = "generated"):
-    store.write(CacheEntry(CacheKey(test, "step", sentence), code, origin))
+def plant(
+    store: CacheStore,
+    test: str,
+    sentence: str,
+    code: str,
+    origin: str = "generated",
+    pinned: bool = False,
+) -> None:
+    store.write(CacheEntry(CacheKey(test, "action", sentence), code, origin, pinned))
 
 
 def test_cache_diff_lists_added_removed_and_changed_entries_in_new_and_deleted_files(
@@ -270,28 +300,28 @@ def test_cache_diff_lists_added_removed_and_changed_entries_in_new_and_deleted_f
 
     store = CacheStore(cache_dir, validate=check_code)
     plant(store, "a.feature::One", "I open the shop", OPEN_SHOP.replace('"/"', '"/shop"'), "healed")
-    plant(store, "a.feature::Two", "I open the shop", OPEN_SHOP)
+    plant(store, "a.feature::Two", "I open the shop", OPEN_SHOP, pinned=True)
     plant(store, "new.feature::Fresh", "I open the cart", OPEN_SHOP)
     (cache_dir / "old.feature.json").unlink()
-    gone = CacheKey("a.feature::One", "step", "I accept the cookie banner")
-    prune(cache_dir / "a.feature.json", [gone], check_code)
+    path = cache_dir / "a.feature.json"
+    store.drop(path, [e for e in store.library(path).entries if "cookie" in e.sentence])
     assert (cache_dir / "a.feature.json").read_bytes() != untouched
 
     done = cache_diff(root, "--cache-dir", "tests-cache")
     assert done.returncode == 1, done.stderr
     entries = {(e.feature, e.test, e.what, e.sentence, e.origin) for e in listed(done.stdout)}
     assert entries == {
-        ("a.feature", "One", "changed", "I open the shop", "generated -> healed"),
-        ("a.feature", "One", "removed", "I accept the cookie banner", "generated"),
-        ("a.feature", "Two", "added", "I open the shop", "generated"),
-        ("new.feature", "Fresh", "added", "I open the cart", "generated"),
-        ("old.feature", "Gone", "removed", "I open the shop", "generated"),
+        ("a.feature", "library", "changed", "I open the shop", "generated -> healed"),
+        ("a.feature", "library", "removed", "I accept the cookie banner", "generated"),
+        ("a.feature", "pinned to Two", "added", "I open the shop", "generated"),
+        ("new.feature", "library", "added", "I open the cart", "generated"),
+        ("old.feature", "library", "removed", "I open the shop", "generated"),
     }
     assert "new.feature (tests-cache/new.feature.json, new file)" in done.stdout
     assert "old.feature (tests-cache/old.feature.json, deleted)" in done.stdout
     added = next(e for e in listed(done.stdout) if e.feature == "new.feature")
     assert added.diff[2:] == ["@@ -0,0 +1,2 @@", "+def step(page) -> None:", '+    page.goto("/")']
-    removed = next(e for e in listed(done.stdout) if e.what == "removed" and e.test == "One")
+    removed = next(e for e in listed(done.stdout) if e.what == "removed" and "cookie" in e.sentence)
     assert [line for line in removed.diff if line.startswith("-") and "---" not in line] == [
         f"-{line}" for line in ACCEPT.splitlines()
     ]
@@ -309,13 +339,13 @@ def test_cache_diff_reports_a_refused_entry_by_file_and_entry(tmp_path: Path) ->
     git(root, "commit", "-q", "-m", "cache")
     path = cache_dir / "a.feature.json"
     document = json.loads(path.read_text())
-    document["tests"]["One"][0]["code"].append("    page.evaluate('1')")
+    document["steps"][0]["code"].append("    page.evaluate('1')")
     path.write_text(json.dumps(document, indent=2) + "\n")
     refused = cache_diff(root)
     assert refused.returncode == 2 and refused.stdout == ""
     assert (
-        "working tree: features/.prettyplay/a.feature.json: test 'One', entry 1 "
-        "(step 'I open it', occurrence 1): the code is refused: line 3: attribute 'evaluate'"
+        "working tree: features/.prettyplay/a.feature.json: entry 1 "
+        "(action 'I open it'): the code is refused: line 3: attribute 'evaluate'"
     ) in refused.stderr
     path.write_text("<<<<<<< HEAD\n" + path.read_text())
     conflicted = cache_diff(root)

@@ -385,7 +385,7 @@ def test_file_urls_are_refused(shop, tmp_path: Path) -> None:
     with pytest.raises(CacheError) as caught:
         store.write(CacheEntry(CacheKey("t", "step", "read"), ESCAPES["goto_file"], "generated"))
     assert str(caught.value).endswith(
-        "test 't' (step 'read', occurrence 1): the code is refused: line 2: page.goto: "
+        "t.json: a new entry (action 'read'): the code is refused: line 2: page.goto: "
         "navigating to a file: URL is not allowed (only http, https or a relative path)"
     )
     assert isinstance(caught.value.__cause__, CodePolicyError)
@@ -451,7 +451,7 @@ def test_the_check_command_names_a_bad_entry(tmp_path: Path) -> None:
         text=True,
     )
     assert good.returncode == 0, good.stdout
-    assert "1 cache files, 1 entries checked, 0 files refused" in good.stdout
+    assert "1 cache file, 1 entry checked, 0 files refused" in good.stdout
     bad = cache_dir / "shop" / "b.feature.json"
     document = {
         "format": 1,

@@ -3,7 +3,6 @@ shop, with the scripted LLM server; the screen is rebuilt with a terminal emulat
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import pytest
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
 from tests.conftest import BehaveProject
+from tests.support.caches import by_sentence, steps
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.shop_steps import ACCEPT, HEADING, OPEN_SHOP
 from tests.support.signals import default_interrupt
@@ -99,8 +99,12 @@ class Session:
 
 
 def cache_entries(project: BehaveProject) -> dict[str, dict]:
-    document = json.loads((project.cache_dir / "shop.feature.json").read_text())
-    return {e["sentence"]: e for e in document["tests"]["Visit"]}
+    return by_sentence(project.cache_dir / "shop.feature.json")
+
+
+def shared(project: BehaveProject) -> list[dict]:
+    """The library's entries that serve every scenario (a verdict kept is a pin of its own)."""
+    return [e for e in steps(project.cache_dir / "shop.feature.json") if "scenario" not in e]
 
 
 def test_guidance_then_yes_heals_the_step_and_the_run_goes_on(
@@ -249,7 +253,7 @@ def test_ctrl_c_ends_the_dialog_with_the_original_failure(
 def test_a_high_gate_finding_reopens_the_prompt_and_writes_nothing(
     stuck: BehaveProject, shop, llm: ScriptedLLMServer
 ) -> None:
-    before = (stuck.cache_dir / "shop.feature.json").read_bytes()
+    before = shared(stuck)
     llm.on("steer", code_answer(ACCEPT))
     high = {"dimension": "instructions", "severity": "high", "message": "ignores the guidance"}
     llm.on("gate", json_answer({"findings": [high]}))
@@ -263,7 +267,7 @@ def test_a_high_gate_finding_reopens_the_prompt_and_writes_nothing(
     session.expect("guidance> ")
     session.send("quit")
     assert session.finish() == 1
-    assert (stuck.cache_dir / "shop.feature.json").read_bytes() == before
+    assert shared(stuck) == before  # the candidate was never written
 
 
 def test_no_dialog_without_a_terminal_or_with_ci(

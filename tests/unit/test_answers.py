@@ -72,7 +72,7 @@ def test_a_block_without_def_step():
 
 
 def test_step_must_take_the_page():
-    assert "exactly one parameter" in reason_of(fenced("def step() -> None:\n    pass\n"))
+    assert "step must take page" in reason_of(fenced("def step() -> None:\n    pass\n"))
 
 
 def test_truncated_code_does_not_parse():

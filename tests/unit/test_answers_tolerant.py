@@ -179,8 +179,8 @@ def test_a_truncated_block_after_a_good_one_is_still_truncated() -> None:
 
 
 def test_a_wrong_parameter_list_in_the_one_defining_block() -> None:
-    text = "```text\nnotes\n```\n```python\ndef step(page, extra) -> None:\n    pass\n```"
-    assert "exactly one parameter" in code_reason(text)
+    text = "```text\nnotes\n```\n```python\ndef step(*pages) -> None:\n    pass\n```"
+    assert "step must take page, then the step's parameters" in code_reason(text)
 
 
 # -- verdicts -----------------------------------------------------------------------------------

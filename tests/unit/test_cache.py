@@ -1,4 +1,5 @@
-"""The cache files: format, addressing, validation on load, and safe writes."""
+"""The cache files (format 2): a step library per feature, read and written exactly, merged
+under a lock, refused whole when anything in them is wrong; format 1 read and migrated."""
 
 from __future__ import annotations
 
@@ -12,11 +13,20 @@ import filelock
 import pytest
 
 from prettyplay_behave import cache
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore, load_file, locate, prune
+from prettyplay_behave.cache import (
+    CacheEntry,
+    CacheKey,
+    CacheStore,
+    RedVerdict,
+    load_file,
+    locate,
+)
 from prettyplay_behave.errors import CacheError, CodePolicyError
 
 TEST = "shop/checkout.feature::Buy a product"
 OPEN_CODE = 'def step(page) -> None:\n    page.goto("/")'
+ADD_ANY = "def step(page, text) -> None:\n    page.get_by_text(text).click()"
+ADD_TEA = 'def step(page) -> None:\n    page.get_by_text("Green Tea").click()'
 
 
 def refuse_imports(code: str) -> None:
@@ -32,9 +42,11 @@ def store(tmp_path: Path, **options: Any) -> CacheStore:
 def entry(
     sentence: str, code: str = OPEN_CODE, origin: str = "generated", **key: Any
 ) -> CacheEntry:
+    pinned = key.pop("pinned", False)
+    verdict = key.pop("verdict", None)
     key.setdefault("test", TEST)
-    key.setdefault("kind", "step")
-    return CacheEntry(CacheKey(sentence=sentence, **key), code, origin)
+    key.setdefault("kind", "action")
+    return CacheEntry(CacheKey(sentence=sentence, **key), code, origin, pinned, verdict)
 
 
 def cache_file(tmp_path: Path) -> Path:
@@ -42,8 +54,12 @@ def cache_file(tmp_path: Path) -> Path:
 
 
 def sentences(tmp_path: Path) -> list[str]:
-    tests = load_file(cache_file(tmp_path), refuse_imports)
-    return [e.key.sentence for e in tests["Buy a product"]]
+    return [e.sentence for e in load_file(cache_file(tmp_path), refuse_imports).entries]
+
+
+def found_code(reader: CacheStore, key: CacheKey) -> str | None:
+    found = reader.lookup(key)
+    return found.code.rstrip("\n") if found else None
 
 
 # --- locating ---
@@ -78,10 +94,13 @@ def test_path_for(tmp_path: Path) -> None:
 # --- round trip and format ---
 
 
+# --- the library ---
+
+
 def test_round_trip(tmp_path: Path) -> None:
     written = [
         entry("open the shop"),
-        entry("the basket shows", kind="expect", code="def step(page):\n    pass\n"),
+        entry("the basket shows", kind="check", code="def step(page):\n    pass\n"),
         entry("fill the form", data="| name | Zoë |\n| city | Köln |", origin="healed"),
     ]
     writer = store(tmp_path)
@@ -90,69 +109,158 @@ def test_round_trip(tmp_path: Path) -> None:
 
     reader = store(tmp_path)
     for e in written:
-        assert reader.lookup(e.key) == e
-    assert reader.lookup(CacheKey(TEST, "step", "not stored")) is None
-    assert reader.lookup(CacheKey("other.feature::S", "step", "open the shop")) is None
+        found = reader.lookup(e.key)
+        assert found is not None
+        assert (found.code, found.origin, found.kind) == (
+            e.code.rstrip() + "\n",
+            e.origin,
+            e.key.kind,
+        )
+    assert reader.lookup(CacheKey(TEST, "action", "not stored")) is None
+    assert reader.lookup(CacheKey("other.feature::S", "action", "open the shop")) is None
 
 
-def test_the_file_format_is_exact(tmp_path: Path) -> None:
+def test_every_scenario_of_the_feature_finds_the_entry_another_wrote(tmp_path: Path) -> None:
+    store(tmp_path).write(entry("open the shop"))
+    reader = store(tmp_path)
+    for scenario in ("Buy a product", "Renamed scenario", "A new one -- @1.2"):
+        key = CacheKey(f"shop/checkout.feature::{scenario}", "action", "open the shop")
+        assert found_code(reader, key) == OPEN_CODE
+    assert found_code(reader, CacheKey(TEST, "check", "open the shop")) is None  # another kind
+
+
+def test_code_that_takes_the_parameters_serves_every_value(tmp_path: Path) -> None:
+    store(tmp_path).write(entry('I add the "Green Tea" to the cart', code=ADD_ANY))
+    reader = store(tmp_path)
+    for product in ("Blue Mug", "Green Tea", "Earl Grey"):
+        key = CacheKey(TEST, "action", f'I add the "{product}" to the cart')
+        assert found_code(reader, key) == ADD_ANY
+    library = load_file(cache_file(tmp_path), refuse_imports)
+    assert [(e.sentence, e.parameters, e.values) for e in library.entries] == [
+        ('I add the "{}" to the cart', ("text",), None)
+    ]
+
+
+def test_code_that_spells_its_values_out_serves_only_them(tmp_path: Path) -> None:
+    store(tmp_path).write(entry('I add the "Green Tea" to the cart', code=ADD_TEA))
+    reader = store(tmp_path)
+    assert found_code(reader, CacheKey(TEST, "action", 'I add the "Green Tea" to the cart'))
+    assert reader.lookup(CacheKey(TEST, "action", 'I add the "Blue Mug" to the cart')) is None
+    # a specific entry wins over the template's for its own values
+    store(tmp_path).write(entry('I add the "Blue Mug" to the cart', code=ADD_ANY))
+    reader = store(tmp_path)
+    assert (
+        found_code(reader, CacheKey(TEST, "action", 'I add the "Green Tea" to the cart')) == ADD_TEA
+    )
+    assert found_code(reader, CacheKey(TEST, "action", 'I add the "Mug" to the cart')) == ADD_ANY
+
+
+def test_an_outline_rows_placeholders_are_its_parameters(tmp_path: Path) -> None:
+    outline = "I add <item> to the list"
+    code = 'def step(page, item) -> None:\n    page.fill("#new", item)'
+    store(tmp_path).write(entry("I add milk to the list", code=code, outline=outline))
+    reader = store(tmp_path)
+    key = CacheKey(TEST, "action", "I add bread to the list", outline=outline)
+    assert found_code(reader, key) == code
+    # the same sentence written out in a plain scenario is no such template
+    assert reader.lookup(CacheKey(TEST, "action", "I add bread to the list")) is None
+
+
+def test_a_pin_serves_its_scenario_and_occurrence_and_nothing_else(tmp_path: Path) -> None:
+    pinned_code = 'def step(page) -> None:\n    page.goto("/other")'
+    writer = store(tmp_path)
+    writer.write(entry("open the shop"))
+    writer.write(entry("open the shop", code=pinned_code, occurrence=2, pinned=True))
+    reader = store(tmp_path)
+    assert (
+        found_code(reader, CacheKey(TEST, "action", "open the shop", occurrence=2)) == pinned_code
+    )
+    assert found_code(reader, CacheKey(TEST, "action", "open the shop")) == OPEN_CODE
+    other = "shop/checkout.feature::Another"
+    assert found_code(reader, CacheKey(other, "action", "open the shop", occurrence=2)) == OPEN_CODE
+
+
+def test_a_red_entry_keeps_its_verdict(tmp_path: Path) -> None:
+    verdict = RedVerdict("product_defect", "orders fail", "fix the payment service")
+    store(tmp_path).write(entry("place the order", verdict=verdict))
+    found = store(tmp_path).lookup(CacheKey(TEST, "action", "place the order"))
+    assert found is not None and found.red and found.verdict == verdict
+    assert found.scenario == "Buy a product"  # a verdict is the scenario's
+    other = "shop/checkout.feature::Another"
+    assert store(tmp_path).lookup(CacheKey(other, "action", "place the order")) is None
+
+
+def test_the_file_format_is_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cache, "today", lambda: "2026-12-02")
     cache_store = store(tmp_path)
     cache_store.write(entry("open the shop"))
-    cache_store.write(entry("log in as", data='"""\nadmin\n"""', kind="expect", origin="steered"))
-    cache_store.write(entry("open the shop", test="shop/checkout.feature::Another"))
+    cache_store.write(entry("log in as", data='"""\nadmin\n"""', kind="check", origin="steered"))
+    cache_store.write(entry('I add the "Tea" to the cart', code=ADD_ANY))
+    cache_store.write(entry("open the shop", code=ADD_TEA, pinned=True, occurrence=2))
 
     expected = """\
 {
-  "format": 1,
-  "tests": {
-    "Another": [
-      {
-        "code": [
-          "def step(page) -> None:",
-          "    page.goto(\\"/\\")"
-        ],
-        "kind": "step",
-        "occurrence": 1,
-        "origin": "generated",
-        "sentence": "open the shop"
-      }
-    ],
-    "Buy a product": [
-      {
-        "code": [
-          "def step(page) -> None:",
-          "    page.goto(\\"/\\")"
-        ],
-        "kind": "step",
-        "occurrence": 1,
-        "origin": "generated",
-        "sentence": "open the shop"
-      },
-      {
-        "code": [
-          "def step(page) -> None:",
-          "    page.goto(\\"/\\")"
-        ],
-        "data": [
-          "\\"\\"\\"",
-          "admin",
-          "\\"\\"\\""
-        ],
-        "kind": "expect",
-        "occurrence": 1,
-        "origin": "steered",
-        "sentence": "log in as"
-      }
-    ]
-  }
+  "format": 2,
+  "steps": [
+    {
+      "code": [
+        "def step(page, text) -> None:",
+        "    page.get_by_text(text).click()"
+      ],
+      "kind": "action",
+      "origin": "generated",
+      "parameters": [
+        "text"
+      ],
+      "sentence": "I add the \\"{}\\" to the cart",
+      "written": "2026-12-02"
+    },
+    {
+      "code": [
+        "def step(page) -> None:",
+        "    page.goto(\\"/\\")"
+      ],
+      "data": [
+        "\\"\\"\\"",
+        "admin",
+        "\\"\\"\\""
+      ],
+      "kind": "check",
+      "origin": "steered",
+      "sentence": "log in as",
+      "written": "2026-12-02"
+    },
+    {
+      "code": [
+        "def step(page) -> None:",
+        "    page.goto(\\"/\\")"
+      ],
+      "kind": "action",
+      "origin": "generated",
+      "sentence": "open the shop",
+      "written": "2026-12-02"
+    },
+    {
+      "code": [
+        "def step(page) -> None:",
+        "    page.get_by_text(\\"Green Tea\\").click()"
+      ],
+      "kind": "action",
+      "occurrence": 2,
+      "origin": "generated",
+      "scenario": "Buy a product",
+      "sentence": "open the shop",
+      "written": "2026-12-02"
+    }
+  ]
 }
 """
     assert cache_file(tmp_path).read_text(encoding="utf-8") == expected
 
 
 def test_non_ascii_text_is_stored_as_is(tmp_path: Path) -> None:
-    store(tmp_path).write(entry("kaufe 3 Äpfel für 2 €"))
-    assert "kaufe 3 Äpfel für 2 €" in cache_file(tmp_path).read_text(encoding="utf-8")
+    store(tmp_path).write(entry("kaufe Äpfel für 2 €"))
+    assert "kaufe Äpfel für {} €" in cache_file(tmp_path).read_text(encoding="utf-8")
 
 
 def test_an_unchanged_entry_does_not_rewrite_the_file(tmp_path: Path) -> None:
@@ -165,18 +273,27 @@ def test_an_unchanged_entry_does_not_rewrite_the_file(tmp_path: Path) -> None:
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
 
 
+def test_an_entry_rewritten_with_the_same_code_keeps_its_day(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cache, "today", lambda: "2026-01-01")
+    store(tmp_path).write(entry("open the shop"))
+    monkeypatch.setattr(cache, "today", lambda: "2026-12-02")
+    assert store(tmp_path).write(entry("open the shop")) is False
+    assert store(tmp_path).write(entry("open the shop", code=ADD_TEA)) is True
+    written = load_file(cache_file(tmp_path), refuse_imports).entries[0].written
+    assert written == "2026-12-02"
+
+
 def test_a_python_test_name_has_its_own_file(tmp_path: Path) -> None:
     cache_store = store(tmp_path)
     cache_store.write(entry("open the shop", test="smoke/home page"))
-    tests = load_file(tmp_path / "cache" / "smoke" / "home page.json", refuse_imports)
-    assert list(tests) == ["smoke/home page"]
-    assert store(tmp_path).lookup(CacheKey("smoke/home page", "step", "open the shop"))
+    library = load_file(tmp_path / "cache" / "smoke" / "home page.json", refuse_imports)
+    assert [e.sentence for e in library.entries] == ["open the shop"]
+    assert store(tmp_path).lookup(CacheKey("smoke/home page", "action", "open the shop"))
 
 
-# --- addressing ---
-
-
-def test_replacing_an_entry_keeps_its_place_and_never_duplicates(tmp_path: Path) -> None:
+def test_replacing_an_entry_never_duplicates_it(tmp_path: Path) -> None:
     cache_store = store(tmp_path)
     for sentence in ("first", "second", "third"):
         cache_store.write(entry(sentence))
@@ -185,22 +302,17 @@ def test_replacing_an_entry_keeps_its_place_and_never_duplicates(tmp_path: Path)
     assert cache_store.write(healed) is True
 
     assert sentences(tmp_path) == ["first", "second", "third"]
-    assert store(tmp_path).lookup(healed.key) == healed
+    assert found_code(store(tmp_path), healed.key) == healed.code
 
 
-def test_occurrence_and_data_tell_identical_sentences_apart(tmp_path: Path) -> None:
-    first = entry("click Next", code="def step(page):\n    pass  # 1")
-    second = entry("click Next", occurrence=2, code="def step(page):\n    pass  # 2")
+def test_data_tells_identical_sentences_apart(tmp_path: Path) -> None:
+    plain = entry("click Next", code="def step(page):\n    pass  # 1")
     with_data = entry("click Next", data="a table", code="def step(page):\n    pass  # data")
     cache_store = store(tmp_path)
-    for e in (first, second, with_data):
+    for e in (plain, with_data):
         cache_store.write(e)
-    # A step inserted earlier in the scenario is new; it moves no existing address.
-    cache_store.write(entry("accept the cookies"))
-
     reader = store(tmp_path)
-    assert [reader.lookup(e.key) for e in (first, second, with_data)] == [first, second, with_data]
-    assert sentences(tmp_path) == ["click Next"] * 3 + ["accept the cookies"]
+    assert [found_code(reader, e.key) for e in (plain, with_data)] == [plain.code, with_data.code]
 
 
 def test_a_write_merges_with_entries_another_run_wrote(tmp_path: Path) -> None:
@@ -210,7 +322,75 @@ def test_a_write_merges_with_entries_another_run_wrote(tmp_path: Path) -> None:
     mine.write(entry("third"))
 
     assert sentences(tmp_path) == ["first", "second", "third"]
-    assert mine.lookup(entry("second").key) == entry("second")
+    assert found_code(mine, entry("second").key) == OPEN_CODE
+
+
+def test_dropping_every_entry_deletes_the_file(tmp_path: Path) -> None:
+    cache_store = store(tmp_path)
+    cache_store.write(entry("stale"))
+    path = cache_file(tmp_path)
+    assert cache_store.drop(path, cache_store.library(path).entries) is True
+    assert not path.exists()
+
+
+# --- format 1 ---
+
+FORMAT_1: dict[str, Any] = {
+    "format": 1,
+    "tests": {
+        "Buy a product": [
+            {"code": ["def step(page):", "    page.goto('/')"], "kind": "step",
+             "occurrence": 1, "origin": "generated", "sentence": "open the shop"},
+            {"code": ["def step(page):", "    pass  # next 1"], "kind": "step",
+             "occurrence": 1, "origin": "generated", "sentence": "click Next"},
+            {"code": ["def step(page):", "    pass  # next 2"], "kind": "step",
+             "occurrence": 2, "origin": "healed", "sentence": "click Next"},
+            {"code": ["def step(page):", "    pass  # tea"], "kind": "expect",
+             "occurrence": 1, "origin": "generated", "sentence": 'the cart holds "Tea"'},
+        ],
+        "Another -- @1.1": [
+            {"code": ["def step(page):", "    page.goto('/')"], "kind": "step",
+             "occurrence": 1, "origin": "generated", "sentence": "open the shop"},
+            {"code": ["def step(page):", "    pass  # other"], "kind": "step",
+             "occurrence": 1, "origin": "generated", "sentence": "click Next"},
+        ],
+    },
+}  # fmt: skip
+
+
+def test_a_format_1_file_is_read_and_migrated_on_the_first_write_with_nothing_lost(
+    tmp_path: Path,
+) -> None:
+    path = write_raw(tmp_path, json.dumps(FORMAT_1))
+    expected = {
+        (scenario, raw["kind"], raw["sentence"], raw["occurrence"]): "\n".join(raw["code"])
+        for scenario, raws in FORMAT_1["tests"].items()
+        for raw in raws
+    }
+
+    def every_step_finds_its_code(reader: CacheStore) -> None:
+        for (scenario, kind, sentence, occurrence), code in expected.items():
+            key = CacheKey(f"shop/checkout.feature::{scenario}", kind, sentence, "", occurrence)
+            assert found_code(reader, key) == code, (scenario, sentence, occurrence)
+
+    every_step_finds_its_code(store(tmp_path))
+    assert load_file(path, refuse_imports).format == 1
+    store(tmp_path).write(entry("a new step"))
+    assert json.loads(path.read_text())["format"] == 2
+    every_step_finds_its_code(store(tmp_path))
+    library = load_file(path, refuse_imports)
+    # equal code of one step is one entry; other code is pinned to its scenario
+    shop = [e for e in library.entries if e.sentence == "open the shop"]
+    assert len(shop) == 1 and shop[0].scenario is None
+    pins = sorted((e.scenario, e.occurrence) for e in library.entries if e.scenario)
+    assert pins == [("Another -- @1.1", 1), ("Buy a product", 2)]
+
+
+def test_a_newer_format_names_its_version_and_the_way_out(tmp_path: Path) -> None:
+    write_raw(tmp_path, json.dumps({"format": 3, "steps": []}))
+    with pytest.raises(CacheError, match=r"cache format 3 is newer than this prettyplay reads "
+                       r"\(it reads formats 1 and 2; upgrade prettyplay-behave"):  # fmt: skip
+        store(tmp_path).lookup(entry("open the shop").key)
 
 
 # --- loading ---
@@ -239,15 +419,14 @@ def write_raw(tmp_path: Path, content: bytes | str) -> Path:
     return path
 
 
-def document(*entries: dict[str, Any], version: Any = 1) -> str:
-    return json.dumps({"format": version, "tests": {"Buy a product": list(entries)}}, indent=2)
+def document(*entries: dict[str, Any], version: Any = 2) -> str:
+    return json.dumps({"format": version, "steps": list(entries)}, indent=2)
 
 
 def raw_entry(**fields: Any) -> dict[str, Any]:
     raw: dict[str, Any] = {
         "code": ["def step(page):", "    pass"],
-        "kind": "step",
-        "occurrence": 1,
+        "kind": "action",
         "origin": "generated",
         "sentence": "open the shop",
     }
@@ -257,46 +436,68 @@ def raw_entry(**fields: Any) -> dict[str, Any]:
 
 VALID = document(raw_entry())
 CONFLICT = VALID.replace(
-    '        "origin": "generated",\n',
-    '<<<<<<< HEAD\n        "origin": "generated",\n=======\n'
-    '        "origin": "healed",\n>>>>>>> feature\n',
+    '      "origin": "generated",\n',
+    '<<<<<<< HEAD\n      "origin": "generated",\n=======\n'
+    '      "origin": "healed",\n>>>>>>> feature\n',
 )
 
 CORRUPT = {
     "truncated": (VALID[: len(VALID) // 2], r"ends early at line \d+ \(truncated\?\)"),
-    "bad syntax": (VALID.replace('"kind"', "kind", 1), "invalid JSON at line 10 column 9"),
+    "bad syntax": (VALID.replace('"kind"', "kind", 1), "invalid JSON at line 9 column 7"),
     "empty": ("", "the file is empty"),
     "invalid UTF-8": (
         VALID.encode().replace(b"open the shop", b"open the \xff shop"),
-        "not valid UTF-8 at line 13",
+        "not valid UTF-8 at line 11",
     ),
-    "conflict markers": (CONFLICT, "merge conflict markers at line 12"),
-    "unknown version": (document(raw_entry(), version=2), "unknown format version 2"),
-    "missing version": ('{"tests": {}}', "'format' field is missing"),
+    "conflict markers": (CONFLICT, "merge conflict markers at line 10"),
+    "unknown version": (document(raw_entry(), version=0), "cache format 0 is unknown"),
+    "missing version": ('{"steps": []}', "'format' field is missing"),
     "not an object": ("[]", "expected a JSON object"),
-    "tests not an object": ('{"format": 1, "tests": []}', "'tests' must be an object"),
-    "entries not a list": ('{"format": 1, "tests": {"T": {}}}', "test 'T': expected a list"),
+    "steps not a list": ('{"format": 2, "steps": {}}', "'steps' must be a list"),
+    "format 1 tests not an object": ('{"format": 1, "tests": []}', "'tests' must be an object"),
+    "format 1 entries not a list": ('{"format": 1, "tests": {"T": {}}}', "test 'T': expected"),
+    "format 1 unknown kind": (
+        '{"format": 1, "tests": {"T": [{"code": [], "kind": "given", "occurrence": 1, '
+        '"origin": "generated", "sentence": "s"}]}}',
+        "test 'T', entry 1: unknown kind 'given'",
+    ),
     "duplicate entry": (
         document(raw_entry(), raw_entry(origin="healed")),
-        r"test 'Buy a product', entry 2: duplicate .*step 'open the shop', occurrence 1",
+        r"entry 2: duplicate of an earlier entry \(action 'open the shop'\)",
     ),
     "duplicate key": (
-        VALID.replace('"kind": "step",', '"kind": "step", "kind": "expect",'),
+        VALID.replace('"kind": "action",', '"kind": "action", "kind": "check",'),
         "the key 'kind' appears twice",
     ),
     "missing field": (document(raw_entry(origin=None)), r"entry 1: missing fields \['origin'\]"),
     "unknown field": (document(raw_entry(when="today")), r"unknown fields \['when'\]"),
+    "parameters not the code's": (
+        document(raw_entry(parameters=["text"])),
+        r"'parameters' \['text'\] are not what its code takes after page \(\[\]\)",
+    ),
+    "occurrence without a scenario": (document(raw_entry(occurrence=2)), "belongs to an entry"),
+    "a verdict without a scenario": (
+        document(raw_entry(verdict={"label": "incurable", "explanation": "x"})),
+        "a red entry .* is pinned to its 'scenario'",
+    ),
+    "a verdict of another label": (
+        document(raw_entry(scenario="S", verdict={"label": "rot", "explanation": "x"})),
+        "a red entry's label is one of",
+    ),
     "code not lines": (document(raw_entry(code="pass")), "'code' must be a list of strings"),
     "data not lines": (document(raw_entry(data=[1])), "'data' must be a list of strings"),
     "sentence not text": (document(raw_entry(sentence=3)), "'sentence' must be a string"),
-    "occurrence as text": (document(raw_entry(occurrence="1")), "'occurrence' must be a whole"),
-    "occurrence zero": (document(raw_entry(occurrence=0)), "'occurrence' must be a whole"),
-    "occurrence boolean": (document(raw_entry(occurrence=True)), "'occurrence' must be a whole"),
+    "occurrence as text": (
+        document(raw_entry(scenario="S", occurrence="1")),
+        "'occurrence' must be a whole",
+    ),
+    "occurrence zero": (document(raw_entry(scenario="S", occurrence=0)), "must be a whole"),
+    "occurrence boolean": (document(raw_entry(scenario="S", occurrence=True)), "must be a whole"),
     "unknown kind": (document(raw_entry(kind="given")), "unknown kind 'given'"),
     "unknown origin": (document(raw_entry(origin="manual")), "unknown origin 'manual'"),
     "refused code": (
-        document(raw_entry(), raw_entry(occurrence=2, code=["import os"])),
-        r"test 'Buy a product', entry 2 \(step 'open the shop', occurrence 2\): "
+        document(raw_entry(), raw_entry(scenario="S", occurrence=2, code=["import os"])),
+        r"entry 2 \(action 'open the shop' in 'S' #2\): "
         "the code is refused: line 1: imports are not allowed",
     ),
 }
@@ -341,18 +542,16 @@ def test_the_valid_fixture_loads(tmp_path: Path) -> None:
 
 
 def test_a_refused_entry_is_not_written(tmp_path: Path) -> None:
-    with pytest.raises(CacheError, match=r"step 'open the shop'.*imports are not allowed"):
+    with pytest.raises(CacheError, match=r"action 'open the shop'.*imports are not allowed"):
         store(tmp_path).write(entry("open the shop", code="import os"))
     assert not cache_file(tmp_path).exists()
 
 
-@pytest.mark.parametrize("field, value", [("kind", "then"), ("origin", "manual")])
-def test_an_entry_of_unknown_kind_or_origin_is_not_written(
-    tmp_path: Path, field: str, value: str
-) -> None:
-    bad = entry("x", origin=value) if field == "origin" else entry("x", kind=value)
-    with pytest.raises(CacheError, match=f"unknown {field}"):
-        store(tmp_path).write(bad)
+def test_an_entry_of_unknown_kind_or_origin_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="'then' is not a valid Kind"):
+        entry("x", kind="then")
+    with pytest.raises(CacheError, match="unknown origin"):
+        store(tmp_path).write(entry("x", origin="manual"))
 
 
 def files_in(folder: Path) -> list[str]:
@@ -402,61 +601,3 @@ def test_a_held_lock_times_out_with_a_cache_error(tmp_path: Path) -> None:
         store(tmp_path, lock_timeout=0.1).write(entry("open the shop"))
     assert lock in str(raised.value)
     assert not path.exists()
-
-
-# --- obsolete entries and pruning ---
-
-
-def test_obsolete_lists_the_entries_nobody_used(tmp_path: Path) -> None:
-    writer = store(tmp_path)
-    for sentence in ("used", "stale", "rewritten"):
-        writer.write(entry(sentence))
-    writer.write(entry("stale", test="shop/checkout.feature::Removed scenario"))
-    writer.write(entry("other file", test="search.feature::Find"))
-    writer.write(entry("python test", test="smoke"))
-
-    run = store(tmp_path)
-    run.lookup(entry("used").key)
-    run.lookup(entry("never stored").key)
-    run.write(entry("rewritten"))
-
-    path = cache_file(tmp_path)
-    assert run.obsolete() == [
-        (path, CacheKey(TEST, "step", "stale")),
-        (path, CacheKey("shop/checkout.feature::Removed scenario", "step", "stale")),
-    ]
-    others = [tmp_path / "cache" / "search.feature.json", tmp_path / "cache" / "smoke.json"]
-    assert run.obsolete(others) == [
-        (others[0], CacheKey("search.feature::Find", "step", "other file")),
-        (others[1], CacheKey("smoke", "step", "python test")),
-    ]
-
-
-def test_prune_deletes_the_given_entries(tmp_path: Path) -> None:
-    cache_store = store(tmp_path)
-    for sentence in ("keep", "stale", "keep too"):
-        cache_store.write(entry(sentence))
-    cache_store.write(entry("stale", test="shop/checkout.feature::Removed"))
-    path = cache_file(tmp_path)
-
-    stale = [key for _, key in store(tmp_path).obsolete([path]) if key.sentence == "stale"]
-    assert prune(path, stale, refuse_imports) is True
-    assert prune(path, stale, refuse_imports) is False
-
-    tests = load_file(path, refuse_imports)
-    assert list(tests) == ["Buy a product"]
-    assert sentences(tmp_path) == ["keep", "keep too"]
-
-
-def test_pruning_every_entry_deletes_the_file(tmp_path: Path) -> None:
-    store(tmp_path).write(entry("stale"))
-    path = cache_file(tmp_path)
-    assert prune(path, [entry("stale").key], refuse_imports) is True
-    assert not path.exists()
-
-
-def test_prune_refuses_a_corrupt_file(tmp_path: Path) -> None:
-    path = write_raw(tmp_path, CONFLICT)
-    with pytest.raises(CacheError, match="merge conflict markers"):
-        prune(path, [entry("open the shop").key], refuse_imports)
-    assert path.read_text() == CONFLICT

@@ -22,7 +22,7 @@ def test_test_name_is_the_feature_path_and_scenario_name() -> None:
 
 
 @pytest.mark.parametrize(
-    ("step_type", "kind"), [("given", "step"), ("when", "step"), ("then", "expect")]
+    ("step_type", "kind"), [("given", "action"), ("when", "action"), ("then", "check")]
 )
 def test_keywords_map_to_actions_and_checks(step_type: str, kind: str) -> None:
     assert step_spec(step_type, "the page greets Ann").kind == kind

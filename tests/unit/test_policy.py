@@ -60,7 +60,7 @@ REFUSALS: dict[str, str] = {
     "nested_loops": r"nested deeper",
     "async_step": r"async function",
     "decorated_step": r"decorators",
-    "default_argument": r"exactly one parameter",
+    "default_argument": r"with no defaults",
     "too_long": r"too long",
     "globals": r"name 'globals' is not allowed in step code",
     "eval": r"name 'eval' is not allowed in step code",
@@ -240,8 +240,11 @@ def test_refusal_names_the_line() -> None:
         ("", r"exactly one function"),
         ("def step(page):\n    pass\n\n\ndef step(page):\n    pass\n", r"exactly one"),
         ("def run(page):\n    pass\n", r"module level"),
-        ("def step(browser):\n    pass\n", r"exactly one parameter"),
-        ("def step(page, extra):\n    pass\n", r"exactly one parameter"),
+        ("def step(browser):\n    pass\n", r"must take `page` first"),
+        ("def step(page, re):\n    pass\n", r"parameter of step\(\) may not be named 're'"),
+        ("def step(page, _x):\n    pass\n", r"may not be named '_x'"),
+        ("def step(page, item: str):\n    pass\n", r"'item' of step\(\) must not be annotated"),
+        ("def step(page, *items):\n    pass\n", r"must take `page` first"),
         ("def step(page: Page):\n    pass\n", r"must not be annotated"),
         ("def step(page) -> int:\n    pass\n", r"-> None"),
         ("def step(page):\n    return 1\n", r"return"),
@@ -310,3 +313,7 @@ def test_refused_names_are_never_allowed() -> None:
     assert not policy.REFUSED_ATTRIBUTES & policy.ALLOWED_ATTRIBUTES
     assert not policy.REFUSED_NAMES & (policy.BUILTIN_NAMES | policy.PROVIDED_NAMES)
     assert not any(name.startswith("_") for name in policy.ALLOWED_ATTRIBUTES)
+
+
+def test_a_step_with_parameters_takes_them_after_page_and_may_use_them() -> None:
+    check_code("def step(page, item, text):\n    page.get_by_label(text).fill(item)\n")

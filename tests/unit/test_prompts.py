@@ -11,6 +11,7 @@ import pytest
 
 from prettyplay_behave.browser.change import page_change
 from prettyplay_behave.browser.snapshot import PageState
+from prettyplay_behave.engine.step import StepSpec
 from prettyplay_behave.errors import ConfigError
 from prettyplay_behave.llm.prompts import Prompts
 from prettyplay_behave.llm.purposes import Purpose
@@ -36,7 +37,7 @@ def entry(kind: Kind, sentence: str, outcome: str, group: str | None, code: str)
 def context(**changes: Any) -> dict[str, Any]:
     """A full context, as the engine passes it for every purpose."""
     values: dict[str, Any] = {
-        "step": Obj(kind="step", sentence="fill the email field with ${EMAIL}", data=""),
+        "step": StepSpec(Kind.ACTION, "fill the email field with ${EMAIL}"),
         "base_url": "http://localhost:8000",
         "page": PageState("http://localhost:8000/order", "Order", SNAPSHOT, "9f3a61c2", 0),
         "scenario": [
@@ -71,7 +72,9 @@ def context(**changes: Any) -> dict[str, Any]:
                 url_after="http://localhost:8000/order",
             )
         ],
-        "failed_step": Obj(kind="step", sentence="submit the form", data=""),
+        "failed_step": StepSpec(Kind.ACTION, "submit the form"),
+        "batch": [],
+        "renames": [],
     }
     values.update(changes)
     return values
@@ -206,7 +209,7 @@ def test_guidance_and_verdict_blocks():
 
 
 def test_the_gate_sees_the_candidate_and_the_step_data():
-    user = user_text("gate", step=Obj(kind="expect", sentence="the total is", data="| 42 |"))
+    user = user_text("gate", step=StepSpec(Kind.CHECK, "the total is", "| 42 |"))
     assert 'fill(secret("EMAIL"))' in user
     assert "STEP TYPE: check" in user
     assert "DATA (" in user and "| 42 |" in user
@@ -253,3 +256,34 @@ def test_a_missing_context_field_is_an_error():
 def test_an_unknown_purpose():
     with pytest.raises(ValueError, match="unknown purpose 'chat'"):
         PROMPTS.render("chat", **context())
+
+
+def test_a_step_with_parameters_names_them_and_the_signature_that_takes_them() -> None:
+    step = StepSpec(Kind.ACTION, 'I add the "Green Tea" to the cart')
+    _, user = PROMPTS.render("generate", **context(step=step))
+    assert "PARAMETERS (the code takes them after page, in this order" in user["content"]
+    assert '  text = "Green Tea"' in user["content"]
+    system, _ = PROMPTS.render("generate", **context(step=step))
+    assert "def step(page, item) -> None:" in system["content"]
+
+
+def test_a_gate_batch_lists_the_renames_and_each_proposal_by_number() -> None:
+    from prettyplay_behave.engine.renames import Proposal
+
+    batch = [
+        Proposal(
+            "I add a todo", 'page.get_by_placeholder("Old")', 'page.get_by_placeholder("New")'
+        ),
+        Proposal("I clear the field", "old code", "new code"),
+    ]
+    system, user = PROMPTS.render(
+        "gate",
+        **context(
+            batch=batch, renames=[('get_by_placeholder("Old")', 'get_by_placeholder("New")')]
+        ),
+    )
+    assert "THIS REQUEST JUDGES A BATCH" in system["content"]
+    text = user["content"]
+    assert 'get_by_placeholder("Old")  =>  get_by_placeholder("New")' in text
+    assert "entry 1: I add a todo" in text and "entry 2: I clear the field" in text
+    assert "WHAT THE CANDIDATE DID" not in text

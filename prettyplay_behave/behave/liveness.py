@@ -1,0 +1,72 @@
+"""Which cache entries the feature files still use: liveness from the features themselves.
+
+The features are parsed with behave's own parser, every step of every scenario (Background and
+Outline rows included) is turned into its cache address as a run turns it, and the entry each
+address finds is live. An entry no step finds is obsolete: its step was removed or reworded,
+its scenario renamed (for an entry pinned to it), its feature file deleted. A listing left by
+an earlier run never decides: a failed or partial run cannot make a live entry look dead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..cache import CacheKey, CacheStore, StepEntry, cache_files, feature_of
+from .mapping import outline_of, scenario_namespace, step_spec
+
+
+@dataclass(frozen=True)
+class Dead:
+    """An obsolete entry and the file that holds it."""
+
+    path: Path
+    entry: StepEntry
+
+
+def scenario_keys(feature_file: Path, features_dir: Path) -> Iterator[CacheKey]:
+    """The cache address of every step of every scenario of one feature file."""
+    from behave.parser import parse_file
+
+    feature = parse_file(str(feature_file))
+    if feature is None:
+        return
+    for scenario in _scenarios(feature):
+        name = scenario_namespace(scenario.filename, str(features_dir), scenario.name)
+        seen: dict[tuple[str, str, str], int] = {}
+        for step in [*scenario.background_steps, *scenario.steps]:
+            spec = step_spec(step.step_type, step.name, step.text, step.table)
+            identity = (str(spec.kind), spec.sentence, spec.data)
+            seen[identity] = seen.get(identity, 0) + 1
+            outline = outline_of(scenario, step)
+            yield CacheKey(name, spec.kind, spec.sentence, spec.data, seen[identity], outline)
+
+
+def _scenarios(feature: Any) -> Iterator[Any]:
+    for scenario in feature.walk_scenarios():
+        yield from getattr(scenario, "scenarios", None) or [scenario]
+
+
+def obsolete(store: CacheStore, features_dir: Path) -> list[Dead]:
+    """The entries of ``store``'s feature files that no step of the features finds; files of
+    the Python API (no feature file) are left alone."""
+    live: dict[Path, set[tuple[object, ...]]] = {}
+    for feature_file in sorted(features_dir.rglob("*.feature")):
+        for key in scenario_keys(feature_file, features_dir):
+            path = store.path_for(key.test)
+            found = store.library(path).find(key)
+            if found is not None:
+                live.setdefault(path, set()).add(found.identity)
+            if found is not None and found.red:  # the entry it turns back to when it is green
+                shared = store.library(path).find(key, pins=False)
+                if shared is not None:
+                    live[path].add(shared.identity)
+    dead = []
+    for path in cache_files(store.cache_dir):
+        if not feature_of(store.cache_dir, path):
+            continue
+        used = live.get(path, set())
+        dead += [Dead(path, e) for e in store.library(path).entries if e.identity not in used]
+    return dead

@@ -1,0 +1,308 @@
+"""The cache learns steps, not rows: a feature's step library, as a real suite changes.
+
+Real behave runs against a small to-do app, the real openai client against the scripted server:
+rows swapped and added, scenarios renamed, one tag or one scenario run alone, all replay with
+zero requests under strict; sentences that differ only in their values cost one generation; a
+step judged a product defect is remembered red until the app is fixed; a rename that breaks
+several sentences is healed once; prune and drop take their liveness from the feature files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.parameters import parameterize
+from prettyplay_behave.safety.policy import check_code
+from tests.conftest import BehaveProject, copy_examples
+from tests.support.caches import steps
+from tests.support.llm_server import (
+    CLEAN_GATE,
+    RecordedRequest,
+    ScriptedLLMServer,
+    code_answer,
+    json_answer,
+)
+from tests.support.pages import PageServer
+from tests.support.todo_app import CODE, step_code, todo_page
+
+pytestmark = pytest.mark.slow
+
+FEATURE = """\
+Feature: Todos
+  Background:
+    Given I open the todo app
+
+  Scenario Outline: Add a todo
+    When I add a todo "<item>"
+    Then the list shows "<item>"
+    And the counter shows "1 item left"
+
+    Examples:
+      | item         |
+      | buy milk     |
+      | feed the cat |
+
+  @smoke
+  Scenario: Complete a todo
+    When I add a todo "water the plants"
+    And I complete the todo "water the plants"
+    Then the todo "water the plants" is completed
+    And the counter shows "0 items left"
+
+  Scenario: Delete a todo
+    When I add a todo "call Ann"
+    And I add a todo "pay the rent"
+    And I delete the todo "call Ann"
+    Then the list shows "pay the rent"
+    And the counter shows "1 item left"
+"""
+# seven sentence templates: the Background's and six that differ only in their values
+TEMPLATES = 7
+
+
+@pytest.fixture
+def app() -> Iterator[PageServer]:
+    with PageServer({"/": todo_page()}) as server:
+        yield server
+
+
+def generated(request: RecordedRequest) -> str:
+    return code_answer(step_code(parameterize(str(request.step)).template))
+
+
+def todo_project(project: BehaveProject, llm: ScriptedLLMServer, feature: str = FEATURE) -> Path:
+    project.write("features/todos.feature", feature)
+    llm.on("generate", generated, repeat=True)
+    llm.on("gate", CLEAN_GATE, repeat=True)
+    return project.cache_dir / "todos.feature.json"
+
+
+def run(project: BehaveProject, app: PageServer, *args: str, llm: ScriptedLLMServer | None = None):
+    env = llm.env if llm is not None else {}
+    return project.run("-D", f"prettyplay.base_url={app.url}", *args, env=env)
+
+
+def strict(project: BehaveProject, app: PageServer, *args: str):
+    """A strict run with no LLM configured at all: zero requests, whatever happens."""
+    return run(project, app, "-D", "prettyplay.strict=true", *args)
+
+
+def test_values_are_parameters_so_each_sentence_template_costs_one_generation(
+    project: BehaveProject, app: PageServer, llm: ScriptedLLMServer
+) -> None:
+    cache = todo_project(project, llm)
+    cold = run(project, app, llm=llm)
+    assert cold.returncode == 0, cold
+    assert len(llm.requests_for("generate")) == TEMPLATES
+    assert len(llm.requests_for("gate")) == TEMPLATES
+    # the code takes the values: one entry per template, none specific to a value
+    library = steps(cache)
+    assert len(library) == TEMPLATES
+    assert not any("values" in e or "scenario" in e for e in library)
+    adding = next(e for e in library if e["sentence"] == 'I add a todo "{}"')
+    assert adding["parameters"] == ["value"] and adding["model"] == "gpt-4.1-mini"
+    # the request named the parameters and the signature that takes them
+    first = llm.requests_for("generate")[1]
+    assert '  item = "buy milk"' in first.content("user")
+    assert "def step(page, item) -> None:" in first.content("system")
+
+
+def test_rows_swapped_and_added_a_scenario_renamed_one_tag_or_scenario_replay_with_no_request(
+    project: BehaveProject, app: PageServer, llm: ScriptedLLMServer
+) -> None:
+    todo_project(project, llm)
+    assert run(project, app, llm=llm).returncode == 0
+    edited = (
+        FEATURE.replace("      | buy milk     |\n      | feed the cat |\n",
+                        "      | feed the cat |\n      | walk the dog |\n      | buy milk     |\n")
+        .replace("Scenario: Complete a todo", "Scenario: Finish a todo")
+    )  # fmt: skip
+    assert edited.count("walk the dog") == 1 and "Finish a todo" in edited
+    project.write("features/todos.feature", edited)
+    llm.reset()
+    everything = strict(project, app)
+    assert everything.returncode == 0, everything
+    assert "5 scenarios passed, 0 failed" in everything.output
+    assert "0 requests" in everything.output and "0 generated" in everything.output
+    for selection in (("--tags=@smoke",), ("-n", "Delete a todo"), ("features/todos.feature",)):
+        alone = strict(project, app, *selection)
+        assert alone.returncode == 0, (selection, alone)
+        assert "0 failed" in alone.output, selection
+    assert llm.requests == []
+
+
+def test_a_step_judged_a_product_defect_is_remembered_red_until_the_app_is_fixed(
+    project: BehaveProject, app: PageServer, llm: ScriptedLLMServer
+) -> None:
+    cache = todo_project(project, llm)
+    assert run(project, app, llm=llm).returncode == 0
+    app.pages["/"] = todo_page("broken")
+    defect = {"label": "product_defect", "explanation": "the counter counts one too many",
+              "recommendation": "fix the counter"}  # fmt: skip
+    llm.reset()
+    llm.on("classify", json_answer(defect), repeat=True)
+    judged = run(project, app, llm=llm)
+    assert judged.returncode == 1, judged
+    assert "ProductDefectError: the product does not do what the step says" in judged.output
+    judgements = len(llm.requests_for("classify"))
+    assert judgements >= 1 and {r.purpose for r in llm.requests} == {"classify"}
+    red = [e for e in steps(cache) if "verdict" in e]
+    assert red and {e["verdict"]["label"] for e in red} == {"product_defect"}
+    assert {e["sentence"] for e in red} == {'the counter shows "{}"'}
+
+    llm.reset()  # still broken: every red step fails with its stored verdict, and asks nothing
+    for again in (run(project, app, llm=llm), strict(project, app)):
+        assert again.returncode == 1, again
+        assert "the verdict of an earlier run: no request was made" in again.output
+        assert "explanation: the counter counts one too many" in again.output
+        assert "... failed" in again.output  # a behave failure, not an error
+    assert llm.requests == []
+    listed = subprocess.run(
+        [sys.executable, "-m", "prettyplay_behave.cli", "cache", "list"],
+        cwd=project.root, capture_output=True, text=True,
+    )  # fmt: skip
+    assert "RED: product_defect: the counter counts one too many" in listed.stdout
+
+    app.pages["/"] = todo_page("normal")  # fixed
+    fixed = run(project, app, llm=llm)
+    assert fixed.returncode == 0, fixed
+    assert "turned green (remembered red) todos.feature::" in fixed.output
+    assert llm.requests == []
+    assert not [e for e in steps(cache) if "verdict" in e or "scenario" in e]
+
+
+RENAMED_FEATURE = """\
+Feature: Typing
+  Scenario: The new todo field
+    Given I open the todo app
+    When I type "milk" into the new todo field
+    Then the new todo field says "milk"
+    When I clear the new todo field
+    Then the new todo field is empty
+    When I add a todo "bread"
+    Then the list shows "bread"
+"""
+FIELD = 'page.get_by_placeholder("What needs to be done?")'
+RENAMED = 'page.get_by_placeholder("Add a todo")'
+TYPING = {
+    'I type "{}" into the new todo field': f"{FIELD}.fill(value)",
+    'the new todo field says "{}"': f"expect({FIELD}).to_have_value(value)",
+    "I clear the new todo field": f"{FIELD}.clear()",
+    "the new todo field is empty": f"expect({FIELD}).to_be_empty()",
+    'I add a todo "{}"': f'{FIELD}.fill(value)\n{FIELD}.press("Enter")',
+}
+
+
+def code_of(template: str, body: str) -> str:
+    lines = "".join(f"    {line}\n" for line in body.splitlines())
+    return f"def step(page{', value' if '{}' in template else ''}) -> None:\n{lines}"
+
+
+def test_a_rename_that_breaks_five_sentences_costs_at_most_four_requests(
+    project: BehaveProject, app: PageServer, llm: ScriptedLLMServer
+) -> None:
+    project.write("features/typing.feature", RENAMED_FEATURE)
+    store = CacheStore(project.cache_dir, validate=check_code)
+    test = "typing.feature::The new todo field"
+    planted = {**TYPING, **{t: CODE[t] for t in ("I open the todo app", 'the list shows "{}"')}}
+    for template, body in planted.items():
+        kind = "check" if template.startswith("the ") else "action"
+        sentence = template.replace("{}", "x")
+        store.write(
+            CacheEntry(CacheKey(test, kind, sentence), code_of(template, body), "generated")
+        )
+    app.pages["/"] = todo_page("renamed")
+    rot = {"label": "rot", "explanation": "the field's placeholder is new", "recommendation": "-"}
+    llm.on("classify", json_answer(rot))
+    first = 'I type "{}" into the new todo field'
+    llm.on("heal", code_answer(code_of(first, TYPING[first].replace(FIELD, RENAMED))))
+    llm.on("gate", CLEAN_GATE, repeat=True)
+    result = run(project, app, "-D", "prettyplay.action_timeout_ms=30000", llm=llm)
+    assert result.returncode == 0, result
+    assert [r.purpose for r in llm.requests] == ["classify", "heal", "gate", "gate"]
+    batch = llm.requests[3].content("user")
+    assert "PROPOSED ENTRIES" in batch and batch.count("\nentry ") == len(TYPING) - 1
+    healed = {e["sentence"]: e for e in steps(project.cache_dir / "typing.feature.json")}
+    for template in TYPING:
+        assert healed[template]["origin"] == "healed", template
+        assert RENAMED in "\n".join(healed[template]["code"]) and FIELD not in str(healed[template])
+    assert "healed with the rename that healed 'I type \"milk\" into the new todo field'" in (
+        result.output
+    )
+    llm.reset()
+    assert strict(project, app).returncode == 0 and llm.requests == []
+
+
+def test_prune_keeps_every_live_entry_whatever_a_run_left_and_drop_removes_one(
+    project: BehaveProject, app: PageServer, llm: ScriptedLLMServer
+) -> None:
+    cache = todo_project(project, llm)
+    assert run(project, app, llm=llm).returncode == 0
+    before = cache.read_bytes()
+    feature = project.features / "todos.feature"
+    # rename a scenario, run strict (it passes: its steps are the library's), revert, prune
+    feature.write_text(FEATURE.replace("Scenario: Delete a todo", "Scenario: Remove a todo"))
+    assert strict(project, app).returncode == 0
+    feature.write_text(FEATURE)
+    prune = [sys.executable, "-m", "prettyplay_behave.cli", "cache", "prune"]
+    kept = subprocess.run(prune, cwd=project.root, capture_output=True, text=True)
+    assert kept.returncode == 0 and "0 obsolete entries deleted" in kept.stdout, kept
+    assert cache.read_bytes() == before
+    # a step taken out of the feature makes its entry obsolete, and prune deletes exactly it
+    feature.write_text(
+        FEATURE.replace(
+            '    Then the todo "water the plants" is completed\n    And the counter',
+            "    Then the counter",
+        )
+    )
+    pruned = subprocess.run(prune, cwd=project.root, capture_output=True, text=True)
+    assert "1 obsolete entry deleted" in pruned.stdout, pruned
+    assert {e["sentence"] for e in steps(cache)} == {
+        parameterize(s).template
+        for s in ('I add a todo "x"', 'the list shows "x"', 'the counter shows "x"',
+                  'I complete the todo "x"', 'I delete the todo "x"', "I open the todo app")
+    }  # fmt: skip
+    # drop one sentence: its next run writes it again, with one generation
+    drop = [sys.executable, "-m", "prettyplay_behave.cli", "cache", "drop", 'I add a todo "x"']
+    dropped = subprocess.run(drop, cwd=project.root, capture_output=True, text=True)
+    assert dropped.returncode == 0 and "1 entry of 'I add a todo \"x\"' deleted" in dropped.stdout
+    assert 'I add a todo "{}"' not in {e["sentence"] for e in steps(cache)}
+    llm.reset()
+    llm.on("generate", generated, repeat=True)
+    llm.on("gate", CLEAN_GATE, repeat=True)
+    again = run(project, app, llm=llm)
+    assert again.returncode == 0, again
+    assert [str(r.step) for r in llm.requests_for("generate")] == ['I add a todo "buy milk"']
+    nothing = subprocess.run([*drop[:-1], "I never wrote this"], cwd=project.root,
+                             capture_output=True, text=True)  # fmt: skip
+    assert nothing.returncode == 1
+
+
+def test_the_examples_format_1_caches_migrate_and_replay_with_no_request(tmp_path: Path) -> None:
+    root = copy_examples(tmp_path)
+    cache_dir = root / "features" / ".prettyplay"
+    shutil.rmtree(cache_dir)
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "format1", cache_dir)
+    old = {p.relative_to(cache_dir): json.loads(p.read_text()) for p in cache_dir.rglob("*.json")}
+    assert {document["format"] for document in old.values()} == {1}
+    migrate = [sys.executable, "-m", "prettyplay_behave.cli", "cache", "migrate"]
+    done = subprocess.run(migrate, cwd=root, capture_output=True, text=True)
+    assert done.returncode == 0 and "4 files migrated" in done.stdout, done
+    for relative, document in old.items():
+        library = steps(cache_dir / relative)
+        codes = {tuple(e["code"]) for e in library}
+        for entries in document["tests"].values():  # nothing lost: every format-1 code is kept
+            assert all(tuple(e["code"]) in codes for e in entries), relative
+    replay = BehaveProject(root).run("-D", "prettyplay.strict=true")
+    assert replay.returncode == 0, replay
+    assert "13 scenarios passed, 0 failed" in replay.output
+    assert "prettyplay: LLM: 0 requests" in replay.output
+    again = subprocess.run(migrate, cwd=root, capture_output=True, text=True)
+    assert "0 files migrated" in again.stdout
