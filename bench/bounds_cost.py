@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import json
 import statistics
 import sys
 import time
@@ -33,6 +32,7 @@ from prettyplay_behave.safety import sandbox  # noqa: E402
 from prettyplay_behave.safety.limits import Budget, memory_headroom  # noqa: E402
 from prettyplay_behave.safety.proxy import PageProxy, PageServices  # noqa: E402
 from prettyplay_behave.safety.secrets import Secrets  # noqa: E402
+from tests.support.caches import codes  # noqa: E402
 from tests.support.pages import PageServer  # noqa: E402
 
 if TYPE_CHECKING:
@@ -71,11 +71,7 @@ def paired_ms(action: Callable[[], object], base: Callable[[], object], rounds: 
 
 
 def example_code() -> list[str]:
-    codes = []
-    for path in sorted((ROOT / "features" / ".prettyplay").rglob("*.json")):
-        for entries in json.loads(path.read_text())["tests"].values():
-            codes += ["\n".join(entry["code"]) + "\n" for entry in entries]
-    return codes
+    return [code for _, code in codes(ROOT / "features" / ".prettyplay")]
 
 
 def plain_compile(code: str) -> object:

@@ -27,13 +27,13 @@ CODE = [
 
 
 def write_file(folder: Path, entries: int) -> Path:
-    """One feature's cache file with ``entries`` entries over 100 scenarios."""
-    tests: dict[str, list[dict[str, object]]] = {}
-    for n in range(entries):
-        entry = {"code": CODE, "kind": "step", "occurrence": 1, "origin": "generated"}
-        tests.setdefault(f"Scenario {n % 100}", []).append({**entry, "sentence": f"step {n}"})
+    """One feature's step library with ``entries`` entries."""
+    steps = [
+        {"code": CODE, "kind": "action", "origin": "generated", "sentence": f"step {n}"}
+        for n in range(entries)
+    ]
     path = folder / "big.feature.json"
-    path.write_text(json.dumps({"format": FORMAT, "tests": tests}, indent=2, sort_keys=True) + "\n")
+    path.write_text(json.dumps({"format": FORMAT, "steps": steps}, indent=2, sort_keys=True) + "\n")
     return path
 
 
@@ -57,11 +57,11 @@ def main() -> None:
                 parses = 0
                 store = CacheStore(Path(tmp), validate=check_code)
                 started = time.perf_counter()
-                store.lookup(CacheKey("big.feature::Scenario 0", "step", "step 0"))
+                store.lookup(CacheKey("big.feature::Scenario 0", "action", "step 0"))
                 loads.append((time.perf_counter() - started) * 1000)
                 started = time.perf_counter()
                 for n in range(entries):
-                    key = CacheKey(f"big.feature::Scenario {n % 100}", "step", f"step {n}")
+                    key = CacheKey(f"big.feature::Scenario {n % 100}", "action", f"step {n}")
                     assert store.lookup(key) is not None
                 lookups.append((time.perf_counter() - started) / entries * 1e6)
             size = path.stat().st_size / 1024

@@ -16,7 +16,6 @@ what is sent, not a provider's exact bill.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import statistics
@@ -36,6 +35,7 @@ from prettyplay_behave.demo.server import DemoShop  # noqa: E402
 from prettyplay_behave.engine.step import StepSpec  # noqa: E402
 from prettyplay_behave.llm.prompts import Prompts  # noqa: E402
 from prettyplay_behave.vocabulary import Kind  # noqa: E402
+from tests.support.caches import codes  # noqa: E402
 from tests.support.changed_ui import CART, CHECKOUT  # noqa: E402
 from tests.support.llm_server import (  # noqa: E402
     RecordedRequest,
@@ -47,12 +47,7 @@ from tests.support.llm_server import (  # noqa: E402
 
 def committed_code() -> dict[str, str]:
     """Sentence -> code, from the committed example cache."""
-    code: dict[str, str] = {}
-    for path in (ROOT / "features" / ".prettyplay").rglob("*.json"):
-        for entries in json.loads(path.read_text())["tests"].values():
-            for entry in entries:
-                code[entry["sentence"]] = "\n".join(entry["code"]) + "\n"
-    return code
+    return dict(codes(ROOT / "features" / ".prettyplay"))
 
 
 def run_examples(llm: ScriptedLLMServer, workdir: Path, *args: str, cache: bool = False) -> int:

@@ -6,7 +6,6 @@ measured against. Same demo shop, one browser, a fresh context per scenario, the
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from pathlib import Path
@@ -18,21 +17,22 @@ sys.path.insert(0, str(ROOT))
 
 from prettyplay_behave.browser.session import CHROMIUM_ARGS, find_system_chromium  # noqa: E402
 from prettyplay_behave.demo.server import DemoShop  # noqa: E402
+from tests.support.caches import scenario_code  # noqa: E402
 
 # The shop and login examples: what a plain script can run as it is (the real-pages example
 # needs the engine's tabs, dialogs and files).
 FEATURES = ("shop", "login.feature")
 
 
-def scenarios() -> list[list[str]]:
-    """The code of every cached step, scenario by scenario, in the order they run."""
+def scenarios() -> list[list[tuple[str, tuple[str, ...]]]]:
+    """The code of every cached step (and the values it takes), scenario by scenario, in the
+    order they run."""
+    features = ROOT / "features"
+    files = [p for name in FEATURES for p in sorted(features.glob(f"{name}*")) if p.is_file()]
+    files += [p for name in FEATURES for p in sorted((features / name).rglob("*.feature"))]
     found = []
-    cache = ROOT / "features" / ".prettyplay"
-    paths = [p for name in FEATURES for p in sorted(cache.glob(f"{name}*")) if p.is_file()]
-    paths += [p for name in FEATURES for p in sorted((cache / name).rglob("*.json"))]
-    for path in paths:
-        for entries in json.loads(path.read_text())["tests"].values():
-            found.append(["\n".join(entry["code"]) + "\n" for entry in entries])
+    for feature_file in files:
+        found += scenario_code(feature_file, features, features / ".prettyplay")
     return found
 
 
@@ -45,10 +45,10 @@ def main() -> None:
         for codes in steps:
             context = browser.new_context(base_url=shop.url)
             page = context.new_page()
-            for code in codes:
+            for code, values in codes:
                 namespace: dict[str, object] = {"expect": expect, "re": re}
                 exec(compile(code, "<step>", "exec"), namespace)
-                namespace["step"](page)  # type: ignore[operator]
+                namespace["step"](page, *values)  # type: ignore[operator]
             context.close()
         browser.close()
 

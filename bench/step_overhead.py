@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import os
 import statistics
 import sys
@@ -39,10 +38,8 @@ from prettyplay_behave import cache, events  # noqa: E402
 from prettyplay_behave.behave import hooks  # noqa: E402
 from prettyplay_behave.browser import guard, settle, snapshot, tabs  # noqa: E402
 from prettyplay_behave.engine import advisor, cycle, execute  # noqa: E402
-from prettyplay_behave.safety.policy import check_code  # noqa: E402
 
 TIMES: dict[str, list[float]] = defaultdict(list)
-SCENARIO = "Add a product to the cart"
 
 
 def timing(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
@@ -80,26 +77,26 @@ def instrument() -> None:
 
 
 def project(root: Path, scenarios: int) -> Path:
-    """N copies of the cart scenario, each with the example cache's code for its steps."""
-    example = json.loads((ROOT / "features/.prettyplay/shop/cart.feature.json").read_text())
-    entries = example["tests"][SCENARIO]
+    """N copies of the cart scenario, its steps served by the example cache's cart library."""
+    example = (ROOT / "features/shop/cart.feature").read_text()
+    head = example[: example.index("  Scenario: An empty")]
+    steps = [
+        line
+        for line in head.splitlines()
+        if line.split()[:1] in (["Given"], ["And"], ["When"], ["Then"])
+    ]
     features = root / "features"
     (features / "steps").mkdir(parents=True)
     (features / "steps" / "prettyplay_steps.py").write_text(
         "import prettyplay_behave.behave.steps  # noqa: F401\n"
     )
     (features / "environment.py").write_text((ROOT / "features/environment.py").read_text())
-    store = cache.CacheStore(features / ".prettyplay", validate=check_code)
+    (features / ".prettyplay").mkdir()
+    library = ROOT / "features/.prettyplay/shop/cart.feature.json"
+    (features / ".prettyplay" / "cart.feature.json").write_text(library.read_text())
     lines = ["Feature: Cart", ""]
     for n in range(1, scenarios + 1):
-        lines.append(f"  Scenario: Cart {n}")
-        for number, entry in enumerate(entries):
-            word = ("Given", "And", "When", "Then")[number]
-            sentence = entry["sentence"]
-            lines.append(f"    {word} {sentence}")
-            key = cache.CacheKey(f"cart.feature::Cart {n}", entry["kind"], sentence)
-            store.write(cache.CacheEntry(key, "\n".join(entry["code"]) + "\n", "generated"))
-        lines.append("")
+        lines += [f"  Scenario: Cart {n}", *steps, ""]
     (features / "cart.feature").write_text("\n".join(lines))
     return root
 

@@ -51,7 +51,7 @@ import os
 import re
 import secrets
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -199,20 +199,29 @@ class CacheEntry:
         )
 
 
-@dataclass
 class Library:
-    """The entries of one cache file, and the format it was read in."""
+    """The entries of one cache file, and the format it was read in; indexed by their place
+    (kind, data, sentence) so that a lookup costs the same in a file of ten entries or ten
+    thousand."""
 
-    entries: list[StepEntry] = field(default_factory=list)
-    format: int = FORMAT
+    def __init__(self, entries: Iterable[StepEntry] = (), format: int = FORMAT) -> None:
+        self.format = format
+        self._entries: dict[tuple[object, ...], StepEntry] = {}
+        self._places: dict[tuple[str, str, str], dict[tuple[object, ...], StepEntry]] = {}
+        for entry in entries:
+            self.upsert(entry)
+
+    @property
+    def entries(self) -> list[StepEntry]:
+        """In the order they were added; a replaced entry keeps its place."""
+        return list(self._entries.values())
 
     def find(self, key: CacheKey, pins: bool = True) -> StepEntry | None:
         """The entry that serves ``key``, in the order the module tells (``pins=False``: the
         entry it would find without its scenario's pin)."""
         parameters, scenario = key.parameters, key.scenario
-        same = [e for e in self.entries if e.kind == key.kind and e.data == key.data]
-        templated = [e for e in same if e.sentence == parameters.template]
-        literal = [e for e in same if e.sentence == key.sentence and not e.parameters]
+        templated = self._at(key.kind, key.data, parameters.template)
+        literal = [e for e in self._at(key.kind, key.data, key.sentence) if not e.parameters]
 
         def fits(entry: StepEntry, values: tuple[str, ...]) -> bool:
             if entry.values is not None:
@@ -233,16 +242,23 @@ class Library:
                 return (specific or shared)[0]
         return None
 
+    def get(self, identity: tuple[object, ...]) -> StepEntry | None:
+        return self._entries.get(identity)
+
+    def _at(self, kind: str, data: str, sentence: str) -> list[StepEntry]:
+        return list(self._places.get((kind, data, sentence), {}).values())
+
     def upsert(self, entry: StepEntry) -> None:
-        for index, old in enumerate(self.entries):
-            if old.identity == entry.identity:
-                self.entries[index] = entry
-                return
-        self.entries.append(entry)
+        """Add ``entry``, or replace the one of its identity in place."""
+        self._entries[entry.identity] = entry
+        self._places.setdefault((entry.kind, entry.data, entry.sentence), {})[entry.identity] = (
+            entry
+        )
 
     def remove(self, doomed: Iterable[StepEntry]) -> None:
-        gone = {entry.identity for entry in doomed}
-        self.entries[:] = [e for e in self.entries if e.identity not in gone]
+        for entry in doomed:
+            if self._entries.pop(entry.identity, None) is not None:
+                del self._places[(entry.kind, entry.data, entry.sentence)][entry.identity]
 
 
 def locate(cache_dir: Path, test_name: str) -> tuple[Path, str]:
@@ -365,7 +381,7 @@ def _parse_document(path: Path, document: Any, validate: Validate) -> Library:
         if entry.identity in seen:
             raise CacheError(f"{where}: duplicate of an earlier entry ({entry.describe()})")
         seen.add(entry.identity)
-        library.entries.append(entry)
+        library.upsert(entry)
     return library
 
 
@@ -677,7 +693,7 @@ class CacheStore:
         def change(library: Library) -> None:
             library.remove(gone)
             for entry in checked:
-                old = next((e for e in library.entries if e.identity == entry.identity), None)
+                old = library.get(entry.identity)
                 if old is not None and old.code == entry.code and old.written:
                     entry = replace(entry, written=old.written, model=old.model or entry.model)
                 library.upsert(entry)

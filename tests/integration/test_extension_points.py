@@ -49,8 +49,9 @@ def plant(cache: Path, test: str, *steps: tuple[str, str]) -> None:
 
 
 def test_a_steering_part_handed_to_a_test_takes_the_terminal_dialogs_place(
-    shop, tmp_path: Path, browser, llm_env: ScriptedLLMServer
+    shop, tmp_path: Path, browser, llm_env: ScriptedLLMServer, monkeypatch
 ) -> None:
+    monkeypatch.delenv("CI", raising=False)  # steering never opens in CI; this run stands outside
     llm_env.on("classify", INCURABLE)
     llm_env.on("gate", CLEAN_GATE)
     cache = tmp_path / "cache"

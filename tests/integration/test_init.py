@@ -252,8 +252,8 @@ def test_init_leaves_what_it_cannot_or_need_not_change(tmp_path: Path) -> None:
     assert "kept     features/steps/all.py (it imports prettyplay_behave.behave.steps)" in out
     assert not (set_already / "features" / "steps" / "prettyplay_steps.py").exists()
     assert after[".gitignore"] == (
-        b"reports/\n*.pyc\n\n# prettyplay: reports, the cache's lock files and its list of unused "
-        b"entries\nfeatures/.prettyplay/**/*.lock\nfeatures/.prettyplay/.obsolete-entries\n"
+        b"reports/\n*.pyc\n\n# prettyplay: reports and the cache's lock files\n"
+        b"features/.prettyplay/**/*.lock\n"
     )
 
     # an inline userdata table cannot take a [tool.behave.userdata] section: told, not broken

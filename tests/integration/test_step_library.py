@@ -30,7 +30,8 @@ from tests.support.llm_server import (
     json_answer,
 )
 from tests.support.pages import PageServer
-from tests.support.todo_app import CODE, step_code, todo_page
+from tests.support.todo_app import CODE, FIELD, TYPING, step_code, todo_page
+from tests.support.todo_app import RENAMED_FIELD as RENAMED
 
 pytestmark = pytest.mark.slow
 
@@ -189,15 +190,8 @@ Feature: Typing
     When I add a todo "bread"
     Then the list shows "bread"
 """
-FIELD = 'page.get_by_placeholder("What needs to be done?")'
-RENAMED = 'page.get_by_placeholder("Add a todo")'
-TYPING = {
-    'I type "{}" into the new todo field': f"{FIELD}.fill(value)",
-    'the new todo field says "{}"': f"expect({FIELD}).to_have_value(value)",
-    "I clear the new todo field": f"{FIELD}.clear()",
-    "the new todo field is empty": f"expect({FIELD}).to_be_empty()",
-    'I add a todo "{}"': f'{FIELD}.fill(value)\n{FIELD}.press("Enter")',
-}
+# five sentences on the new-todo field: the typing steps and the add
+ON_THE_FIELD = {**TYPING, 'I add a todo "{}"': CODE['I add a todo "{}"']}
 
 
 def code_of(template: str, body: str) -> str:
@@ -211,7 +205,10 @@ def test_a_rename_that_breaks_five_sentences_costs_at_most_four_requests(
     project.write("features/typing.feature", RENAMED_FEATURE)
     store = CacheStore(project.cache_dir, validate=check_code)
     test = "typing.feature::The new todo field"
-    planted = {**TYPING, **{t: CODE[t] for t in ("I open the todo app", 'the list shows "{}"')}}
+    planted = {
+        **ON_THE_FIELD,
+        **{t: CODE[t] for t in ("I open the todo app", 'the list shows "{}"')},
+    }
     for template, body in planted.items():
         kind = "check" if template.startswith("the ") else "action"
         sentence = template.replace("{}", "x")
@@ -222,15 +219,15 @@ def test_a_rename_that_breaks_five_sentences_costs_at_most_four_requests(
     rot = {"label": "rot", "explanation": "the field's placeholder is new", "recommendation": "-"}
     llm.on("classify", json_answer(rot))
     first = 'I type "{}" into the new todo field'
-    llm.on("heal", code_answer(code_of(first, TYPING[first].replace(FIELD, RENAMED))))
+    llm.on("heal", code_answer(code_of(first, ON_THE_FIELD[first].replace(FIELD, RENAMED))))
     llm.on("gate", CLEAN_GATE, repeat=True)
     result = run(project, app, "-D", "prettyplay.action_timeout_ms=30000", llm=llm)
     assert result.returncode == 0, result
     assert [r.purpose for r in llm.requests] == ["classify", "heal", "gate", "gate"]
     batch = llm.requests[3].content("user")
-    assert "PROPOSED ENTRIES" in batch and batch.count("\nentry ") == len(TYPING) - 1
+    assert "PROPOSED ENTRIES" in batch and batch.count("\nentry ") == len(ON_THE_FIELD) - 1
     healed = {e["sentence"]: e for e in steps(project.cache_dir / "typing.feature.json")}
-    for template in TYPING:
+    for template in ON_THE_FIELD:
         assert healed[template]["origin"] == "healed", template
         assert RENAMED in "\n".join(healed[template]["code"]) and FIELD not in str(healed[template])
     assert "healed with the rename that healed 'I type \"milk\" into the new todo field'" in (

@@ -25,3 +25,31 @@ def filled(entry: dict[str, Any]) -> str:
 def by_sentence(path: Path) -> dict[str, dict[str, Any]]:
     """The entries that serve every scenario, by their sentence (values put back)."""
     return {filled(e): e for e in steps(path) if "scenario" not in e}
+
+
+def codes(cache_dir: Path) -> list[tuple[str, str]]:
+    """Every entry of every cache file under ``cache_dir``: its sentence (values put back) and
+    its code as one text."""
+    found = []
+    for path in sorted(cache_dir.rglob("*.json")):
+        found += [(filled(e), "\n".join(e["code"]) + "\n") for e in steps(path)]
+    return found
+
+
+def scenario_code(
+    feature_file: Path, features_dir: Path, cache_dir: Path
+) -> list[list[tuple[str, tuple[str, ...]]]]:
+    """What each scenario of a feature file replays, step by step, as a run finds it: the code
+    and the values it takes (none when it takes no parameters)."""
+    from prettyplay_behave.behave.liveness import scenario_keys
+    from prettyplay_behave.cache import CacheStore
+    from prettyplay_behave.safety.policy import check_code
+
+    store = CacheStore(cache_dir, validate=check_code)
+    found: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+    for key in scenario_keys(feature_file, features_dir):
+        entry = store.library(store.path_for(key.test)).find(key)
+        assert entry is not None, f"no cache entry for {key}"
+        values = key.parameters.values if entry.parameters else ()
+        found.setdefault(key.test, []).append((entry.code, values))
+    return list(found.values())

@@ -74,3 +74,13 @@ def step_code(template: str) -> str:
     body = "".join(f"    {line}\n" for line in CODE[template].splitlines())
     parameter = ", value" if "{}" in template else ""
     return f"def step(page{parameter}) -> None:\n{body}"
+
+
+RENAMED_FIELD = 'page.get_by_placeholder("Add a todo")'
+# steps on the new-todo field alone: a rename of its placeholder breaks each of them
+TYPING = {
+    'I type "{}" into the new todo field': f"{FIELD}.fill(value)",
+    'the new todo field says "{}"': f"expect({FIELD}).to_have_value(value)",
+    "I clear the new todo field": f"{FIELD}.clear()",
+    "the new todo field is empty": f"expect({FIELD}).to_be_empty()",
+}
