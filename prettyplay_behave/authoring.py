@@ -120,6 +120,12 @@ class PrettyPlay(Steps):
         if self._state is not None:  # a test that never opened has nothing to mark
             self._state.mark_failed()
 
+    def touched_elsewhere(self) -> None:
+        """Something outside prettyplay (a user's own step) used the page: a clean page for a
+        later attempt can no longer be rebuilt from the steps' code."""
+        if self._state is not None:
+            self._state.touched_elsewhere()
+
     def close(self) -> None:
         if self._state is not None:
             self.runtime.finish_test(self._state)

@@ -84,30 +84,17 @@ class Runtime:
         """A test on the given page, or on a fresh context and page of the run's browser."""
         context: BrowserContext | None = None
         if page is None:
-            video = None
-            if self.artifacts is not None and config.video != "off":
-                video = self.artifacts.video_dir(name)
-            context, page = self.session.new_page(config, video, prepare=Settler.install)
+            context, page = self._new_page(name, config)
         else:
             Settler.install(page.context)
-        fresh = context is not None  # a page just opened, which nothing has run on yet
-        try:
-            # navigation bounds from allowed_origins (default: the origin of base_url)
-            guard = NavigationGuard(config.origins) if config.origins else None
-            if guard is not None:
-                guard.install(page.context, page, fresh=fresh)
-            tabs = Tabs(page, fresh=fresh)
-        except BaseException:
-            if context is not None:  # a test that never opened leaves no context behind
-                with suppress(Exception):  # a browser that is gone took it along
-                    context.close()
-            raise
+        guard, tabs = self._instruments(config, context, page, fresh=context is not None)
         test = TestState(
             name,
             config,
             tabs,
             owned_context=context,
             guard=guard,
+            renew=self._renew if context is not None else None,
             files_dir=Path(config.files_dir) if config.files_dir else self.default_files_dir,
             downloads=(
                 self.artifacts.report_dir / folder_name(name) / "downloads"
@@ -119,6 +106,41 @@ class Runtime:
         if self.artifacts is not None:
             self.artifacts.start(test)
         return test
+
+    def _new_page(self, name: str, config: TestConfig) -> tuple[BrowserContext, Page]:
+        video = None
+        if self.artifacts is not None and config.video != "off":
+            video = self.artifacts.video_dir(name)
+        return self.session.new_page(config, video, prepare=Settler.install)
+
+    @staticmethod
+    def _instruments(
+        config: TestConfig, context: BrowserContext | None, page: Page, fresh: bool
+    ) -> tuple[NavigationGuard | None, Tabs]:
+        """The navigation guard (from allowed_origins, by default the origin of base_url) and
+        the tabs of a test's page; a context opened for it is closed when they cannot stand."""
+        try:
+            guard = NavigationGuard(config.origins) if config.origins else None
+            if guard is not None:
+                guard.install(page.context, page, fresh=fresh)
+            return guard, Tabs(page, fresh=fresh)
+        except BaseException:
+            if context is not None:  # a test that never opened leaves no context behind
+                with suppress(Exception):  # a browser that is gone took it along
+                    context.close()
+            raise
+
+    def _renew(self, test: TestState) -> None:
+        """A fresh context and page for ``test`` in place of its own: the clean page an attempt
+        starts from once an earlier attempt changed the page (the engine replays the earlier
+        steps on it). The trace starts again on the new context; the old one's is dropped."""
+        if self.artifacts is not None:
+            self.artifacts.pause(test)
+        context, page = self._new_page(test.name, test.config)
+        guard, tabs = self._instruments(test.config, context, page, fresh=True)
+        test.replace_context(context, tabs, guard)
+        if self.artifacts is not None:
+            self.artifacts.resume(test)
 
     def finish_test(self, test: TestState) -> None:
         """Keep a test's artifacts, close what the test opened, then keep its videos (which

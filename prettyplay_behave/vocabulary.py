@@ -42,6 +42,15 @@ class Kind(Word):
         return {"step": cls.ACTION, "expect": cls.CHECK}.get(str(value))
 
 
+class Meaning(Word):
+    """What a step's code is asked to do (:mod:`prettyplay_behave.meaning`): an action performs
+    its sentence, a precondition makes the condition it states hold, a check asserts it."""
+
+    ACTION = "action"
+    PRECONDITION = "precondition"
+    CHECK = "check"
+
+
 class Origin(Word):
     """How a step's code came to be in this run. Every origin but ``replayed`` is written to
     the cache as the entry's origin."""

@@ -44,6 +44,7 @@ class ScenarioState:
     test: PrettyPlay
     group: Group | None
     current_step: Any = None
+    ours: Any = None  # the last step prettyplay ran (any other is a user's own)
     # what the attachments of earlier steps showed of each scenario entry: (code, origin)
     attached: dict[int, tuple[str, str | None]] = field(default_factory=dict)
     test_state: TestState | None = None  # the test's state, once a step has run
@@ -161,6 +162,8 @@ def after_step(context: Any, step: Any) -> None:
         return
     allure = attachments.allure_listening()
     run = state.test_state = state.test.state
+    if state.ours is not step:
+        state.test.touched_elsewhere()
     if allure is not None:
         attachments.attach_steps(allure, run, state.unattached(), runtime.secrets.redact)
     if not step.status.has_failed() or runtime.artifacts is None:
@@ -234,6 +237,7 @@ def run_current_step(context: Any) -> None:
     outline = outline_of(context.scenario, step)
     spec = step_spec(step.step_type, step.name, step.text, step.table, outline)
     own_steps = context.scenario.steps
+    state.ours = step
     try:
         if state.group is not None and any(step is own for own in own_steps):
             state.group.perform(spec)
@@ -242,6 +246,8 @@ def run_current_step(context: Any) -> None:
     except PrettyPlayError as failure:
         # The message says all there is; the engine's frames would only bury it.
         raise failure.with_traceback(None) from None
+    finally:
+        context.page = state.test.page  # a tab the step opened, a clean page of an attempt
 
 
 _OURS: dict[str, Hook] = {

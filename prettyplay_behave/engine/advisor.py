@@ -109,13 +109,21 @@ class Advisor:
         verdict: Verdict | None = None,
         guidance: str = "",
         page: PageState | None = None,
+        restored: str = "",
     ) -> str | Attempt:
-        """One code request about the page as it is (``page``, when the caller read it); the
-        code, or an ``unparseable answer`` record."""
+        """One code request about the page as it is (``page``, when the caller read it; what
+        ``restored`` says of it); the code, or an ``unparseable answer`` record. A ``CANNOT:``
+        answer raises :class:`CannotAnswer`."""
         context = self._step_context(test, entry)
         page = page or self.page_state(test)
         answer = self._send(
-            purpose, entry, page=page, verdict=verdict, guidance=guidance, **context
+            purpose,
+            entry,
+            page=page,
+            verdict=verdict,
+            guidance=guidance,
+            restored=restored,
+            **context,
         )
         try:
             code: str = purpose.read(answer.text)

@@ -20,6 +20,7 @@ classified on its own: its failure goes to the group's recovery (:mod:`.group`).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -35,7 +36,7 @@ from ..errors import (
     failure_kind,
 )
 from ..events import Events, record
-from ..llm.answers import Verdict
+from ..llm.answers import CannotAnswer, Verdict
 from ..llm.purposes import Purpose
 from ..parameters import code_parameters
 from ..safety.secrets import Secrets, secret_names
@@ -88,6 +89,8 @@ class Engine:
         """Perform one step of ``test`` (a member of ``group``, when given); its scenario
         entry. A PrettyPlayError it raises carries that entry."""
         entry = ScenarioEntry(spec, test.key_for(spec), group)
+        if not test.scenario and test.page.url != "about:blank":
+            test.touched_elsewhere()  # a hook had the page before the first step
         self.events.emit("on_step_started", spec.sentence)
         try:
             with self.booked(entry):
@@ -272,6 +275,42 @@ class Engine:
             return False
         return self.steering.steer(self._stuck(test, entry, failure))
 
+    def restore(self, test: TestState) -> str:
+        """The page as it was before the step under way: a fresh context, the scenario's earlier
+        steps replayed from the code that ran for them. What the next request is told of it."""
+        started = time.monotonic()
+        assert test.renew is not None
+        test.renew(test)
+        earlier = [e for e in test.scenario if e.code and e.outcome is not StepStatus.FAILED]
+        for entry in earlier:
+            attempt = self.execute(test, entry.spec, entry.code)
+            if attempt.outcome is not Outcome.GREEN:
+                record(
+                    logging.WARNING,
+                    "page_not_restored",
+                    "the clean page could not be rebuilt: the earlier step %r went red when "
+                    "replayed (%s)",
+                    entry.sentence,
+                    attempt.headline,
+                )
+                return (
+                    "an earlier attempt of this step changed the page; on a fresh page the earlier "
+                    f"step {entry.sentence!r} went red when replayed ({attempt.headline}), so the "
+                    "page below is where that replay stopped"
+                )
+        record(
+            logging.INFO,
+            "page_restored",
+            "a clean page: a fresh context, %d earlier steps replayed in %.0f ms",
+            len(earlier),
+            (time.monotonic() - started) * 1000,
+        )
+        steps = f"{len(earlier)} earlier step{'' if len(earlier) == 1 else 's'} replayed"
+        return (
+            "an earlier attempt of this step changed the page, so the page was brought back to "
+            f"where this step started: a fresh browser context, {steps}"
+        )
+
     def _stuck(
         self, test: TestState, entry: ScenarioEntry, failure: IncurableStepError
     ) -> StuckStep:
@@ -280,9 +319,13 @@ class Engine:
 
         def ask(guidance: str) -> str | Attempt:
             seen["before"] = self.advisor.page_state(test)
-            return self.advisor.code(
-                Purpose.STEER, test, entry, guidance=guidance, page=seen["before"]
-            )
+            try:
+                return self.advisor.code(
+                    Purpose.STEER, test, entry, guidance=guidance, page=seen["before"]
+                )
+            except CannotAnswer as cannot:  # the engineer reads it and guides again
+                url = test.page.url
+                return Attempt(Outcome.UNPARSEABLE, url, url, "", f"CANNOT: {cannot.reason}")
 
         def execute(code: str) -> Attempt:
             if "before" not in seen:  # a part that runs code it did not ask for
@@ -323,6 +366,10 @@ def _fits(entry: ScenarioEntry, sentence: str, code: str) -> bool:
     return bool(code_parameters(code)[0]) or sentence == entry.sentence
 
 
+def _same_page(state: PageState, other: PageState) -> bool:
+    return (state.url, state.title, state.snapshot) == (other.url, other.title, other.snapshot)
+
+
 def _feature(test_name: str) -> str:
     return test_name.partition("::")[0]
 
@@ -339,6 +386,10 @@ class StepCycle:
         self.spec = entry.spec
         self.history = entry.history
         self.in_recoverable_group = entry.group is not None and not test.config.strict
+        self.start: PageState | None = None  # the page before the step's first attempt
+        self.dirty = False  # an execution of this step changed the page since
+        self.restored = ""  # what the next code request is told of the page it starts on
+        self.fixable: Verdict | None = None  # a failed check's verdict, for the next generation
 
     def perform(self) -> None:
         follow_tabs(self.test)  # a popup that opened after the last step ended is current now
@@ -392,6 +443,7 @@ class StepCycle:
             raise self.incurable("the cached step failed" + why, attempt)
         if self.in_recoverable_group:
             raise self.incurable("the cached step failed", attempt)
+        self.dirty = attempt.url_before != attempt.url_after  # the heal starts where it started
         verdict = self.classify()
         if self.config.strict:
             raise self.verdict_failure(verdict, "the cached step failed")
@@ -481,7 +533,10 @@ class StepCycle:
     def reuse(self) -> bool:
         """A miss first tries code that went green for the same step in this run; a green try is
         kept as ``reused`` (it was gated for this sentence), with no LLM request."""
-        for source, code in self.engine.proven(self.test, self.entry)[:MAX_REUSE_TRIES]:
+        proven = self.engine.proven(self.test, self.entry)[:MAX_REUSE_TRIES]
+        if proven:  # a red try must not leave its change to what comes after it
+            self.start = self.advisor.page_state(self.test)
+        for source, code in proven:
             attempt = self.engine.execute(self.test, self.spec, code)
             if attempt.outcome is Outcome.GREEN:
                 record(
@@ -529,7 +584,7 @@ class StepCycle:
                 number,
                 budget,
             )
-            if self.attempt(Purpose.GENERATE, None, Origin.GENERATED):
+            if self.attempt(Purpose.GENERATE, self.fixable, Origin.GENERATED):
                 return
         if self.in_recoverable_group:
             raise self.incurable("the generation budget is exhausted", self.history[-1])
@@ -565,14 +620,21 @@ class StepCycle:
         """One request, its code run and gated; True when it was written to the cache.
 
         A failed check is classified at once: a product defect or an incurable step ends the
-        loop, so an assertion the product fails is never silently regenerated.
+        loop, so an assertion the product fails is never silently regenerated; a ``fixable``
+        verdict rides the next generation. A ``CANNOT:`` answer ends the step at once.
         """
-        before = self.advisor.page_state(self.test)
-        code = self.advisor.code(purpose, self.test, self.entry, verdict, page=before)
+        before = self.clean_page()
+        try:
+            code = self.advisor.code(
+                purpose, self.test, self.entry, verdict, page=before, restored=self.restored
+            )
+        except CannotAnswer as cannot:
+            raise self.cannot(cannot.reason) from None
         if isinstance(code, Attempt):
             self.history.append(code)
             return False
         attempt = self.engine.execute(self.test, self.spec, code)
+        self.dirty = True  # whatever it did, the next attempt compares the page with the start
         if attempt.outcome is Outcome.GREEN:
             attempt = self.advisor.gate(self.test, self.entry, attempt, before, verdict=verdict)
         if attempt.outcome is not Outcome.GREEN:
@@ -583,10 +645,53 @@ class StepCycle:
                     raise self.verdict_failure(
                         check_verdict, "the check failed and cannot be healed"
                     )
+                self.fixable = check_verdict
             return False
         self.entry.notes = list(self.test.notes)  # what the green run met: dialogs
         self.engine.write(self.test, self.entry, code, origin)
         return True
+
+    def clean_page(self) -> PageState:
+        """The page an attempt starts on: the page as it was before the step's first attempt.
+        Where an earlier execution of the step changed it, a fresh context with the scenario's
+        earlier steps replayed brings it back, and the request says so."""
+        state = self.advisor.page_state(self.test)
+        self.restored = ""
+        if self.start is None and not self.dirty:
+            self.start = state
+            return state
+        self.dirty = False
+        if self.start is not None and _same_page(state, self.start):
+            return state
+        if not self.test.renewable:
+            why = (
+                "the page was handed in"
+                if self.test.renew is None
+                else "a step or hook outside prettyplay used the page"
+            )
+            self.restored = (
+                f"an earlier attempt of this step changed the page, and it cannot be brought back "
+                f"({why}): the page below is as that attempt left it"
+            )
+            return state
+        self.restored = self.engine.restore(self.test)
+        state = self.advisor.page_state(self.test)
+        self.start = self.start or state
+        return state
+
+    def cannot(self, reason: str) -> IncurableStepError:
+        """The step ends at once: the model answered that it cannot be written. The code kept
+        with the remembered verdict fails with the reason, so a replay says it again."""
+        record(logging.INFO, "cannot", "%r cannot be written: %s", self.spec.sentence, reason)
+        return IncurableStepError(
+            "the model answered that this step cannot be written",
+            sentence=self.spec.text,
+            error=f"CANNOT: {reason}",
+            explanation=reason,
+            recommendation="reword the step, or change the app so that it can be done",
+            code=f"def step(page) -> None:\n    assert False, {reason!r}\n",
+            label=StepLabel.INCURABLE,
+        )
 
     @staticmethod
     def healable(verdict: Verdict) -> bool:

@@ -19,7 +19,7 @@ from ..safety.limits import MEMORY_HEADROOM, Budget
 from ..safety.proxy import PageServices
 from ..safety.sandbox import call_step, compile_step, step_parameters
 from ..safety.secrets import Secrets, secret_names
-from ..vocabulary import Kind, Outcome
+from ..vocabulary import Meaning, Outcome
 from .history import Attempt
 
 if TYPE_CHECKING:
@@ -217,6 +217,8 @@ def _red(
     if not settled:
         texts.append(f"(the page never settled within settle_ms={test.config.settle_ms})")
     texts += list(test.notes)
-    failed_check = spec.kind is Kind.CHECK and isinstance(error, AssertionError) and not bound
+    # a failed assertion of a check or a precondition: the product may be at fault
+    asserts = spec.meaning is not Meaning.ACTION
+    failed_check = asserts and isinstance(error, AssertionError) and not bound
     text = secrets.redact("\n".join(texts))
     return Attempt(Outcome.RED, url_before, page_url(test.page), code, text, failed_check)

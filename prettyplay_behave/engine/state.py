@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,6 +41,9 @@ class TestState:
     tabs: Tabs  # its pages; the current one is the page of its next step
     owned_context: BrowserContext | None = None
     guard: NavigationGuard | None = None
+    # a fresh context and page in place of its own, from whoever opened it (None: a page was
+    # handed in, and only its owner can open another)
+    renew: Callable[[TestState], None] | None = None
     files_dir: Path | None = None  # where the files it uploads come from
     downloads: Path | None = None  # where its downloads are saved (report_dir)
     started: float = field(default_factory=time.monotonic)
@@ -47,6 +51,7 @@ class TestState:
     scenario: list[ScenarioEntry] = field(default_factory=list)
     _notes: list[str] = field(default_factory=list)
     _failed_elsewhere: bool = False
+    _touched_elsewhere: bool = False
     _uses_secrets: bool = False
     _secret_listeners: list[Callable[[], None]] = field(default_factory=list)
     _recovery_cycles: dict[str, int] = field(default_factory=dict)
@@ -79,6 +84,30 @@ class TestState:
     def mark_failed(self) -> None:
         """Something outside prettyplay (a user's own step) failed this test."""
         self._failed_elsewhere = True
+
+    # -- a clean page ---------------------------------------------------------------------------
+
+    def touched_elsewhere(self) -> None:
+        """Something outside prettyplay used the page (a user's own step or hook): the page of
+        an earlier moment can no longer be rebuilt from the steps' code alone."""
+        self._touched_elsewhere = True
+
+    @property
+    def renewable(self) -> bool:
+        """Whether a fresh context with the earlier steps replayed is the page as it was."""
+        return self.renew is not None and not self._touched_elsewhere
+
+    def replace_context(
+        self, context: BrowserContext, tabs: Tabs, guard: NavigationGuard | None
+    ) -> None:
+        """Take ``context`` (and its tabs and guard) in place of the test's own, closing that."""
+        old, self.owned_context = self.owned_context, context
+        if self.guard is not None:
+            self.guard.uninstall()
+        self.tabs, self.guard = tabs, guard
+        if old is not None:
+            with suppress(PlaywrightError):  # a context the browser lost has nothing to close
+                old.close()
 
     def next_cycle(self, prompt: str) -> int:
         """Count one recovery cycle of the group ``prompt``; how many it has had now."""

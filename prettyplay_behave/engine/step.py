@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..cache import CacheKey, StepEntry
+from ..meaning import meaning_of
 from ..parameters import Parameters, parameterize
-from ..vocabulary import FailureKind, Kind, Origin, StepStatus
+from ..vocabulary import FailureKind, Kind, Meaning, Origin, StepStatus
 from .history import Attempt
 
 if TYPE_CHECKING:
@@ -45,6 +46,11 @@ class StepSpec:
     def text(self) -> str:
         """The sentence with its data, as it reaches requests and messages."""
         return f"{self.sentence}\n{self.data}" if self.data else self.sentence
+
+    @property
+    def meaning(self) -> Meaning:
+        """What its code is asked to do: perform, make its stated condition hold, or check."""
+        return meaning_of(self.kind, self.sentence)
 
     @property
     def parameters(self) -> Parameters:

@@ -249,10 +249,40 @@ def _bare_code(answer: str) -> str:
     return _step_code(reading)
 
 
+class CannotAnswer(Exception):
+    """A code answer that says the step cannot be written: ``CANNOT: <reason>``."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+MAX_REASON_CHARS = 300
+# The answer's first line, once markdown emphasis is off it: ``CANNOT: …``, ``**CANNOT:** …``.
+_CANNOT = re.compile(r"^[\s*_>#`]*CANNOT\s*:[\s*_`]*(?P<reason>.*?)[\s*_`]*$", re.IGNORECASE)
+
+
+def _cannot(answer: str) -> str | None:
+    """The reason of a ``CANNOT:`` answer (its first line, or the line after), else None."""
+    lines = [line for line in answer.strip().split("\n") if line.strip()]
+    found = _CANNOT.match(lines[0]) if lines else None
+    if found is None:
+        return None
+    reason = found.group("reason").strip() or (lines[1].strip() if len(lines) > 1 else "")
+    reason = " ".join(reason.split()) or "no reason given"
+    if len(reason) > MAX_REASON_CHARS:
+        reason = reason[:MAX_REASON_CHARS] + "…"
+    return reason
+
+
 def extract_code(text: str) -> str:
-    """The step code of a code answer: the one block (or the bare answer) defining ``step``."""
+    """The step code of a code answer: the one block (or the bare answer) defining ``step``.
+    An answer whose first line is ``CANNOT: <reason>`` raises :class:`CannotAnswer`."""
     _check_size(text)
     answer = without_reasoning(text.replace("\r\n", "\n"))
+    reason = _cannot(answer)
+    if reason is not None:
+        raise CannotAnswer(reason)
     blocks = [b for b in _fenced_blocks(answer) if b.closed or b.body.strip()]
     if not blocks:
         return _bare_code(answer)

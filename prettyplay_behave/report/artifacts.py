@@ -45,6 +45,7 @@ class TestArtifacts:
     trace_file: Path | None = None
     videos: list[Path] = field(default_factory=list)
     tracing: bool = False  # a Playwright trace is being recorded
+    paused: bool = False  # its trace stopped while the test's context is replaced
 
 
 class Artifacts:
@@ -75,6 +76,26 @@ class Artifacts:
             return
         test.page.context.tracing.start(title=test.name, screenshots=True, snapshots=True)
         state.tracing = True
+
+    def pause(self, test: TestState) -> None:
+        """Before the test's context is replaced (a clean page for an attempt): its trace so far
+        is dropped, for it shows what a refused attempt did."""
+        state = self.of(test)
+        if state.tracing:
+            state.tracing = False
+            try:
+                test.page.context.tracing.stop()
+            except Exception as exc:
+                _lost("the trace", test, exc)
+            state.paused = True
+
+    def resume(self, test: TestState) -> None:
+        """On the test's new context: the trace starts again."""
+        state = self.of(test)
+        if state.paused:
+            state.paused = False
+            test.page.context.tracing.start(title=test.name, screenshots=True, snapshots=True)
+            state.tracing = True
 
     def _secret_named(self, test: TestState) -> None:
         """A step names a secret: stop and discard the trace unless ``trace=on`` (a picture of

@@ -108,7 +108,7 @@ def test_the_gate_sees_what_appeared_after_the_action_ran(
     evidence = gate.split("WHAT THE CANDIDATE DID")[1]
     assert "added to cart" in evidence and "Cart (1)" in evidence
     assert "outcome: green" in evidence.splitlines()[0]
-    assert "Did the page change as the sentence says?" in gate
+    assert "Did the page change as the sentence says — or, where the sentence expects" in gate
 
 
 # Saving takes thirty re-renders, 10 ms apart: the page settles only once it says Saved.

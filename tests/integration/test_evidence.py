@@ -1,0 +1,167 @@
+"""The evidence a request carries, read from the requests themselves: every attempt starts on
+the page as it was before the step, a sentence that states a condition is a precondition, a
+``fixable`` verdict rides the next generation, and a model may answer that a step cannot be
+written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from prettyplay_behave import IncurableStepError, PrettyConfig, PrettyPlay
+from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.safety.policy import check_code
+from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
+from tests.support.shop_steps import HEADING, OPEN_SHOP
+
+PLANS = """<!doctype html><title>Plans</title>
+<h1>Plans</h1>
+<label><input type="checkbox" name="news"> Send me the newsletter</label>
+<fieldset><legend>Billing</legend>
+<label><input type="radio" name="plan" value="monthly" checked> Monthly</label>
+<label><input type="radio" name="plan" value="yearly"> Yearly</label>
+</fieldset>"""
+OPEN_PLANS = 'def step(page) -> None:\n    page.goto("/")\n'
+WRONG_BOX = 'def step(page) -> None:\n    page.get_by_label("Send me the newsletter").check()\n'
+YEARLY = 'def step(page) -> None:\n    page.get_by_label("Yearly").check()\n'
+REFUSED = json_answer(
+    {"findings": [{"dimension": "adequacy", "severity": "high", "message": "wrong control"}]}
+)
+
+
+def config(server, tmp_path: Path, **changes: object) -> PrettyConfig:
+    return PrettyConfig(
+        base_url=server.url, cache_dir=str(tmp_path / "cache"), llm_retries=0, llm_timeout=10.0,
+        **changes,  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+def plant(tmp_path: Path, test: str, *steps: tuple[str, str]) -> None:
+    store = CacheStore(tmp_path / "cache", validate=check_code)
+    for sentence, code in steps:
+        store.write(CacheEntry(CacheKey(test, "step", sentence), code, "generated"))
+
+
+def test_a_refused_attempt_leaves_no_trace_for_the_next_one(
+    pages, tmp_path: Path, llm_env: ScriptedLLMServer, browser
+) -> None:
+    pages.pages["/"] = PLANS
+    plant(tmp_path, "t", ("I open the plans", OPEN_PLANS))
+    llm_env.on("generate", code_answer(WRONG_BOX), code_answer(YEARLY))
+    llm_env.on("gate", REFUSED, CLEAN_GATE)
+    with PrettyPlay("t", config=config(pages, tmp_path), browser=browser) as t:
+        t.step("I open the plans")
+        entry = t.step("I choose the yearly plan")
+        assert entry.code == YEARLY
+        assert not t.page.get_by_label("Send me the newsletter").is_checked()
+        assert t.page.get_by_label("Yearly").is_checked()
+    first, second = (r.content("user") for r in llm_env.requests_for("generate"))
+    assert "brought back" not in first
+    assert "brought back to where this step started" in second
+    assert "1 earlier step replayed" in second
+    page = second.split("CURRENT PAGE")[1]
+    assert 'checkbox "Send me the newsletter"' in page
+    assert 'checkbox "Send me the newsletter" [checked]' not in page
+    # the second gate's "before" is the clean page: the box never appears as changed
+    gate = llm_env.requests_for("gate")[1].content("user").split("WHAT THE CANDIDATE DID")[1]
+    assert "newsletter" not in gate
+
+
+def test_a_page_nothing_changed_is_not_reopened(
+    pages, tmp_path: Path, llm_env: ScriptedLLMServer, browser
+) -> None:
+    pages.pages["/"] = PLANS
+    plant(tmp_path, "t", ("I open the plans", OPEN_PLANS))
+    hover = 'def step(page) -> None:\n    page.get_by_role("heading", level=1).hover()\n'
+    llm_env.on("generate", code_answer(hover), code_answer(YEARLY))
+    llm_env.on("gate", REFUSED, CLEAN_GATE)
+    with PrettyPlay("t", config=config(pages, tmp_path), browser=browser) as t:
+        t.step("I open the plans")
+        page = t.page
+        t.step("I choose the yearly plan")
+        assert t.page is page  # the same page: nothing was there to undo
+    assert "brought back" not in llm_env.requests_for("generate")[1].content("user")
+
+
+def test_a_sentence_stating_a_condition_under_given_is_a_precondition(
+    pages, tmp_path: Path, llm_env: ScriptedLLMServer, browser
+) -> None:
+    pages.pages["/"] = PLANS
+    plant(tmp_path, "t", ("I open the plans", OPEN_PLANS))
+    visible = (
+        "def step(page) -> None:\n"
+        '    expect(page.get_by_role("group", name="Billing")).to_be_visible()\n'
+    )
+    llm_env.on("generate", code_answer(visible), code_answer(YEARLY))
+    llm_env.on("gate", CLEAN_GATE, repeat=True)
+    with PrettyPlay("t", config=config(pages, tmp_path), browser=browser) as t:
+        t.step("I open the plans")
+        t.step("the billing choice is visible")
+        t.step("I choose the yearly plan")
+    condition, action = (r.content("user") for r in llm_env.requests_for("generate"))
+    assert "STEP TYPE: precondition" in condition
+    assert "STEP TYPE: action" in action
+    gates = [r.content("user") for r in llm_env.requests_for("gate")]
+    assert "Is the condition the sentence states true after the code ran" in gates[0]
+    assert "where the sentence expects no change, stay as it was?" in gates[1]
+
+
+def test_a_checks_gate_asks_for_an_assertion_that_leaves_the_page_alone(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
+) -> None:
+    plant(tmp_path, "t", ("I open the shop", OPEN_SHOP))
+    llm_env.on("generate", code_answer(HEADING))
+    llm_env.on("gate", CLEAN_GATE)
+    with PrettyPlay("t", config=config(shop, tmp_path), browser=browser) as t:
+        t.step("I open the shop")
+        t.expect("the heading says Demo Shop")
+    gate = llm_env.requests_for("gate")[0].content("user")
+    assert "Does the code assert what the sentence states, without changing the page?" in gate
+
+
+def test_a_fixable_verdict_rides_the_next_generation(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
+) -> None:
+    plant(tmp_path, "t", ("I open the shop", OPEN_SHOP))
+    wrong = HEADING.replace('"Demo Shop")', '"Demo Store", timeout=300)')
+    explanation = "the code expects Demo Store; the heading reads Demo Shop"
+    verdict = {"label": "fixable", "explanation": explanation, "recommendation": "use Demo Shop"}
+    llm_env.on("generate", code_answer(wrong), code_answer(HEADING))
+    llm_env.on("classify", json_answer(verdict))
+    llm_env.on("gate", CLEAN_GATE)
+    with PrettyPlay("t", config=config(shop, tmp_path), browser=browser) as t:
+        t.step("I open the shop")
+        assert t.expect("the heading says Demo Shop").code == HEADING
+    first, second = (r.content("user") for r in llm_env.requests_for("generate"))
+    assert "VERDICT ON THE FAILURE" not in first
+    assert "VERDICT ON THE FAILURE: fixable" in second and explanation in second
+
+
+@pytest.mark.parametrize(
+    "answer", ["CANNOT: the page offers no export", "**CANNOT:** the page offers no export"]
+)
+def test_a_cannot_answer_ends_the_step_at_once_and_is_remembered(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser, answer: str
+) -> None:
+    plant(tmp_path, "t", ("I open the shop", OPEN_SHOP))
+    llm_env.on("generate", answer, repeat=True)
+    with PrettyPlay("t", config=config(shop, tmp_path), browser=browser) as t:
+        t.step("I open the shop")
+        with pytest.raises(IncurableStepError) as caught:
+            t.step("I export the orders as a spreadsheet")
+    assert "the model answered that this step cannot be written" in str(caught.value)
+    assert "explanation: the page offers no export" in str(caught.value)
+    assert [r.purpose for r in llm_env.requests] == ["generate"]  # no retry, no classify
+    kept = json.loads((tmp_path / "cache" / "t.json").read_text())
+    red = next(s for s in kept["steps"] if s["sentence"].startswith("I export"))
+    assert red["verdict"]["label"] == "incurable"
+    llm_env.reset()
+    with PrettyPlay("t", config=config(shop, tmp_path), browser=browser) as t:
+        t.step("I open the shop")
+        with pytest.raises(IncurableStepError) as again:
+            t.step("I export the orders as a spreadsheet")
+    assert "no request was made" in str(again.value)
+    assert "the page offers no export" in str(again.value)
+    assert llm_env.requests == []
