@@ -42,7 +42,7 @@ DEFECT_HEADLINE = "the product does not do what the step says"
 RUNAWAY_HEAD_CHARS = 2_000
 # Token budgets that keep a request under 8,000 tokens: the page state of a code or classify
 # request; the change a candidate made, and the page after it when that change is too large.
-PAGE_TOKENS = 6_000
+PAGE_TOKENS = 5_000
 MIN_PAGE_TOKENS = 1_500
 SCENARIO_LINE_TOKENS = 40
 CHANGE_TOKENS = 1_500

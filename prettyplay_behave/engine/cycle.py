@@ -301,7 +301,7 @@ class Engine:
         record(
             logging.INFO,
             "page_restored",
-            "a clean page: a fresh context, %d earlier steps replayed in %.0f ms",
+            "a clean page: a fresh context, the earlier steps replayed (%d) in %.0f ms",
             len(earlier),
             (time.monotonic() - started) * 1000,
         )

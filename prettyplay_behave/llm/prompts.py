@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError
 from ..page_events import PAGE_EVENTS
 from ..resources import templates_folder
+from ..safety.policy import contract
 from .purposes import Purpose
 
 if TYPE_CHECKING:
@@ -79,4 +80,5 @@ def _environment(templates_dir: str | None) -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     environment.globals["page_events"] = list(PAGE_EVENTS.values())  # the code contract's
+    environment.globals["policy"] = contract()  # what the code contract lists: the policy
     return environment

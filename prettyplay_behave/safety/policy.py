@@ -128,6 +128,33 @@ REFUSED_ATTRIBUTES = words(
     " subclasses unroute video wait_for_event wait_for_function"
 )
 
+# What to use instead of a refused name, for the refusal and the code contract.
+ALTERNATIVES: dict[str, str] = {
+    "evaluate": "read with locators (inner_text, get_attribute, input_value), assert with expect",
+    "evaluate_all": "use locator.all_inner_texts() or all_text_contents()",
+    "evaluate_handle": "use a locator",
+    "element_handle": "use a locator",
+    "element_handles": "use locator.all()",
+    "wait_for_function": "use expect(...), which retries until its condition holds",
+    "wait_for_timeout": "use expect(...), which retries until its condition holds",
+    "wait_for_selector": "use expect(locator).to_be_visible()",
+    "expect_navigation": "use page.wait_for_url(...) or expect(page).to_have_url(...)",
+    "expect_event": "use with page.expect_popup() or page.expect_download()",
+    "wait_for_event": "use with page.expect_popup() or page.expect_download()",
+    "frame": "use page.frame_locator(...)",
+    "frames": "use page.frame_locator(...)",
+    "main_frame": "use page itself",
+    "dispatch_event": "use click, press or check",
+    "set_content": "use page.goto(a path of the app)",
+    "cookies": "use the app's own pages (log in through its form)",
+    "storage_state": "use the app's own pages (log in through its form)",
+    "screenshot": "leave it out: prettyplay keeps screenshots itself (report_dir)",
+    "to_have_js_property": "use to_have_attribute, to_have_value or to_have_class",
+    "to_have_css": "use to_have_class or to_be_visible",
+    "print": "put the text in an assert's message",
+    "open": "use page.set_input_files(selector, name) for a file of the files folder",
+}
+
 # Calls that build a fresh, finite list: safe to loop over.
 LIST_METHODS = words(
     "all all_inner_texts all_text_contents findall items keys rsplit split splitlines values"
@@ -196,6 +223,15 @@ _REFUSED_OPERATORS: dict[type[ast.AST], str] = {
 _CONSTRUCTS = {
     "Expr": "expression statement",
     "Assign": "assignment",
+    "AugAssign": "augmented assignment (+=)",
+    "AnnAssign": "annotated assignment",
+    "If": "if statement",
+    "For": "for loop",
+    "Return": "return",
+    "Pass": "pass",
+    "Assert": "assert",
+    "Break": "break",
+    "Continue": "continue",
     "Attribute": "attribute",
     "Subscript": "subscript",
     "Call": "call",
@@ -267,6 +303,38 @@ def check_code(code: str) -> None:
     except (ValueError, RecursionError, MemoryError) as exc:
         raise CodePolicyError(f"step code cannot be parsed: {exc}") from None
     _Checker().module(tree)
+
+
+def _instead(name: str) -> str:
+    """What to use instead of the refused ``name``, as the end of its refusal."""
+    return f"; instead, {ALTERNATIVES[name]}" if name in ALTERNATIVES else ""
+
+
+def contract() -> dict[str, object]:
+    """What the code contract (``_code_contract.j2``) lists: exactly what this policy admits."""
+    statements = [_CONSTRUCTS.get(t.__name__, t.__name__.lower()) for t in _STATEMENTS]
+    return {
+        "provided": sorted(PROVIDED_NAMES),
+        "builtins": sorted(BUILTIN_NAMES),
+        "statements": statements,
+        "page": sorted(PAGE_ATTRIBUTES),
+        "locator": sorted(LOCATOR_ATTRIBUTES),
+        "frame_locator": sorted(FRAME_LOCATOR_ATTRIBUTES),
+        "keyboard": sorted(KEYBOARD_ATTRIBUTES),
+        "mouse": sorted(MOUSE_ATTRIBUTES),
+        "matchers": sorted(_MATCHERS),
+        "re": sorted(RE_NAMES),
+        "value_methods": sorted(VALUE_METHODS),
+        "waiters": sorted(WAITERS),
+        "max_loop_depth": MAX_LOOP_DEPTH,
+        "max_loop_items": MAX_LOOP_ITEMS,
+        "max_lines": MAX_CODE_LINES,
+        "refused": {
+            **{_CONSTRUCTS[name]: "" for name in ("While", "Try", "Lambda", "ListComp", "Global")},
+            "raise statement": "use assert",
+            **ALTERNATIVES,
+        },
+    }
 
 
 def _describe(node: ast.AST) -> str:
@@ -491,7 +559,7 @@ class _Checker:
                 f"name {name!r} is not allowed (names starting with '_' are refused)", node
             )
         if name in REFUSED_NAMES:
-            raise _refuse(f"name {name!r} is not allowed in step code", node)
+            raise _refuse(f"name {name!r} is not allowed in step code{_instead(name)}", node)
         if name == "secret":
             raise _refuse(self._secret_usage, node)
         if name not in PROVIDED_NAMES | BUILTIN_NAMES and name not in self.locals:
@@ -507,7 +575,7 @@ class _Checker:
                 f"attribute {attr!r} is not allowed (names starting with '_' are refused)", node
             )
         if attr not in ALLOWED_ATTRIBUTES:
-            raise _refuse(f"attribute {attr!r} is not allowed in step code", node)
+            raise _refuse(f"attribute {attr!r} is not allowed in step code{_instead(attr)}", node)
         if self.types_secrets and attr in READ_BACK:
             raise _refuse(
                 f"a step that types a secret cannot read the page back ({attr!r}): what it "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from types import SimpleNamespace as Obj
 from typing import Any
@@ -287,3 +288,38 @@ def test_a_gate_batch_lists_the_renames_and_each_proposal_by_number() -> None:
     assert 'get_by_placeholder("Old")  =>  get_by_placeholder("New")' in text
     assert "entry 1: I add a todo" in text and "entry 2: I clear the field" in text
     assert "WHAT THE CANDIDATE DID" not in text
+
+
+def test_the_code_contract_lists_exactly_what_the_policy_admits():
+    from prettyplay_behave.safety import policy
+
+    contract = PROMPTS.render("generate", **context())[0]["content"].split("THE CODE CONTRACT")[1]
+    words = set(re.findall(r"[\w]+", contract))
+    admitted = (
+        (policy.ALLOWED_ATTRIBUTES - policy.EVENT_INFO_ATTRIBUTES - policy.DOWNLOAD_ATTRIBUTES)
+        | policy.BUILTIN_NAMES
+        | policy.PROVIDED_NAMES
+    )
+    missing = {name for name in admitted if name.removeprefix("not_") not in words}
+    assert not missing
+    for name, instead in policy.ALTERNATIVES.items():
+        assert f"{name}: instead, {instead}" in contract
+    assert "raise statement: instead, use assert" in contract
+
+
+@pytest.mark.parametrize(
+    ("code", "named"),
+    [
+        ('page.evaluate("document.title")', "evaluate"),
+        ('expect(page.locator("a")).to_have_js_property("x", 1)', "to_have_js_property"),
+        ("page.wait_for_timeout(500)", "wait_for_timeout"),
+        ('print("done")', "print"),
+    ],
+)
+def test_a_refusal_names_what_to_use_instead(code, named):
+    from prettyplay_behave.errors import CodePolicyError
+    from prettyplay_behave.safety.policy import ALTERNATIVES, check_code
+
+    with pytest.raises(CodePolicyError) as refused:
+        check_code(f"def step(page) -> None:\n    {code}\n")
+    assert str(refused.value).endswith(f"; instead, {ALTERNATIVES[named]}")
