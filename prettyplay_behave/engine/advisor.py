@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..browser.change import page_change
+from ..browser.change import PageChange, page_change
 from ..browser.snapshot import PageState, capture, estimate_tokens, neutralise
 from ..errors import (
     IncurableStepError,
@@ -45,6 +45,7 @@ RUNAWAY_HEAD_CHARS = 2_000
 PAGE_TOKENS = 5_000
 MIN_PAGE_TOKENS = 1_500
 SCENARIO_LINE_TOKENS = 40
+SEEN_LINES = 4  # the changed lines of an earlier step a classification is shown
 CHANGE_TOKENS = 1_500
 CHANGE_PAGE_TOKENS = 3_000
 
@@ -135,12 +136,22 @@ class Advisor:
 
     # -- verdicts ------------------------------------------------------------------------------
 
-    def classify(self, test: TestState, entry: ScenarioEntry) -> Verdict:
+    def classify(
+        self, test: TestState, entry: ScenarioEntry, earlier: tuple[str, Verdict] | None = None
+    ) -> Verdict:
         """One classify request about a red step: the scenario so far with the code that ran
-        for each step, the step's history, and the page (within what the request can hold)."""
-        ran = sum(estimate_tokens(earlier.code) + SCENARIO_LINE_TOKENS for earlier in test.scenario)
+        for each step (and what it did to the page, with its gate's notes), the step's history,
+        the page (within what the request can hold), and the verdict ``earlier`` given to the
+        same failure in this run (sentence, verdict)."""
+        ran = sum(
+            estimate_tokens(earlier.code + "".join(earlier.seen + earlier.findings))
+            + SCENARIO_LINE_TOKENS
+            for earlier in test.scenario
+        )
         page = self.page_state(test, max(MIN_PAGE_TOKENS, PAGE_TOKENS - ran))
-        answer = self._send(Purpose.CLASSIFY, entry, page=page, **self._step_context(test, entry))
+        answer = self._send(
+            Purpose.CLASSIFY, entry, page=page, earlier=earlier, **self._step_context(test, entry)
+        )
         verdict = self._verdict(Purpose.CLASSIFY, entry, answer.text, repr(entry.sentence))
         record(
             logging.INFO,
@@ -224,9 +235,10 @@ class Advisor:
         """
         context = self._step_context(test, entry)
         after = self.page_state(test, CHANGE_PAGE_TOKENS)
+        change = page_change(before, after, CHANGE_TOKENS)
         evidence = {
             "page": after,
-            "change": page_change(before, after, CHANGE_TOKENS),
+            "change": change,
             "candidate_outcome": green.outcome,
             "verdict": verdict,
         }
@@ -262,6 +274,10 @@ class Advisor:
                     finding.message,
                 )
         if not review.blocking:
+            entry.seen = _seen(change)
+            entry.findings = tuple(
+                f"{f.severity} {f.dimension}: {f.message}" for f in review.findings
+            )
             return green
         findings = "\n".join(
             f"{f.severity} {f.dimension}: {f.message}" for f in review.findings if f.blocking
@@ -309,6 +325,17 @@ class Advisor:
             return [False] * len(batch)
         assert isinstance(review, GateVerdict)
         return _passed(review, len(batch))
+
+
+def _seen(change: PageChange) -> tuple[str, ...]:
+    """What a kept candidate did to the page, in a few lines: the counts, then changed lines."""
+    lines = [f"{before}  =>  {after}" for before, after in change.changed]
+    lines += [f"+ {line}" for line in change.appeared] + [
+        f"- {line}" for line in change.disappeared
+    ]
+    more = len(lines) - SEEN_LINES
+    kept = lines[:SEEN_LINES] + ([f"… {more} more"] if more > 0 else [])
+    return (change.summary, *kept)
 
 
 def _passed(review: GateVerdict, count: int) -> list[bool]:

@@ -20,6 +20,7 @@ classified on its own: its failure goes to the group's recovery (:mod:`.group`).
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -84,6 +85,8 @@ class Engine:
         # gated renames of entries, tried first when their step comes up (see ``renames``)
         self.renamed: dict[tuple[Path, tuple[object, ...]], Rename] = {}
         self.spread: set[tuple[str, str]] = set()  # the locator changes already spread
+        # the last verdict of each failure signature in this run: (sentence, verdict)
+        self.judged: dict[tuple[str, str], tuple[str, Verdict]] = {}
 
     def perform(self, test: TestState, spec: StepSpec, group: str | None = None) -> ScenarioEntry:
         """Perform one step of ``test`` (a member of ``group``, when given); its scenario
@@ -366,6 +369,19 @@ def _fits(entry: ScenarioEntry, sentence: str, code: str) -> bool:
     return bool(code_parameters(code)[0]) or sentence == entry.sentence
 
 
+_WAITING = "- waiting for "
+
+
+def failure_signature(attempt: Attempt) -> tuple[str, str] | None:
+    """What makes two failures the same: the error (its numbers aside) and the locator it was
+    waiting for. None for a failure that waited for no locator."""
+    lines = [line.strip() for line in attempt.text.splitlines()]
+    locator = next((line[len(_WAITING) :] for line in lines if line.startswith(_WAITING)), "")
+    if not lines or not locator:
+        return None
+    return re.sub(r"\d+", "N", lines[0]), locator
+
+
 def _same_page(state: PageState, other: PageState) -> bool:
     return (state.url, state.title, state.snapshot) == (other.url, other.title, other.snapshot)
 
@@ -505,7 +521,11 @@ class StepCycle:
         """One classification. A verdict that traces the failure to an earlier step ends this
         one at once: a green earlier step is no reason to heal this one (a product defect
         stays a product defect)."""
-        verdict = self.advisor.classify(self.test, self.entry)
+        signature = failure_signature(self.history[-1])
+        judged = self.engine.judged.get(signature) if signature else None
+        verdict = self.advisor.classify(self.test, self.entry, judged)
+        if signature and not verdict.degraded:
+            self.engine.judged[signature] = (self.spec.sentence, verdict)
         root = verdict.root_step
         earlier = {entry.sentence for entry in self.test.scenario}
         blames_earlier = bool(root) and root != self.spec.sentence and root in earlier

@@ -89,6 +89,10 @@ class ScenarioEntry:
     notes: list[str] = field(default_factory=list)  # what its last run met: unhandled dialogs
     cached: StepEntry | None = None  # the library entry its code came from, or was written as
     turned_green: bool = False  # a step remembered red that went green in this run
+    # what its kept code did to the page, as its gate saw it, and the gate's notes on it: the
+    # evidence a later classification of the scenario gets
+    seen: tuple[str, ...] = ()
+    findings: tuple[str, ...] = ()
 
     @property
     def kind(self) -> Kind:

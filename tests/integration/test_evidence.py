@@ -165,3 +165,59 @@ def test_a_cannot_answer_ends_the_step_at_once_and_is_remembered(
     assert "no request was made" in str(again.value)
     assert "the page offers no export" in str(again.value)
     assert llm_env.requests == []
+
+
+CONSENT = (
+    'def step(page) -> None:\n    page.get_by_role("button", name="Consent").click(timeout=300)\n'
+)
+GONE = {"label": "incurable", "explanation": "the shop has no Consent button", "recommendation": ""}
+
+
+def test_a_verdict_for_one_failure_is_offered_to_the_next_classification_of_it(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
+) -> None:
+    from prettyplay_behave.runtime import Runtime
+
+    for test, sentence in (("a", "I accept the cookies"), ("b", "I agree to the cookies")):
+        plant(tmp_path, test, ("I open the shop", OPEN_SHOP), (sentence, CONSENT))
+    llm_env.on("classify", json_answer(GONE), repeat=True)
+    runtime = Runtime(config(shop, tmp_path), browser=browser)
+    try:
+        for test, sentence in (("a", "I accept the cookies"), ("b", "I agree to the cookies")):
+            with PrettyPlay(test, runtime=runtime) as t:
+                t.step("I open the shop")
+                with pytest.raises(IncurableStepError):
+                    t.step(sentence)
+    finally:
+        runtime.close()
+    first, second = (r.content("user") for r in llm_env.requests_for("classify"))
+    assert "THE SAME FAILURE EARLIER IN THIS RUN" not in first
+    offered = second.split("THE SAME FAILURE EARLIER IN THIS RUN")[1]
+    assert "'I accept the cookies'" in offered.splitlines()[0]
+    assert "incurable: the shop has no Consent button" in offered
+
+
+def test_a_classification_sees_what_earlier_steps_did_to_the_page_and_their_gate_notes(
+    pages, tmp_path: Path, llm_env: ScriptedLLMServer, browser
+) -> None:
+    pages.pages["/"] = PLANS
+    plant(tmp_path, "t", ("I open the plans", OPEN_PLANS))
+    news = 'def step(page) -> None:\n    page.get_by_label("Send me the newsletter").check()\n'
+    wrong = (
+        "def step(page) -> None:\n"
+        '    expect(page.get_by_label("Yearly")).to_be_checked(timeout=300)\n'
+    )
+    note = {"dimension": "adequacy", "severity": "medium", "message": "a label is brittle"}
+    llm_env.on("generate", code_answer(news), code_answer(wrong))
+    llm_env.on("gate", json_answer({"findings": [note]}))
+    llm_env.on("classify", json_answer(GONE))
+    with PrettyPlay("t", config=config(pages, tmp_path), browser=browser) as t:
+        t.step("I open the plans")
+        t.step("I ask for the newsletter")
+        with pytest.raises(IncurableStepError):
+            t.expect("the yearly plan is chosen")
+    classify = llm_env.requests_for("classify")[0].content("user")
+    earlier = classify.split("- I ask for the newsletter")[1].split("ATTEMPT HISTORY")[0]
+    assert "what its code did to the page: 0 lines appeared, 0 disappeared, 1 changed" in earlier
+    assert "[checked]" in earlier
+    assert "medium adequacy: a label is brittle" in earlier

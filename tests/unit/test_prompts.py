@@ -32,7 +32,8 @@ def entry(kind: Kind, sentence: str, outcome: str, group: str | None, code: str)
     """An earlier step of the scenario, as the engine keeps it."""
     ran = Obj(url_before="http://localhost:8000/", url_after="http://localhost:8000/order")
     return Obj(kind=kind, sentence=sentence, outcome=outcome, group=group, code=code,
-               origin="replayed" if code else None, history=[ran] if code else [])  # fmt: skip
+               origin="replayed" if code else None, history=[ran] if code else [],
+               seen=(), findings=())  # fmt: skip
 
 
 def context(**changes: Any) -> dict[str, Any]:
