@@ -340,6 +340,9 @@ class RunConfig(_Sourced):
     """The settings read once per run: the browser, the LLM client, the cache, the report."""
 
     model: str = setting(DEFAULT_MODEL, _parse_str, _is_name, "expected a model name")
+    test_id_attribute: str = setting(
+        "data-testid", _parse_str, _is_name, "expected an attribute name such as data-test"
+    )
     classification_model: str | None = setting(
         None, _parse_str, _is_name, "expected a model name", optional=True
     )

@@ -2,7 +2,9 @@
 
 The accessibility snapshots before and after are compared line by line: lines that appeared,
 lines that disappeared, and lines that changed state (the same element, other attributes or
-text, such as a checkbox that became ``[checked]``). A change too large for its budget is
+text, such as a checkbox that became ``[checked]``, or a test-id element whose classes changed).
+Elements are paired by identity (role and name, a test id, the n-th unnamed checkbox), never by
+position: text lines are content and only appear or disappear. A change too large for its budget is
 summarised by its counts; the caller then shows the page after instead.
 """
 
@@ -18,6 +20,10 @@ from .snapshot import PageState, estimate_tokens
 
 T = TypeVar("T")
 
+# Controls that are told apart by their place among their like when they have no name.
+UNNAMED_CONTROLS = frozenset(
+    {"checkbox", "combobox", "radio", "searchbox", "slider", "spinbutton", "switch", "textbox"}
+)
 # The part of a snapshot line that names its element: role and name, without state or text.
 _ELEMENT = re.compile(r'^\s*- (?P<role>[\w/-]+)(?: "(?P<name>[^"]*)")?')
 
@@ -43,13 +49,32 @@ class PageChange:
 def page_change(before: PageState, after: PageState, budget_tokens: int = 1_500) -> PageChange:
     """The change from ``before`` to ``after``, its lists cut to ``budget_tokens``."""
     old, new = _lines(before.snapshot), _lines(after.snapshot)
+    old_ids, new_ids = _identities(old), _identities(new)
+    removed: set[int] = set()
+    added: set[int] = set()
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "equal":
+            removed.update(range(i1, i2))
+            added.update(range(j1, j2))
+    # an element is paired with itself by identity, wherever the diff put it; content (text)
+    # only appears or disappears where the diff says so
+    old_of = {k: line for k, line in zip(old_ids, old, strict=True) if k is not None}
+    new_of = {k: line for k, line in zip(new_ids, new, strict=True) if k is not None}
     appeared: list[str] = []
     disappeared: list[str] = []
     changed: list[tuple[str, str]] = []
-    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag in ("replace", "delete", "insert"):
-            _sort(old[i1:i2], new[j1:j2], appeared, disappeared, changed)
+    for i, (k, line) in enumerate(zip(old_ids, old, strict=True)):
+        if k is None:
+            if i in removed:
+                disappeared.append(line)
+        elif k not in new_of:
+            disappeared.append(line)
+        elif new_of[k] != line:
+            changed.append((line, new_of[k]))
+    for j, (k, line) in enumerate(zip(new_ids, new, strict=True)):
+        if (k is None and j in added) or (k is not None and k not in old_of):
+            appeared.append(line)
     summary = _summary(len(appeared), len(disappeared), len(changed))
     kept, fits = _fit(appeared, disappeared, changed, budget_tokens)
     return PageChange(before.url, after.url, after.title, *kept, summary=summary, fits=fits)
@@ -59,29 +84,21 @@ def _lines(snapshot: str) -> list[str]:
     return [line.strip() for line in snapshot.split("\n") if line.strip()]
 
 
-def _element(line: str) -> tuple[str, str] | None:
-    found = _ELEMENT.match(line)
-    return (found.group("role"), found.group("name") or "") if found else None
-
-
-def _sort(
-    old: list[str],
-    new: list[str],
-    appeared: list[str],
-    disappeared: list[str],
-    changed: list[tuple[str, str]],
-) -> None:
-    """Pair removed and added lines that name the same element; the rest appeared or went."""
-    unmatched = list(new)
-    for line in old:
-        element = _element(line)
-        twin = next((n for n in unmatched if element and _element(n) == element), None)
-        if twin is None:
-            disappeared.append(line)
-        else:
-            unmatched.remove(twin)
-            changed.append((line, twin))
-    appeared.extend(unmatched)
+def _identities(lines: list[str]) -> list[tuple[str, str, int] | None]:
+    """Each line's element: role, name (a test id for a ``testid`` line) and how many lines
+    before it named the same; None for content (text, an unnamed container), which is never
+    paired, so that one text is not shown as having turned into another."""
+    seen: dict[tuple[str, str], int] = {}
+    out: list[tuple[str, str, int] | None] = []
+    for line in lines:
+        found = _ELEMENT.match(line)
+        element = (found.group("role"), found.group("name") or "") if found else None
+        if element is None or not (element[1] or element[0] in UNNAMED_CONTROLS):
+            out.append(None)
+            continue
+        seen[element] = seen.get(element, 0) + 1
+        out.append((*element, seen[element]))
+    return out
 
 
 def _summary(appeared: int, disappeared: int, changed: int) -> str:

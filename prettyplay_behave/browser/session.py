@@ -125,6 +125,8 @@ class BrowserSession:
 
         if self._playwright is None:
             self._playwright = sync_playwright().start()
+        # what get_by_test_id looks for, and the snapshot shows (see snapshot.py)
+        self._playwright.selectors.set_test_id_attribute(self.config.test_id_attribute)
         browser_type = getattr(self._playwright, self.config.browser)
         endpoint = self.config.browser_endpoint
         if endpoint:

@@ -8,6 +8,7 @@ token budget that keeps what a step most likely needs: structure and interactive
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 import unicodedata
@@ -69,6 +70,7 @@ def capture(
     budget_tokens: int = 6000,
     redact: Callable[[str], str] = lambda s: s,
     timeout_ms: float = SNAPSHOT_TIMEOUT_MS,
+    test_id_attribute: str = "data-testid",
 ) -> PageState:
     """Read the page's URL, title and aria snapshot, made safe and fitted to ``budget_tokens``.
 
@@ -81,6 +83,7 @@ def capture(
     # The snapshot goes first: it has a timeout, and title() would hang on a page stuck in a loop.
     try:
         raw = _aria_snapshot(page, timeout_ms)
+        raw += _beyond_the_tree(page, test_id_attribute)
     except PlaywrightError as exc:
         raise PageCaptureError(f"could not read the aria snapshot of {url}: {exc}") from exc
     try:
@@ -118,6 +121,77 @@ def _aria_snapshot(page: Page, timeout_ms: float) -> str:
         return f"- iframe {_frame_label(page, match.group(1))}"
 
     return _REF.sub("", _IFRAME.sub(named, raw))  # marks change with every capture: dropped
+
+
+# What tests name and the accessibility tree leaves out, read in one pass over the main frame:
+# elements with a test id, and role-less elements a user clicks (a click handler, a tabindex,
+# a pointer cursor that their parent does not have), each with its own text (not its children's),
+# its classes, its state and its value as typed.
+_BEYOND_THE_TREE = """([attr, limit]) => {
+  const native = new Set(["A", "BUTTON", "INPUT", "SELECT", "TEXTAREA", "SUMMARY", "OPTION",
+    "LABEL", "DETAILS", "IFRAME", "BODY", "HTML"]);
+  const squeeze = (text) => text.replace(/\\s+/g, " ").trim().slice(0, 80);
+  const own = (el) => squeeze(Array.from(el.childNodes)
+    .filter((n) => n.nodeType === 3).map((n) => n.textContent).join(" "));
+  const out = [];
+  let styled = 0;
+  for (const el of document.body ? document.body.querySelectorAll("*") : []) {
+    if (out.length >= limit) break;
+    const testId = el.getAttribute(attr);
+    let clickable = false;
+    if (!native.has(el.tagName) && !el.hasAttribute("role")) {
+      clickable = el.hasAttribute("onclick") || el.hasAttribute("tabindex");
+      if (!clickable && styled < 3000) {
+        styled += 1;
+        const parent = el.parentElement;
+        clickable = getComputedStyle(el).cursor === "pointer" &&
+          !(parent && getComputedStyle(parent).cursor === "pointer");
+      }
+    }
+    if (testId === null && !clickable) continue;
+    if (el.getClientRects().length === 0) continue;
+    const state = [];
+    for (const name of ["checked", "disabled", "selected", "aria-selected", "aria-pressed",
+        "aria-checked", "aria-expanded", "aria-current"]) {
+      if (el.hasAttribute(name)) {
+        state.push(name.replace("aria-", "") + "=" + el.getAttribute(name));
+      }
+    }
+    out.push({
+      tag: el.tagName.toLowerCase(), testId, clickable,
+      text: own(el) || squeeze(el.innerText || ""),
+      classes: Array.from(el.classList).slice(0, 6),
+      state,
+      value: typeof el.value === "string" && el.value && el.type !== "password"
+        ? el.value.slice(0, 80) : null,
+    });
+  }
+  return out;
+}"""
+_BEYOND_LIMIT = 200
+_BEYOND_HEADER = "- beyond the accessibility tree (test ids, role-less clickable elements):"
+
+
+def _beyond_the_tree(page: Page, test_id_attribute: str) -> str:
+    """Lines for what tests name and the accessibility tree leaves out (see _BEYOND_THE_TREE):
+    ``- testid "seat-a1": div "A1" (clickable) .seat .selected``; empty when there is none."""
+    found = page.evaluate(_BEYOND_THE_TREE, [test_id_attribute, _BEYOND_LIMIT])
+    lines = []
+    for item in found:
+        text = f' "{_one_line(item["text"])}"' if item["text"] else ""
+        parts = [f"{item['tag']}{text}"]
+        if item["clickable"]:
+            parts.append("(clickable)")
+        parts += [f".{name}" for name in item["classes"]]
+        parts += [f"[{state}]" for state in item["state"]]
+        if item["value"] is not None:
+            parts.append("value " + json.dumps(item["value"], ensure_ascii=False))
+        if item["testId"] is not None:
+            head = f'- testid "{_one_line(item["testId"])}": '
+        else:
+            head = f'- clickable "{_one_line(item["text"])}": '
+        lines.append("  " + head + " ".join(parts))
+    return "\n" + "\n".join([_BEYOND_HEADER, *lines]) if lines else ""
 
 
 def _frame_label(page: Page, ref: str) -> str:
@@ -234,9 +308,9 @@ def _one_line(text: str) -> str:
 
 # Roles a step acts on or checks; compaction never drops them for depth.
 _KEEP_ROLES = words(
-    "alert alertdialog button checkbox combobox dialog form heading link listbox menuitem"
+    "alert alertdialog button checkbox clickable combobox dialog form heading link listbox menuitem"
     " menuitemcheckbox menuitemradio option radio searchbox slider spinbutton status switch tab"
-    " textbox treeitem"
+    " testid textbox treeitem"
 )
 # Runs of these are distinct controls rather than repeated content: collapsed only when very long.
 _CONTROL_ROLES = _KEEP_ROLES - {"option", "menuitem", "treeitem", "tab"}

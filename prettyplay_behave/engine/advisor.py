@@ -75,7 +75,12 @@ class Advisor:
         last: what a step's code set off after it returned (a request, a re-render) is part of
         what the step did."""
         test.settler.settle(test.config.settle_ms)
-        state = capture(test.page, redact=self.secrets.redact, budget_tokens=budget_tokens)
+        state = capture(
+            test.page,
+            redact=self.secrets.redact,
+            budget_tokens=budget_tokens,
+            test_id_attribute=self.llm.config.test_id_attribute,
+        )
         return dataclasses.replace(state, tabs=tuple(test.tabs.listing()), notes=tuple(test.notes))
 
     def _send(self, purpose: Purpose, entry: ScenarioEntry, **context: Any) -> Answer:

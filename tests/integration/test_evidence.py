@@ -221,3 +221,33 @@ def test_a_classification_sees_what_earlier_steps_did_to_the_page_and_their_gate
     assert "what its code did to the page: 0 lines appeared, 0 disappeared, 1 changed" in earlier
     assert "[checked]" in earlier
     assert "medium adequacy: a label is brittle" in earlier
+
+
+SEATS = """<!doctype html><title>Seats</title><h1>Seats</h1>
+<p>Total: $<span data-testid="total-price">20</span></p>
+<div class="seats">
+  <div class="seat" style="cursor: pointer" onclick="this.classList.toggle('selected')">A1</div>
+  <div class="seat taken" data-testid="seat-a2">A2</div>
+</div>"""
+PICK = 'def step(page) -> None:\n    page.get_by_text("A1", exact=True).click()\n'
+
+
+def test_the_snapshot_shows_test_ids_own_texts_and_role_less_clickables_and_class_changes(
+    pages, tmp_path: Path, llm_env: ScriptedLLMServer, browser
+) -> None:
+    pages.pages["/"] = SEATS
+    plant(tmp_path, "t", ("I open the seats", OPEN_PLANS))
+    llm_env.on("generate", code_answer(PICK))
+    llm_env.on("gate", CLEAN_GATE)
+    with PrettyPlay("t", config=config(pages, tmp_path), browser=browser) as t:
+        t.step("I open the seats")
+        t.step("I pick the seat A1")
+    page = llm_env.requests_for("generate")[0].content("user").split("CURRENT PAGE")[1]
+    assert 'testid "total-price": span "20"' in page  # its own text, not "Total: $20"
+    assert 'testid "seat-a2": div "A2" .seat .taken' in page
+    assert 'clickable "A1": div "A1" (clickable) .seat' in page
+    evidence = llm_env.requests_for("gate")[0].content("user").split("WHAT THE CANDIDATE DID")[1]
+    assert (
+        'clickable "A1": div "A1" (clickable) .seat  =>  '
+        '- clickable "A1": div "A1" (clickable) .seat .selected'
+    ) in evidence

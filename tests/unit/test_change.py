@@ -1,0 +1,41 @@
+"""The change a step made to the page: elements paired by identity, never by position."""
+
+from __future__ import annotations
+
+from prettyplay_behave.browser.change import page_change
+from prettyplay_behave.browser.snapshot import PageState
+
+
+def state(snapshot: str) -> PageState:
+    return PageState("http://app/", "App", snapshot, "f", len(snapshot))
+
+
+def test_a_text_that_went_and_another_that_came_are_not_one_changed_line() -> None:
+    before = state("- list:\n  - listitem: buy milk\n- text: 1 item left")
+    after = state(
+        "- list:\n  - listitem: buy milk\n  - listitem: feed the cat\n- text: 2 items left"
+    )
+    change = page_change(before, after)
+    assert change.changed == ()
+    assert set(change.appeared) == {"- listitem: feed the cat", "- text: 2 items left"}
+    assert change.disappeared == ("- text: 1 item left",)
+
+
+def test_unnamed_checkboxes_pair_by_their_place_among_their_like() -> None:
+    boxes = ["- checkbox", "- checkbox", "- checkbox"]
+    checked = ["- checkbox", "- checkbox [checked]", "- checkbox"]
+    change = page_change(state("\n".join(boxes)), state("\n".join(checked)))
+    assert change.changed == (("- checkbox", "- checkbox [checked]"),)
+    assert (change.appeared, change.disappeared) == ((), ())
+
+
+def test_a_test_id_element_whose_classes_changed_is_one_changed_line() -> None:
+    before = state('- button "Book"\n- testid "seat-a1": div "A1" (clickable) .seat')
+    after = state('- testid "seat-a1": div "A1" (clickable) .seat .selected\n- button "Book"')
+    change = page_change(before, after)
+    assert change.changed == (
+        (
+            '- testid "seat-a1": div "A1" (clickable) .seat',
+            '- testid "seat-a1": div "A1" (clickable) .seat .selected',
+        ),
+    )
