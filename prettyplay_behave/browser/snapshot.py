@@ -15,7 +15,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from playwright.sync_api import Error as PlaywrightError
 
@@ -148,7 +148,15 @@ _BEYOND_THE_TREE = """([attr, limit]) => {
           !(parent && getComputedStyle(parent).cursor === "pointer");
       }
     }
-    if (testId === null && !clickable) continue;
+    // a text field whose value the accessibility tree shows with its whitespace collapsed
+    const typed = (el.tagName === "TEXTAREA" || (el.tagName === "INPUT" && el.type !== "password"))
+      && typeof el.value === "string" && /\\s\\s|^\\s|\\s$|[\\t\\n]/.test(el.value);
+    // a fragment of a text run (a price inside "Total: $20"): a leaf whose parent has text too
+    const parent = el.parentElement;
+    const part = el.children.length === 0 && !native.has(el.tagName) && !!parent
+      && parent !== document.body && own(el) !== "" && own(el).length <= 40
+      && own(parent) !== "";
+    if (testId === null && !clickable && !typed && !part) continue;
     if (el.getClientRects().length === 0) continue;
     const state = [];
     for (const name of ["checked", "disabled", "selected", "aria-selected", "aria-pressed",
@@ -157,8 +165,11 @@ _BEYOND_THE_TREE = """([attr, limit]) => {
         state.push(name.replace("aria-", "") + "=" + el.getAttribute(name));
       }
     }
+    const label = (el.labels && el.labels[0] && squeeze(el.labels[0].innerText))
+      || el.getAttribute("aria-label") || el.getAttribute("placeholder") || el.name || "";
     out.push({
-      tag: el.tagName.toLowerCase(), testId, clickable,
+      tag: el.tagName.toLowerCase(), testId, clickable, typed, label,
+      of: part ? own(parent) : null,
       text: own(el) || squeeze(el.innerText || ""),
       classes: Array.from(el.classList).slice(0, 6),
       state,
@@ -169,7 +180,10 @@ _BEYOND_THE_TREE = """([attr, limit]) => {
   return out;
 }"""
 _BEYOND_LIMIT = 200
-_BEYOND_HEADER = "- beyond the accessibility tree (test ids, role-less clickable elements):"
+_BEYOND_HEADER = (
+    "- beyond the accessibility tree (test ids, role-less clickable elements, values as typed,"
+    " parts of a text):"
+)
 
 
 def _beyond_the_tree(page: Page, test_id_attribute: str) -> str:
@@ -186,12 +200,19 @@ def _beyond_the_tree(page: Page, test_id_attribute: str) -> str:
         parts += [f"[{state}]" for state in item["state"]]
         if item["value"] is not None:
             parts.append("value " + json.dumps(item["value"], ensure_ascii=False))
-        if item["testId"] is not None:
-            head = f'- testid "{_one_line(item["testId"])}": '
-        else:
-            head = f'- clickable "{_one_line(item["text"])}": '
-        lines.append("  " + head + " ".join(parts))
+        lines.append("  " + _identity(item) + ": " + " ".join(parts))
     return "\n" + "\n".join([_BEYOND_HEADER, *lines]) if lines else ""
+
+
+def _identity(item: dict[str, Any]) -> str:
+    """How the change of the page tells the element apart: its test id, else what it is."""
+    if item["testId"] is not None:
+        return f'- testid "{_one_line(item["testId"])}"'
+    if item["clickable"]:
+        return f'- clickable "{_one_line(item["text"])}"'
+    if item["typed"]:
+        return f'- typed "{_one_line(item["label"])}"'
+    return f'- part of "{_one_line(item["of"] or "")}"'
 
 
 def _frame_label(page: Page, ref: str) -> str:
@@ -310,7 +331,7 @@ def _one_line(text: str) -> str:
 _KEEP_ROLES = words(
     "alert alertdialog button checkbox clickable combobox dialog form heading link listbox menuitem"
     " menuitemcheckbox menuitemradio option radio searchbox slider spinbutton status switch tab"
-    " testid textbox treeitem"
+    " testid textbox treeitem typed"
 )
 # Runs of these are distinct controls rather than repeated content: collapsed only when very long.
 _CONTROL_ROLES = _KEEP_ROLES - {"option", "menuitem", "treeitem", "tab"}

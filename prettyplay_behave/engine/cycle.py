@@ -319,12 +319,21 @@ class Engine:
     ) -> StuckStep:
         once = replace(entry.spec, tries=1)  # the settle window never re-arms inside the dialog
         seen: dict[str, PageState] = {}  # the page as it was before the last execution
+        # every turn starts on the page as it was before the step: the failed attempts and
+        # each red turn may have changed it
+        turns = StepCycle(self, test, entry)
+        turns.dirty = test.renewable
 
         def ask(guidance: str) -> str | Attempt:
-            seen["before"] = self.advisor.page_state(test)
+            seen["before"] = turns.clean_page()
             try:
                 return self.advisor.code(
-                    Purpose.STEER, test, entry, guidance=guidance, page=seen["before"]
+                    Purpose.STEER,
+                    test,
+                    entry,
+                    guidance=guidance,
+                    page=seen["before"],
+                    restored=turns.restored,
                 )
             except CannotAnswer as cannot:  # the engineer reads it and guides again
                 url = test.page.url
@@ -334,6 +343,7 @@ class Engine:
             if "before" not in seen:  # a part that runs code it did not ask for
                 seen["before"] = self.advisor.page_state(test)
             attempt = self.execute(test, once, code)
+            turns.dirty = True
             return attempt
 
         def keep(code: str, guidance: str) -> None:
@@ -345,7 +355,7 @@ class Engine:
         return StuckStep(
             entry=entry,
             failure=failure,
-            page=test.page,
+            current_page=lambda: test.page,
             ask=ask,
             execute=execute,
             gate=lambda green, guidance: self.advisor.gate(

@@ -31,7 +31,7 @@ class StuckStep:
 
     entry: ScenarioEntry  # its spec, its history (every turn joins it) and its group
     failure: IncurableStepError  # what propagates unless a turn goes green
-    page: Page
+    current_page: Callable[[], Page]  # the test's page now (a clean page for a turn is new)
     ask: Callable[[str], str | Attempt]  # a steer request with this guidance: code, or a record
     execute: Callable[[str], Attempt]  # one execution on the live page (no re-runs)
     gate: Callable[[Attempt, str], Attempt]  # the compliance gate, judging the guidance too
@@ -41,6 +41,11 @@ class StuckStep:
     # whether a picture of the page may be taken: not of a test that types a secret (a picture
     # cannot be redacted) unless its screenshot policy is ``on``
     pictures: bool = True
+
+    @property
+    def page(self) -> Page:
+        """The test's page as it is now."""
+        return self.current_page()
 
 
 class Steering(Protocol):

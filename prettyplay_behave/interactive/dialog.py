@@ -59,7 +59,6 @@ class SteeringDialog:
         self.stuck = stuck
         self.failure = stuck.failure
         self.terminal = terminal
-        self.page = stuck.page
         self.shots: list[str] = []  # the screenshots taken, removed when the dialog ends
 
     def open(self) -> bool:
@@ -106,7 +105,7 @@ class SteeringDialog:
         self.terminal.write(self.terminal.colour(title.ljust(72, "─"), Fore.YELLOW))
         self.terminal.write(_labelled("code", self.failure.code or "(none)"))
         self.terminal.write(_labelled("error", self.stuck.redact(self.failure.render())))
-        self.terminal.write(_labelled("url", self.stuck.redact(self.page.url)))
+        self.terminal.write(_labelled("url", self.stuck.redact(self.stuck.page.url)))
         self.terminal.write(_labelled("shot", self.screenshot_path()))
         self.terminal.write(_labelled("commands", COMMANDS))
 
@@ -120,7 +119,7 @@ class SteeringDialog:
         os.close(handle)
         self.shots.append(path)
         try:
-            self.page.screenshot(path=path, full_page=True)
+            self.stuck.page.screenshot(path=path, full_page=True)
         except Exception as exc:  # a crashed page still gets its dialog
             return f"(no screenshot: {exc})"
         return path
@@ -156,7 +155,7 @@ class SteeringDialog:
         if answer is None:
             raise KeyboardInterrupt
         if answer.strip().lower() != "y":
-            url = self.page.url
+            url = self.stuck.page.url
             history.append(Attempt(Outcome.REJECTED, url, url, code, str(Outcome.REJECTED)))
             self.terminal.write("not run; the candidate joins the history as rejected")
             return False

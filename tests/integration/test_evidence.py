@@ -224,7 +224,8 @@ def test_a_classification_sees_what_earlier_steps_did_to_the_page_and_their_gate
 
 
 SEATS = """<!doctype html><title>Seats</title><h1>Seats</h1>
-<p>Total: $<span data-testid="total-price">20</span></p>
+<p>Total: $<span data-testid="total-price">20</span></p><p>Seats left: <b>3</b></p>
+<label>Note <input value="window,  please"></label>
 <div class="seats">
   <div class="seat" style="cursor: pointer" onclick="this.classList.toggle('selected')">A1</div>
   <div class="seat taken" data-testid="seat-a2">A2</div>
@@ -246,8 +247,48 @@ def test_the_snapshot_shows_test_ids_own_texts_and_role_less_clickables_and_clas
     assert 'testid "total-price": span "20"' in page  # its own text, not "Total: $20"
     assert 'testid "seat-a2": div "A2" .seat .taken' in page
     assert 'clickable "A1": div "A1" (clickable) .seat' in page
+    assert 'part of "Seats left:": b "3"' in page
+    assert 'typed "Note": input value "window,  please"' in page
     evidence = llm_env.requests_for("gate")[0].content("user").split("WHAT THE CANDIDATE DID")[1]
     assert (
         'clickable "A1": div "A1" (clickable) .seat  =>  '
         '- clickable "A1": div "A1" (clickable) .seat .selected'
     ) in evidence
+
+
+class TurnsOnAChangedPage:
+    """A steering part whose first turn changes the page and whose second asks for code."""
+
+    def __init__(self) -> None:
+        self.asked_on: list[bool] = []
+
+    def steer(self, stuck) -> bool:
+        stuck.execute(WRONG_BOX)
+        code = stuck.ask("use the Yearly radio")
+        self.asked_on.append(stuck.page.get_by_label("Send me the newsletter").is_checked())
+        attempt = stuck.gate(stuck.execute(code), "use the Yearly radio")
+        if attempt.outcome != "green":
+            return False
+        stuck.keep(code, "use the Yearly radio")
+        return True
+
+
+def test_a_steered_turn_starts_on_the_page_as_it_was_before_the_step(
+    pages, tmp_path: Path, llm_env: ScriptedLLMServer, browser, monkeypatch
+) -> None:
+    monkeypatch.delenv("CI", raising=False)  # steering never opens in CI; this run stands outside
+    pages.pages["/"] = PLANS
+    broken = 'def step(page) -> None:\n    page.get_by_label("Annual").check(timeout=300)\n'
+    plant(tmp_path, "t", ("I open the plans", OPEN_PLANS), ("I choose the yearly plan", broken))
+    llm_env.on("classify", json_answer(GONE))
+    llm_env.on("steer", code_answer(YEARLY))
+    llm_env.on("gate", CLEAN_GATE)
+    steering = TurnsOnAChangedPage()
+    settings = config(pages, tmp_path, interactive=True)
+    with PrettyPlay("t", config=settings, browser=browser, steering=steering) as t:
+        t.step("I open the plans")
+        assert t.step("I choose the yearly plan").origin == "steered"
+        assert not t.page.get_by_label("Send me the newsletter").is_checked()
+    assert steering.asked_on == [False]
+    steer = llm_env.requests_for("steer")[0].content("user")
+    assert "brought back to where this step started" in steer
