@@ -49,7 +49,9 @@ _QUIET = (
 async ([quietMs, budgetMs]) => {
   const started = performance.now();
   const left = () => Math.max(0, budgetMs - (performance.now() - started));
-  const turn = (ms) => new Promise((resolve) => setTimeout(resolve, Math.min(ms, left())));
+  // Never 0 ms: Chromium queues a 0 ms timer apart from delayed ones, where it can run ahead of
+  // a page timer that is already overdue; a delayed timer runs after every timer due before it.
+  const turn = (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(1, Math.min(ms, left()))));
   for (;;) {
     if (document.readyState !== "complete") {
       await new Promise((resolve) => {
@@ -62,7 +64,7 @@ async ([quietMs, budgetMs]) => {
     + """      }
       const seen = window.__prettyplayLastMutation;
       await turn(Math.max(0, quietMs - (performance.now() - seen)));
-      await turn(0);  // a page timer that fell due while this one was late runs first
+      await turn(1);  // a page timer that fell due while this one was late runs first
       const last = window.__prettyplayLastMutation;
       if (last === seen && performance.now() - last >= quietMs) return true;
     }
