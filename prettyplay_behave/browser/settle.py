@@ -51,7 +51,8 @@ async ([quietMs, budgetMs]) => {
   const left = () => Math.max(0, budgetMs - (performance.now() - started));
   // Never 0 ms: Chromium queues a 0 ms timer apart from delayed ones, where it can run ahead of
   // a page timer that is already overdue; a delayed timer runs after every timer due before it.
-  const turn = (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(1, Math.min(ms, left()))));
+  const turn = (ms) =>
+    new Promise((resolve) => setTimeout(resolve, Math.max(1, Math.min(ms, left()))));
   for (;;) {
     if (document.readyState !== "complete") {
       await new Promise((resolve) => {
