@@ -88,6 +88,23 @@ def _parse_word(text: str) -> str:
     return text.strip().lower()
 
 
+def _parse_context_args(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"expected a JSON object ({exc})") from None
+    problem = _context_args_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return cast("dict[str, Any]", value)
+
+
+def _context_args_problem(value: Any) -> str | None:
+    from .browser.context_args import problem
+
+    return problem(value)
+
+
 def _parse_origins(text: str) -> tuple[str, ...]:
     return tuple(part.strip().rstrip("/") for part in text.split(",") if part.strip())
 
@@ -190,8 +207,12 @@ def setting(
     *,
     optional: bool = False,
 ) -> Any:
-    """A config field: its default and its :class:`Setting`."""
-    return field(default=default, metadata={"setting": Setting(parse, check, problem, optional)})
+    """A config field: its default and its :class:`Setting`. A table's default is a fresh
+    empty one per config."""
+    metadata = {"setting": Setting(parse, check, problem, optional)}
+    if isinstance(default, dict):
+        return field(default_factory=dict, metadata=metadata)
+    return field(default=default, metadata=metadata)
 
 
 def settings_of(cls: type) -> dict[str, Setting]:
@@ -203,7 +224,7 @@ def _validate(config: object) -> None:
     for key, rule in settings_of(type(config)).items():
         value = getattr(config, key)
         if not rule.accepts(value):
-            raise ConfigError(key, value, type(config).__name__, rule.problem)
+            raise ConfigError(key, shown(key, value), type(config).__name__, rule.problem)
 
 
 # -- the two scopes -----------------------------------------------------------------------------
@@ -218,12 +239,13 @@ class _Sourced:
         sources: Mapping[str, str] = getattr(self, "sources", {})
         if key in sources:
             return sources[key]
-        default = next((f.default for f in fields(cast(Any, self)) if f.name == key), None)
+        found = next(f for f in fields(cast(Any, self)) if f.name == key)
+        default = found.default_factory() if callable(found.default_factory) else found.default
         return "the default" if getattr(self, key) == default else "PrettyConfig"
 
     def error(self, key: str, problem: str) -> ConfigError:
         """A ConfigError about the value of ``key``, found after the settings were read."""
-        return ConfigError(key, getattr(self, key), self.source_of(key), problem)
+        return ConfigError(key, shown(key, getattr(self, key)), self.source_of(key), problem)
 
 
 @dataclass(frozen=True)
@@ -308,6 +330,16 @@ class TestConfig(_Sourced):
         optional=True,
     )
     ignore_https_errors: bool = setting(False, _parse_bool, _is_bool, "expected true or false")
+    # Playwright's own new_context options, over the settings above (docs/configuration.md)
+    context_args: Mapping[str, Any] = setting(
+        {},
+        _parse_context_args,
+        lambda v: _context_args_problem(v) is None,
+        "expected a JSON object of Playwright's new_context options",
+    )
+    expect_timeout_ms: int = setting(5_000, _parse_int, _between(1), "expected milliseconds > 0")
+    # a cookie value step code reads is redacted like a secret (unless false)
+    redact_cookies: bool = setting(True, _parse_bool, _is_bool, "expected true or false")
     # the pace of a @group scenario's block: @group.speed=N and @group.delay=S
     group_speed: int | None = setting(
         None, _parse_int, _between(0, 100), "expected 0 to 100", optional=True
@@ -357,6 +389,9 @@ class RunConfig(_Sourced):
     headless: bool = setting(True, _parse_bool, _is_bool, "expected true or false")
     browser: str = setting(
         "chromium", _parse_str, lambda v: v in BROWSERS, f"expected one of {', '.join(BROWSERS)}"
+    )
+    browser_channel: str | None = setting(
+        None, _parse_str, _is_name, "expected a channel such as chrome or msedge", optional=True
     )
     browser_executable: str | None = setting(
         None, _parse_str, _is_text, "expected a path", optional=True
@@ -425,6 +460,8 @@ class PrettyConfig(RunConfig, TestConfig):
         """
         values: dict[str, Any] = {key: getattr(self, key) for key in TEST_KEYS}
         tagged, tag_sources = tag_settings(tags, scenario)
+        if "context_args" in tagged:  # a tag adds to the run's options, key by key
+            tagged["context_args"] = {**self.context_args, **tagged["context_args"]}
         values.update(tagged)
         return TestConfig(**values, sources={**self.sources, **tag_sources})
 
@@ -463,6 +500,13 @@ def origin_of(url: str) -> str:
     return f"{scheme}://{host}:{port}"
 
 
+def shown(key: str, value: Any) -> Any:
+    """A value as an error may show it: context options that hold a password are not shown."""
+    if key == "context_args" and "pass" in str(value).lower():
+        return "(not shown: it holds a password)"
+    return value
+
+
 # -- resolving the sources ----------------------------------------------------------------------
 
 
@@ -473,9 +517,9 @@ def _typed(key: str, text: str, source: str) -> Any:
     try:
         value = rule.read(text)
     except ValueError as exc:
-        raise ConfigError(key, text, source, str(exc)) from None
+        raise ConfigError(key, shown(key, text), source, str(exc)) from None
     if not rule.accepts(value):
-        raise ConfigError(key, text, source, rule.problem)
+        raise ConfigError(key, shown(key, text), source, rule.problem)
     return value
 
 

@@ -111,7 +111,11 @@ class Runtime:
         video = None
         if self.artifacts is not None and config.video != "off":
             video = self.artifacts.video_dir(name)
-        return self.session.new_page(config, video, prepare=Settler.install)
+        # the context's own options, with their ${NAME}s from the environment (and redacted)
+        args = self.secrets.filled(
+            config.context_args, "context_args", config.source_of("context_args")
+        )
+        return self.session.new_page(config, video, prepare=Settler.install, context_args=args)
 
     @staticmethod
     def _instruments(

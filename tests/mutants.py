@@ -325,7 +325,7 @@ MUTANTS = (
            "if self._playwright is not None and self._owns_playwright:",
            "if self._playwright is not None:", ("tests/integration/test_python_api.py",)),
     Mutant("browser: a test's own pages open without the mutation clock", f"{PACKAGE}/runtime.py",
-           "prepare=Settler.install)", "prepare=None)", ("tests/integration/test_settle.py",)),
+           "prepare=Settler.install,", "prepare=None,", ("tests/integration/test_settle.py",)),
     Mutant("browser: a headless run launches the full browser", f"{PACKAGE}/browser/session.py",
            "(SYSTEM_HEADLESS_SHELLS if headless else ())", "()",
            ("tests/unit/test_browser_choice.py", "tests/integration/test_python_api.py")),

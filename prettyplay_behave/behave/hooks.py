@@ -9,19 +9,21 @@ ready) and its ``after_scenario`` after the user's (so the page is still open th
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
 import sys
 import time
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..browser.context_args import problem as context_args_problem
 from ..cache import CACHE_FOLDER
-from ..config import PrettyConfig, in_ci, resolve_config
-from ..errors import CacheError, PrettyPlayError
+from ..config import PrettyConfig, in_ci, resolve_config, shown
+from ..errors import CacheError, ConfigError, PrettyPlayError
 from ..events import record
 from ..report import attachments
 from . import liveness
@@ -29,6 +31,7 @@ from .mapping import outline_of, scenario_namespace, step_spec
 
 if TYPE_CHECKING:
     from ..authoring import Group, PrettyPlay
+    from ..config import TestConfig
     from ..engine.state import TestState
     from ..engine.steering import Steering
     from ..engine.step import ScenarioEntry
@@ -127,7 +130,30 @@ def before_all(context: Any, steering: Steering | None = None) -> None:
     context.prettyplay = runtime
 
 
-def before_scenario(context: Any, scenario: Any) -> None:
+CONTEXT_ARGS_HOOK = "prettyplay_context_args"
+
+
+def scenario_context_args(
+    context: Any, scenario: Any, config: TestConfig, environment: Mapping[str, Any]
+) -> TestConfig:
+    """``config`` with the context options environment.py's ``prettyplay_context_args(context,
+    scenario, args) -> dict`` returns for the scenario (as pytest-playwright's
+    ``browser_context_args``); a bad table is a ConfigError naming the hook."""
+    hook = environment.get(CONTEXT_ARGS_HOOK)
+    if hook is None:
+        return config
+    source = f"{CONTEXT_ARGS_HOOK}() in environment.py, for scenario {scenario.name!r}"
+    args = hook(context, scenario, dict(config.context_args))
+    problem = context_args_problem(args)
+    if problem:
+        raise ConfigError("context_args", shown("context_args", args), source, problem)
+    sources = {**config.sources, "context_args": source}
+    return dataclasses.replace(config, context_args=dict(args), sources=sources)
+
+
+def before_scenario(
+    context: Any, scenario: Any, environment: Mapping[str, Any] | None = None
+) -> None:
     from ..authoring import PrettyPlay
 
     runtime: Runtime = context.prettyplay
@@ -137,6 +163,7 @@ def before_scenario(context: Any, scenario: Any) -> None:
         record(logging.WARNING, "interactive_off", "CI is set: @interactive is ignored")
     name = test_name(context, scenario)
     config = runtime.config.for_test(tags, scenario.name)
+    config = scenario_context_args(context, scenario, config, environment or {})
     test = PrettyPlay(name, config, runtime=runtime)
     group = None
     if "group" in tags:  # the scenario's own steps run as one group, named by the scenario
@@ -289,4 +316,6 @@ def use_prettyplay(namespace: MutableMapping[str, Any], steering: Steering | Non
     for name, ours in _OURS.items():
         if name == "before_all" and steering is not None:
             ours = functools.partial(before_all, steering=steering)
+        if name == "before_scenario":  # finds prettyplay_context_args, wherever it is defined
+            ours = functools.partial(before_scenario, environment=namespace)
         namespace[name] = _combine(name, ours, namespace.get(name))

@@ -19,10 +19,12 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..config import origin_of
 from ..errors import ConfigError, PrettyPlayError
+from .context_args import ORIGIN_BOUND
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from playwright.sync_api import Browser, BrowserContext, Page, Playwright
 
@@ -45,6 +47,9 @@ SYSTEM_CHROMIUMS = ("chromium", "chromium-browser", "google-chrome", "google-chr
 # Playwright runs headless Chromium as its headless shell, which opens a page in a quarter of
 # the time the full browser takes; Debian and Google ship it under these names.
 SYSTEM_HEADLESS_SHELLS = ("chromium-headless-shell", "chrome-headless-shell")
+# Channels of Chromium itself, served by a system Chromium when Playwright's build is absent;
+# the others (chrome, msedge, their betas) are branded browsers Playwright finds installed.
+OPEN_CHANNELS = ("chromium", "chromium-headless-shell")
 
 
 def find_system_chromium(headless: bool = True) -> str | None:
@@ -96,6 +101,33 @@ def _video_error(config: TestConfig, exc: Exception) -> ConfigError:
     )
 
 
+def bound_to(args: Mapping[str, Any], config: TestConfig) -> dict[str, Any]:
+    """``args`` with credentials and client certificates sent to the test's origins only: an
+    entry that names no origin goes to the first of them (base_url's), one that names another
+    is a ConfigError."""
+    origins = config.origins
+    bound = dict(args)
+    for key in ORIGIN_BOUND:
+        if key not in bound:
+            continue
+        many = isinstance(bound[key], list)
+        entries = []
+        for entry in bound[key] if many else [bound[key]]:
+            entry = dict(entry)
+            if "origin" not in entry and origins:
+                entry["origin"] = origins[0]
+            if origin_of(str(entry.get("origin", ""))) not in origins:
+                raise config.error(
+                    "context_args",
+                    f"{key} may go only to the test's origins "
+                    f"({', '.join(origins) or 'none: set base_url'}), not to "
+                    f"{entry.get('origin', 'every origin')}",
+                )
+            entries.append(entry)
+        bound[key] = entries if many else entries[0]
+    return bound
+
+
 class BrowserSession:
     """Owns the browser of a run (unless one is handed in) and Playwright (unless one is handed
     in); hands out a context and page per test."""
@@ -121,6 +153,7 @@ class BrowserSession:
         return self._browser
 
     def _start(self) -> Browser:
+        from playwright.sync_api import Error as PlaywrightError
         from playwright.sync_api import sync_playwright
 
         if self._playwright is None:
@@ -147,10 +180,19 @@ class BrowserSession:
             "headless": self.config.headless,
             "slow_mo": self.config.slow_mo_ms,
             "executable_path": executable,
+            "channel": self.config.browser_channel,
         }
         if self.config.browser != "chromium":
             return browser_type.launch(**options)
-        return self._launch_chromium(browser_type, options)
+        try:
+            return self._launch_chromium(browser_type, options)
+        except PlaywrightError as exc:
+            if self.config.browser_channel and "distribution" in str(exc).lower():
+                first = str(exc).strip().splitlines()[0]
+                raise self.config.error(
+                    "browser_channel", f"Playwright finds no such browser here ({first})"
+                ) from exc
+            raise
 
     def _launch_chromium(self, browser_type: Any, options: dict[str, Any]) -> Browser:
         """Chromium with its own sandbox where it can run; else without it, and a warning that
@@ -192,9 +234,15 @@ class BrowserSession:
             if not os.access(configured, os.X_OK):
                 raise self.config.error("browser_executable", "no executable file there")
             return configured
+        channel = self.config.browser_channel
+        if channel and self.config.browser != "chromium":
+            raise self.config.error("browser_channel", "a channel is one of Chromium's")
+        if channel not in (None, *OPEN_CHANNELS):  # Playwright finds a branded browser itself
+            return None
         if self.config.browser != "chromium" or Path(bundled).exists():
             return None
-        system = find_system_chromium(self.config.headless)
+        # the "chromium" channel is the full browser's own headless mode, not the headless shell
+        system = find_system_chromium(self.config.headless and channel != "chromium")
         if system is None:
             raise self.config.error(
                 "browser_executable",
@@ -209,17 +257,19 @@ class BrowserSession:
         config: TestConfig,
         video_dir: Path | None = None,
         prepare: Callable[[BrowserContext], None] | None = None,
+        context_args: Mapping[str, Any] | None = None,
     ) -> tuple[BrowserContext, Page]:
         """A fresh context (with ``base_url`` and the test's context settings) and page;
         ``prepare`` gets the context before its first page opens (an init script added then
-        costs the page nothing).
+        costs the page nothing). ``context_args`` stands for the test's own, its secrets filled
+        in.
 
         A browser that died since the last test (killed, crashed) is launched again: its
         death may only come to light with this first request to it.
         """
         from playwright.sync_api import Error as PlaywrightError
 
-        options = self.context_options(config, video_dir)
+        options = self.context_options(config, video_dir, context_args)
         try:
             context = self.browser.new_context(**options)
         except PlaywrightError as exc:
@@ -240,9 +290,15 @@ class BrowserSession:
             raise _video_error(config, exc) from exc
         return context, page
 
-    def context_options(self, config: TestConfig, video_dir: Path | None) -> dict[str, Any]:
+    def context_options(
+        self,
+        config: TestConfig,
+        video_dir: Path | None,
+        context_args: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """The browser context of one test, in Playwright's own terms (as pytest-playwright's
-        ``browser_context_args``): the device first, the single settings over it."""
+        ``browser_context_args``): the device first, the single settings over it, then
+        ``context_args`` (the test's own unless given)."""
         options: dict[str, Any] = {"base_url": config.base_url, "accept_downloads": True}
         if config.device and self._handed_in:
             raise config.error(
@@ -276,6 +332,8 @@ class BrowserSession:
             options["ignore_https_errors"] = True
         if video_dir is not None:
             options["record_video_dir"] = str(video_dir)
+        given = config.context_args if context_args is None else context_args
+        options.update(bound_to(given, config))
         return options
 
     @property

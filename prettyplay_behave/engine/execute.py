@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..browser.guard import BLANK
 from ..browser.stop import ExecutionStop
+from ..config import origin_of
 from ..errors import CodePolicyError, StepTimeoutError, describe_exception
 from ..events import record
 from ..safety.limits import MEMORY_HEADROOM, Budget
@@ -151,6 +152,9 @@ def _services(test: TestState, stop: ExecutionStop, secrets: Secrets) -> PageSer
         downloaded=downloaded,
         redact=secrets.redact,
         origin_allowed=test.guard.allows if test.guard is not None else None,
+        home=origin_of(test.config.base_url) if test.config.base_url else None,
+        hide=secrets.hide if test.config.redact_cookies else None,
+        expect_timeout_ms=test.config.expect_timeout_ms,
     )
 
 

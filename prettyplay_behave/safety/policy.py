@@ -51,16 +51,26 @@ _ACTIONS = words(
     " select_option set_checked tap text_content type uncheck"
 )
 
-# What the page proxy offers that Playwright's Page does not: moving between the test's tabs.
-PROXY_ONLY = frozenset({"switch_to_tab"})
+# What the page proxy offers that Playwright's Page does not: moving between the test's tabs,
+# the web storage and the cookies of the page's own origin.
+PROXY_ONLY = words("cookies local_storage session_storage switch_to_tab")
+
+# page.local_storage and page.session_storage: strings by key, with JSON helpers.
+STORAGE_ATTRIBUTES = words("clear get get_json items keys remove set set_json")
+# page.cookies: the cookies of the page's origin, by name.
+COOKIE_ATTRIBUTES = words("get names")
+# page.clock: Playwright's fake clock.
+CLOCK_ATTRIBUTES = words(
+    "fast_forward install pause_at resume run_for set_fixed_time set_system_time"
+)
 
 PAGE_ATTRIBUTES = (
     LOCATING_METHODS
     | _ACTIONS
     | PROXY_ONLY
     | words(
-        "content drag_and_drop expect_download expect_popup go_back go_forward goto keyboard"
-        " mouse reload set_input_files title url wait_for_load_state wait_for_url"
+        "clock content drag_and_drop expect_download expect_popup go_back go_forward goto"
+        " keyboard mouse reload set_input_files title url wait_for_load_state wait_for_url"
     )
 )
 
@@ -112,6 +122,9 @@ ALLOWED_ATTRIBUTES = (
     | FRAME_LOCATOR_ATTRIBUTES
     | KEYBOARD_ATTRIBUTES
     | MOUSE_ATTRIBUTES
+    | STORAGE_ATTRIBUTES
+    | COOKIE_ATTRIBUTES
+    | CLOCK_ATTRIBUTES
     | EXPECT_MATCHERS
     | RE_NAMES
     | VALUE_METHODS
@@ -119,7 +132,7 @@ ALLOWED_ATTRIBUTES = (
 
 # Never allowed; listed so that the refusal names them and a test can pin them down.
 REFUSED_ATTRIBUTES = words(
-    "add_init_script add_script_tag add_style_tag attrgetter context cookies"
+    "add_cookies add_init_script add_script_tag add_style_tag attrgetter context"
     " dispatch_event element_handle element_handles evaluate evaluate_all evaluate_handle"
     " expect_console_message expect_event expect_file_chooser expect_navigation"
     " expect_request expect_response expose_binding expose_function f_back f_globals"
@@ -130,7 +143,10 @@ REFUSED_ATTRIBUTES = words(
 
 # What to use instead of a refused name, for the refusal and the code contract.
 ALTERNATIVES: dict[str, str] = {
-    "evaluate": "read with locators (inner_text, get_attribute, input_value), assert with expect",
+    "evaluate": (
+        "read with locators (inner_text, get_attribute, input_value), assert with expect; web "
+        "storage through page.local_storage or page.session_storage, the time through page.clock"
+    ),
     "evaluate_all": "use locator.all_inner_texts() or all_text_contents()",
     "evaluate_handle": "use a locator",
     "element_handle": "use a locator",
@@ -146,8 +162,8 @@ ALTERNATIVES: dict[str, str] = {
     "main_frame": "use page itself",
     "dispatch_event": "use click, press or check",
     "set_content": "use page.goto(a path of the app)",
-    "cookies": "use the app's own pages (log in through its form)",
-    "storage_state": "use the app's own pages (log in through its form)",
+    "add_cookies": "use the app's own pages (log in through its form); read with page.cookies",
+    "storage_state": "use page.local_storage, page.session_storage or page.cookies",
     "screenshot": "leave it out: prettyplay keeps screenshots itself (report_dir)",
     "to_have_js_property": "use to_have_attribute, to_have_value or to_have_class",
     "to_have_css": "use to_have_class or to_be_visible",
@@ -164,8 +180,8 @@ _LOOP_WRAPPERS = frozenset({"enumerate", "list", "sorted", "tuple", "zip"})
 
 # What reads text back from the page: refused in a step that types a secret.
 READ_BACK = words(
-    "all_inner_texts all_text_contents content get_attribute inner_text input_value"
-    " text_content title url"
+    "all_inner_texts all_text_contents content cookies get_attribute inner_text input_value"
+    " local_storage session_storage text_content title url"
 )
 
 # The only calls a secret may be handed to.
@@ -322,6 +338,9 @@ def contract() -> dict[str, object]:
         "frame_locator": sorted(FRAME_LOCATOR_ATTRIBUTES),
         "keyboard": sorted(KEYBOARD_ATTRIBUTES),
         "mouse": sorted(MOUSE_ATTRIBUTES),
+        "storage": sorted(STORAGE_ATTRIBUTES),
+        "cookies": sorted(COOKIE_ATTRIBUTES),
+        "clock": sorted(CLOCK_ATTRIBUTES),
         "matchers": sorted(_MATCHERS),
         "re": sorted(RE_NAMES),
         "value_methods": sorted(VALUE_METHODS),

@@ -18,19 +18,23 @@ Two bounds hold here because only here the target of a call is known:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 from playwright.sync_api import Download, FrameLocator, Keyboard, Locator, Mouse, Page
 from playwright.sync_api import expect as playwright_expect
 
+from ..config import origin_of
 from ..errors import CodePolicyError
 from ..page_events import PAGE_EVENTS, listener_shape
 from .frames import element_frame, focused_frame, origin_url, outside_frames
 from .limits import EXPECT_TIMEOUT_MS, MAX_TYPED_KEYS, Budget, bounded_call, clamp, typed_text
 from .policy import (
+    CLOCK_ATTRIBUTES,
     EXPECT_MATCHERS,
     FRAME_LOCATOR_ATTRIBUTES,
     KEYBOARD_ATTRIBUTES,
@@ -65,6 +69,12 @@ class PageServices:
     redact: Callable[[str], str] = _same
     # whether a URL is of an allowed origin; None: the test has no bounds
     origin_allowed: Callable[[str], bool] | None = None
+    # the origin of base_url: where storage and cookies are read before a page of the app loads
+    home: str | None = None
+    # a cookie value step code read, to be kept out of everything that leaves (None: shown)
+    hide: Callable[[str, str], None] | None = None
+    # the expect(...) timeout of the test (Playwright's own default)
+    expect_timeout_ms: float = EXPECT_TIMEOUT_MS
 
 
 class _Proxy:
@@ -222,6 +232,37 @@ class PageProxy(_Proxy):
     def keyboard(self) -> KeyboardProxy:
         return KeyboardProxy(self._target.keyboard, self._budget, self._services, self._target)
 
+    @property
+    def clock(self) -> ClockProxy:
+        return ClockProxy(self._target.clock, self._budget, self._services)
+
+    @property
+    def local_storage(self) -> StorageProxy:
+        return StorageProxy(self, "localStorage")
+
+    @property
+    def session_storage(self) -> StorageProxy:
+        return StorageProxy(self, "sessionStorage")
+
+    @property
+    def cookies(self) -> CookiesProxy:
+        return CookiesProxy(self)
+
+    def own_origin(self, what: str) -> str | None:
+        """The allowed origin whose ``what`` (storage, cookies) step code reaches: the page's,
+        or before a page of the app loaded, base_url's (None then: nothing has loaded)."""
+        self._budget.check()
+        url, services = self._target.url, self._services
+        if urlsplit(url).scheme not in ("http", "https"):
+            return None
+        if services.origin_allowed is not None and not services.origin_allowed(url):
+            raise CodePolicyError(
+                f"page.{what}: the page is at {services.redact(origin_of(url))}, outside "
+                "allowed_origins; step code reaches the storage and cookies of the test's "
+                "origins only"
+            )
+        return origin_of(url)
+
     def _page_of(self) -> Page | None:
         return self._target
 
@@ -345,6 +386,184 @@ class KeyboardProxy(_Proxy):
         return focused_frame(page, self._services.origin_allowed or (lambda url: True))
 
 
+class ClockProxy(_Proxy):
+    """``page.clock`` as step code sees it: Playwright's fake clock of the test's context."""
+
+    __slots__ = ()
+    _LABEL = "clock"
+    _ALLOWED = CLOCK_ATTRIBUTES
+
+
+# What the storage proxy runs in the page: the product's own script, never step code's.
+_STORAGE_CALL = """([kind, op, key, value]) => {
+  const storage = window[kind];
+  if (op === "get") return storage.getItem(key);
+  if (op === "set") return void storage.setItem(key, value);
+  if (op === "remove") return void storage.removeItem(key);
+  if (op === "clear") return void storage.clear();
+  return Object.keys(storage).map((name) => [name, storage.getItem(name)]);
+}"""
+
+
+class StorageProxy:
+    """``page.local_storage`` and ``page.session_storage``: the web storage of the page's own
+    origin, strings by key. Before a page of the app has loaded, local storage is base_url's
+    origin's (written into the browser context, so the app finds it as it loads); session
+    storage belongs to a loaded page. What is read is redacted like any text of the page."""
+
+    __slots__ = ("_kind", "_page")
+
+    def __init__(self, page: PageProxy, kind: str) -> None:
+        self._page, self._kind = page, kind
+
+    @property
+    def _label(self) -> str:
+        return "page.local_storage" if self._kind == "localStorage" else "page.session_storage"
+
+    def get(self, key: str) -> str | None:
+        """The value kept under ``key``, or None."""
+        return dict(self._entries(key)).get(key) if self._loaded() is None else self._read(key)
+
+    def get_json(self, key: str) -> Any:
+        """The value under ``key`` read as JSON (None when there is none)."""
+        text = self.get(key)
+        if text is None:
+            return None
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise AssertionError(f"{self._label} {key!r} holds no JSON ({exc}): {text!r}") from None
+
+    def set(self, key: str, value: str) -> None:
+        """Keep ``value`` (a string; set_json writes any JSON value) under ``key``."""
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise TypeError(
+                f"{self._label}.set takes a string key and a string value (not "
+                f"{type(value).__name__}); set_json(key, value) writes a list or an object"
+            )
+        self._write("set", key, value)
+
+    def set_json(self, key: str, value: Any) -> None:
+        """Keep ``value`` written as JSON under ``key``."""
+        self.set(key, json.dumps(value))
+
+    def remove(self, key: str) -> None:
+        self._write("remove", key)
+
+    def clear(self) -> None:
+        self._write("clear")
+
+    def keys(self) -> list[str]:
+        return [key for key, _ in self.items()]
+
+    def items(self) -> list[tuple[str, str]]:
+        """Every key and value, in the storage's order."""
+        return self._entries() if self._loaded() is None else self._read_all()
+
+    # -- where the storage is -----------------------------------------------------------------
+
+    def _loaded(self) -> str | None:
+        """The origin of the loaded page the storage is read in; None before one has loaded
+        (the context's local storage of base_url's origin then)."""
+        origin = self._page.own_origin(self._label.removeprefix("page."))
+        if origin is None and (self._kind == "sessionStorage" or self._home() is None):
+            raise CodePolicyError(
+                f"{self._label}: no page of the app has loaded yet"
+                + ("" if self._kind == "sessionStorage" else " and no base_url is set")
+                + "; open one first (page.goto(...))"
+            )
+        return origin
+
+    def _home(self) -> str | None:
+        return self._page._services.home
+
+    def _call(self, op: str, key: str | None = None, value: str | None = None) -> Any:
+        page = self._page._target
+        return page.evaluate(_STORAGE_CALL, [self._kind, op, key, value])
+
+    def _read(self, key: str) -> str | None:
+        if not isinstance(key, str):
+            raise TypeError(f"{self._label}.get takes a string key")
+        value = self._call("get", key)
+        return None if value is None else self._page._services.redact(value)
+
+    def _read_all(self) -> list[tuple[str, str]]:
+        redact = self._page._services.redact
+        return [(redact(key), redact(value)) for key, value in self._call("items")]
+
+    def _write(self, op: str, key: str | None = None, value: str | None = None) -> None:
+        if self._loaded() is not None:
+            self._call(op, key, value)
+            return
+        context, home = self._page._target.context, self._home()
+        state = context.storage_state()
+        origins = [entry for entry in state["origins"] if entry["origin"] != home]
+        entries = dict(self._entries())
+        if op == "set":
+            entries[str(key)] = str(value)
+        elif op == "remove":
+            entries.pop(str(key), None)
+        else:
+            entries.clear()
+        items = [{"name": name, "value": text} for name, text in entries.items()]
+        context.set_storage_state(
+            {**state, "origins": [*origins, {"origin": home, "localStorage": items}]}
+        )
+
+    def _entries(self, key: str | None = None) -> list[tuple[str, str]]:
+        """base_url's origin's local storage, as the browser context keeps it."""
+        state = self._page._target.context.storage_state()
+        redact = self._page._services.redact
+        for entry in state["origins"]:
+            if entry["origin"] == self._home():
+                return [
+                    (redact(item["name"]), redact(item["value"])) for item in entry["localStorage"]
+                ]
+        return []
+
+    def __repr__(self) -> str:
+        return f"<{self._label}>"
+
+
+class CookiesProxy:
+    """``page.cookies``: the cookies the browser would send to the page's own origin (or, before
+    a page of the app loaded, to base_url), by name. A value step code reads is kept out of
+    everything that leaves the machine (``redact_cookies``)."""
+
+    __slots__ = ("_page",)
+
+    def __init__(self, page: PageProxy) -> None:
+        self._page = page
+
+    def get(self, name: str) -> str | None:
+        """The value of the cookie ``name``, or None."""
+        if not isinstance(name, str):
+            raise TypeError("page.cookies.get takes a cookie's name")
+        for cookie in self._cookies():
+            if cookie["name"] == name:
+                value = cookie["value"]
+                if self._page._services.hide is not None:
+                    self._page._services.hide(f"cookie {name}", value)
+                return value
+        return None
+
+    def names(self) -> list[str]:
+        return [cookie["name"] for cookie in self._cookies()]
+
+    def _cookies(self) -> list[Any]:
+        page = self._page
+        origin = page.own_origin("cookies") or page._services.home
+        if origin is None:
+            raise CodePolicyError(
+                "page.cookies: no page of the app has loaded and no base_url is set"
+            )
+        url = page._target.url if urlsplit(page._target.url).scheme in ("http", "https") else origin
+        return list(page._target.context.cookies([url]))
+
+    def __repr__(self) -> str:
+        return "<page.cookies>"
+
+
 class MouseProxy(_Proxy):
     """``page.mouse`` as step code sees it."""
 
@@ -362,7 +581,13 @@ class AssertionsProxy(_Proxy):
 
     @property
     def _default_ms(self) -> float:
-        return EXPECT_TIMEOUT_MS
+        return self._services.expect_timeout_ms
+
+    def _call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """A matcher waits the test's expect_timeout_ms unless it names its own timeout."""
+        if "timeout" not in kwargs:
+            kwargs["timeout"] = self._default_ms
+        return super()._call(method, *args, **kwargs)
 
 
 _PROXIES: tuple[tuple[type, type[_Proxy]], ...] = (
@@ -377,8 +602,9 @@ def expect_for_steps(actual: Any, *args: Any, **kwargs: Any) -> AssertionsProxy:
     """Playwright's ``expect`` for step code: unwraps proxies, returns only the matchers, which
     run within the budget of ``actual`` (a proxy's) or a fresh one."""
     budget = actual._budget if isinstance(actual, _Proxy) else None
+    services = actual._services if isinstance(actual, _Proxy) else None
     target = actual._target if isinstance(actual, (PageProxy, LocatorProxy)) else actual
-    return AssertionsProxy(playwright_expect(target, *args, **kwargs), budget)
+    return AssertionsProxy(playwright_expect(target, *args, **kwargs), budget, services)
 
 
 def _inside(folder: Path, name: Any) -> Path:

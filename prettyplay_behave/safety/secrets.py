@@ -15,6 +15,7 @@ import logging
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from ..errors import CodePolicyError, ConfigError
 
@@ -24,6 +25,9 @@ PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # Between two characters of a secret: up to three separators (spaces, dashes, dots, commas...).
 _BETWEEN = r"[\W_]{0,3}"
 MIN_SPELLED = 4  # shorter values are redacted as written only: their spellings are everywhere
+# A cookie value shorter than this (a theme, a consent flag) carries no session: hiding it would
+# redact every "1" or "dark" of every page.
+MIN_HIDDEN = 8
 
 
 def spellings(value: str) -> re.Pattern[str] | None:
@@ -71,6 +75,7 @@ class Secrets:
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         self.environ = os.environ if environ is None else environ
         self._values: dict[str, str] = {}
+        self._hidden: dict[str, str] = {}  # value: name, for values met during the run
         self._spelled: list[tuple[str, re.Pattern[str]]] = []
         self._spelled_for: tuple[tuple[str, str], ...] = ()
 
@@ -86,6 +91,26 @@ class Secrets:
                     f"the step {sentence!r} names ${{{name}}}: set the environment variable {name}",
                 )
             self._values[name] = value
+
+    def filled(self, value: Any, setting: str, source: str) -> Any:
+        """``value`` (a setting's table) with each ``${NAME}`` replaced by the environment
+        variable's value, remembered for redaction; an unset one is a ConfigError."""
+        if isinstance(value, str):
+            for name in secret_names(value):
+                if not self.environ.get(name):
+                    raise ConfigError(
+                        setting,
+                        "(not shown)",
+                        source,
+                        f"it names ${{{name}}}: set the environment variable {name}",
+                    )
+                self._values[name] = self.environ[name]
+            return PLACEHOLDER.sub(lambda found: self._values[found.group(1)], value)
+        if isinstance(value, Mapping):
+            return {key: self.filled(item, setting, source) for key, item in value.items()}
+        if isinstance(value, list):
+            return [self.filled(item, setting, source) for item in value]
+        return value
 
     def resolver(
         self, names: Iterable[str], origin_allowed: Callable[[], bool]
@@ -104,11 +129,18 @@ class Secrets:
 
         return secret
 
+    def hide(self, name: str, value: str) -> None:
+        """Keep ``value`` out of everything that leaves from now on, as ``${name}``: a value the
+        run met (a cookie step code read), not one of the environment. A value shorter than
+        ``MIN_HIDDEN`` is left as it is."""
+        if len(value) >= MIN_HIDDEN:
+            self._hidden.setdefault(value, name)
+
     def redact(self, text: str) -> str:
         """``text`` with every known value replaced by its placeholder, longest value first: as
         written or in any URL or HTML encoding (see :func:`encodings`), then in every other
         spelling (see :func:`spellings`)."""
-        if not self._values:
+        if not self._values and not self._hidden:
             return text
         for name, pattern in self._patterns():
             text = pattern.sub(f"${{{name}}}", text)
@@ -116,9 +148,10 @@ class Secrets:
 
     def _patterns(self) -> list[tuple[str, re.Pattern[str]]]:
         """The encodings, then the spellings, of every value, longest value first."""
-        key = tuple(sorted(self._values.items()))
+        known = [*self._values.items(), *((name, value) for value, name in self._hidden.items())]
+        key = tuple(sorted(known))
         if key != self._spelled_for:
-            values = sorted(self._values.items(), key=lambda item: -len(item[1]))
+            values = sorted(known, key=lambda item: -len(item[1]))
             self._spelled = [(name, encodings(value)) for name, value in values]
             self._spelled += [
                 (name, pattern) for name, value in values if (pattern := spellings(value))

@@ -3,6 +3,7 @@ request it receives (what must never reach it) and serves a frame for embedding.
 
 from __future__ import annotations
 
+import base64
 import threading
 import time
 from collections.abc import Callable
@@ -36,7 +37,8 @@ class _Server:
 class TwoOrigins:
     """``app`` (127.0.0.1) serves ``pages`` (HTML by path, ``{outside}`` filled in) and
     ``redirects`` (path -> Location, ``{outside}`` filled in), and ``/slow-download``, a download
-    that never finishes in a test's time; ``outside`` (127.0.0.2) answers every request with a
+    that never finishes in a test's time, and asks for HTTP basic auth on ``protected`` paths;
+    ``outside`` (127.0.0.2) answers every request with a
     small page (``/frame`` with ``FRAME_TEXT``, ``/partner`` with ``PARTNER_PAGE``) and records
     it in ``hits`` as path and query (a POST as ``POST <path>``)."""
 
@@ -45,6 +47,7 @@ class TwoOrigins:
         self.redirects: dict[str, str] = {}
         self.dynamic: dict[str, Callable[[str], str]] = {}  # path -> page of the request path
         self.flaky: set[str] = set()  # paths whose first request loses its connection
+        self.protected: dict[str, str] = {}  # path -> "user:password" of HTTP basic auth
         self.hits: list[str] = []
         origins = self
 
@@ -58,6 +61,12 @@ class TwoOrigins:
                     return
                 if path == "/slow-download":
                     _trickle(self)
+                    return
+                if path in origins.protected and not _authorized(self, origins.protected[path]):
+                    self.send_response(401)
+                    self.send_header("WWW-Authenticate", 'Basic realm="staff"')
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
                     return
                 if path in origins.redirects:
                     self.send_response(302)
@@ -76,6 +85,8 @@ class TwoOrigins:
         class Outside(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 origins.hits.append(self.path)
+                if self.headers.get("Authorization"):
+                    origins.hits.append(f"Authorization {self.headers['Authorization']}")
                 if self.path.startswith("/frame"):
                     _send(self, f"<title>Frame</title><p id='inside'>{FRAME_TEXT}</p>")
                 elif self.path.startswith("/partner"):
@@ -105,6 +116,11 @@ class TwoOrigins:
     def __exit__(self, *exc: object) -> None:
         self._app.stop()
         self._outside.stop()
+
+
+def _authorized(handler: BaseHTTPRequestHandler, credentials: str) -> bool:
+    expected = "Basic " + base64.b64encode(credentials.encode()).decode()
+    return handler.headers.get("Authorization") == expected
 
 
 def _send(handler: BaseHTTPRequestHandler, body: str) -> None:

@@ -1,0 +1,399 @@
+"""What real apps' tests need: web storage, cookies, the clock and the browser context's own
+options, on a real Chromium, with the scripted server answering the code a competent model
+writes; and the bounds of each, tried the way an attacker would."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from prettyplay_behave import CodePolicyError, ConfigError, PrettyConfig, PrettyPlay
+from prettyplay_behave.browser.session import BrowserSession, find_system_chromium
+from prettyplay_behave.config import resolve_config
+from prettyplay_behave.safety.policy import check_code
+from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
+from tests.support.origins import TwoOrigins
+
+# A tea shop whose cart lives in local storage: what it shows after a reload is what it stored.
+SHOP = """<!doctype html><title>Tea shop</title><h1>Tea shop</h1>
+<button data-testid="add-green">Add Green tea</button>
+<button data-testid="add-mint">Add Mint tea</button>
+<p data-testid="cart-count">Cart: 0 items</p>
+<script>
+  const cart = () => JSON.parse(localStorage.getItem("cart") || "[]");
+  const show = () => { document.querySelector("[data-testid=cart-count]").textContent =
+    `Cart: ${cart().length} items`; };
+  for (const [id, name] of [["add-green", "Green tea"], ["add-mint", "Mint tea"]]) {
+    document.querySelector(`[data-testid=${id}]`).onclick = () => {
+      localStorage.setItem("cart", JSON.stringify([...cart(), name]));
+      sessionStorage.setItem("last", name);
+      show();
+    };
+  }
+  show();
+</script>"""
+TODAY = """<!doctype html><title>Today</title>
+<p>Today is <span id="weekday"></span></p>
+<script>document.getElementById("weekday").textContent =
+  new Date().toLocaleDateString("en-US", { weekday: "long", timeZone: "UTC" });</script>"""
+STORES = """<!doctype html><title>Stores</title><h1>Store finder</h1>
+<button onclick="navigator.geolocation.getCurrentPosition(
+  (at) => { document.getElementById('where').textContent =
+    `You are at ${at.coords.latitude.toFixed(2)}, ${at.coords.longitude.toFixed(2)}`; },
+  () => { document.getElementById('where').textContent = 'Location refused'; })">Find me</button>
+<p role="status" id="where"></p>"""
+# A careless app that echoes the password it was given.
+STAFF = """<!doctype html><title>Staff</title><h1>Staff area</h1>
+<p id="echo">Signed in as qa with tea-for-two-42</p>
+<iframe title="partner" src="{outside}/frame"></iframe>"""
+LOGIN = """<!doctype html><title>Login</title>
+<label>Password <input type="password" id="pw"
+  oninput="localStorage.setItem('draft', this.value)"></label>"""
+INCURABLE = json_answer({"label": "incurable", "explanation": "-", "recommendation": "-"})
+PARTNER_FRAME = """<!doctype html><title>Help</title>
+<iframe id="partner" title="partner" src="{outside}/frame"></iframe>"""
+
+
+@pytest.fixture
+def site() -> Iterator[TwoOrigins]:
+    with TwoOrigins() as made:
+        made.pages.update({
+            "/shop": SHOP, "/today": TODAY, "/stores": STORES, "/staff": STAFF,
+            "/login": LOGIN, "/help": PARTNER_FRAME,
+        })  # fmt: skip
+        made.protected["/staff"] = "qa:tea-for-two-42"
+        yield made
+
+
+def step(body: str) -> str:
+    return "def step(page) -> None:\n" + "".join(f"    {line}\n" for line in body.splitlines())
+
+
+def answering(llm: ScriptedLLMServer, answers: dict[str, str]) -> None:
+    for sentence, body in answers.items():
+        llm.on("generate", code_answer(step(body)), step=sentence)
+    llm.on("gate", CLEAN_GATE, repeat=True)
+    llm.on("classify", INCURABLE, repeat=True)  # a red step ends with its own error
+
+
+def config(site: TwoOrigins, tmp_path: Path, **changes: object) -> PrettyConfig:
+    return PrettyConfig(
+        base_url=site.app, cache_dir=str(tmp_path / "cache"), llm_retries=0, llm_timeout=10.0,
+        action_timeout_ms=3_000, generation_attempts=1, **changes,  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+# -- web storage --------------------------------------------------------------------------------
+
+
+def test_a_cart_kept_in_local_storage_survives_a_reload_and_is_read_back(
+    site: TwoOrigins, tmp_path: Path, llm_env: ScriptedLLMServer, browser
+) -> None:
+    answering(llm_env, {
+        "open the tea shop": 'page.goto("/shop")',
+        "add green tea and mint tea": (
+            'page.get_by_test_id("add-green").click()\npage.get_by_test_id("add-mint").click()'
+        ),
+        "reload the page": "page.reload()",
+        "the stored cart holds both teas": (
+            'assert page.local_storage.get_json("cart") == ["Green tea", "Mint tea"], '
+            'page.local_storage.get("cart")\n'
+            'assert page.local_storage.keys() == ["cart"]\n'
+            'assert page.session_storage.get("last") == "Mint tea"\n'
+            'expect(page.get_by_test_id("cart-count")).to_have_text("Cart: 2 items")'
+        ),
+        "empty the stored cart": 'page.local_storage.remove("cart")\npage.reload()',
+        "the cart is empty": (
+            'assert page.local_storage.items() == []\n'
+            'expect(page.get_by_test_id("cart-count")).to_have_text("Cart: 0 items")'
+        ),
+    })  # fmt: skip
+    with PrettyPlay("t", config=config(site, tmp_path), browser=browser) as t:
+        for sentence in ("open the tea shop", "add green tea and mint tea", "reload the page"):
+            assert t.step(sentence).outcome == "passed"
+        assert t.expect("the stored cart holds both teas").outcome == "passed"
+        assert t.step("empty the stored cart").outcome == "passed"
+        assert t.expect("the cart is empty").outcome == "passed"
+
+
+def test_local_storage_seeded_before_the_page_loads_is_what_the_app_finds(
+    site: TwoOrigins, tmp_path: Path, llm_env: ScriptedLLMServer, browser
+) -> None:
+    answering(llm_env, {
+        "the stored cart holds black tea": (
+            'page.local_storage.set_json("cart", ["Black tea"])'
+        ),
+        "open the tea shop": 'page.goto("/shop")',
+        "the cart shows 1 item": (
+            'expect(page.get_by_test_id("cart-count")).to_have_text("Cart: 1 items")'
+        ),
+    })  # fmt: skip
+    with PrettyPlay("t", config=config(site, tmp_path), browser=browser) as t:
+        assert t.step("the stored cart holds black tea").outcome == "passed"
+        assert t.page.url == "about:blank"  # seeded without a page of the app
+        t.step("open the tea shop")
+        assert t.expect("the cart shows 1 item").outcome == "passed"
+
+
+def test_session_storage_before_a_page_loaded_is_refused_with_what_to_do(
+    site: TwoOrigins, tmp_path: Path, llm_env: ScriptedLLMServer, browser
+) -> None:
+    answering(llm_env, {"remember the last tea": 'page.session_storage.set("last", "Mint tea")'})
+    with PrettyPlay("t", config=config(site, tmp_path), browser=browser) as t:
+        with pytest.raises(Exception) as caught:
+            t.step("remember the last tea")
+    assert "session storage" in str(caught.value) or "session_storage" in str(caught.value)
+    assert "open one first" in str(caught.value)
+
+
+# -- the clock ----------------------------------------------------------------------------------
+
+
+def test_a_fixed_clock_makes_the_page_show_that_days_weekday(
+    site: TwoOrigins, tmp_path: Path, llm_env: ScriptedLLMServer, browser
+) -> None:
+    answering(llm_env, {
+        "the date is Friday 2 February 2024": 'page.clock.set_fixed_time("2024-02-02T10:00:00Z")',
+        "open today's page": 'page.goto("/today")',
+        "the page says today is Friday": 'expect(page.locator("#weekday")).to_have_text("Friday")',
+    })  # fmt: skip
+    with PrettyPlay("t", config=config(site, tmp_path), browser=browser) as t:
+        assert t.step("the date is Friday 2 February 2024").outcome == "passed"
+        t.step("open today's page")
+        assert t.expect("the page says today is Friday").outcome == "passed"
+
+
+# -- the context --------------------------------------------------------------------------------
+
+
+def test_geolocation_and_its_permission_come_from_context_args(
+    site: TwoOrigins, tmp_path: Path, llm_env: ScriptedLLMServer, browser
+) -> None:
+    answering(llm_env, {
+        "open the store finder": 'page.goto("/stores")',
+        "ask where I am": 'page.get_by_role("button", name="Find me").click()',
+        "the page shows where I am": (
+            'expect(page.get_by_role("status")).to_have_text("You are at 52.52, 13.40")'
+        ),
+    })  # fmt: skip
+    args = {"geolocation": {"latitude": 52.52, "longitude": 13.4}, "permissions": ["geolocation"]}
+    with PrettyPlay(
+        "t", config=config(site, tmp_path, context_args=args), browser=browser
+    ) as t:
+        t.step("open the store finder")
+        t.step("ask where I am")
+        assert t.expect("the page shows where I am").outcome == "passed"
+
+
+def test_basic_auth_from_a_secret_reaches_the_app_and_no_other_origin(
+    site: TwoOrigins, tmp_path: Path, llm_env: ScriptedLLMServer, browser,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    monkeypatch.setenv("STAFF_PASSWORD", "tea-for-two-42")
+    answering(llm_env, {
+        "open the staff area": 'page.goto("/staff")',
+        "the staff area greets me": 'expect(page.get_by_role("heading")).to_have_text("Staff area")',
+        "the page says who I am": 'assert False, page.locator("#echo").inner_text()',
+    })  # fmt: skip
+    args = {"http_credentials": {"username": "qa", "password": "${STAFF_PASSWORD}"}}
+    with PrettyPlay(
+        "t", config=config(site, tmp_path, context_args=args, healing_attempts=0),
+        browser=browser,
+    ) as t:  # fmt: skip
+        t.step("open the staff area")
+        assert t.expect("the staff area greets me").outcome == "passed"
+        with pytest.raises(Exception) as caught:
+            t.expect("the page says who I am")
+    assert "Signed in as qa with ${STAFF_PASSWORD}" in str(caught.value)
+    assert "/frame" in site.hits  # the partner frame loaded, without the credentials
+    assert not [hit for hit in site.hits if hit.startswith("Authorization")]
+    assert all("tea-for-two-42" not in r.text for r in llm_env.requests)
+
+
+def test_without_the_credentials_the_staff_area_stays_closed(
+    site: TwoOrigins, tmp_path: Path, llm_env: ScriptedLLMServer, browser
+) -> None:
+    answering(llm_env, {
+        "open the staff area": 'page.goto("/staff")',
+        "the staff area greets me": 'expect(page.get_by_role("heading")).to_have_text("Staff area")',
+    })  # fmt: skip
+    with PrettyPlay("t", config=config(site, tmp_path, healing_attempts=0), browser=browser) as t:
+        t.step("open the staff area")
+        with pytest.raises(Exception):
+            t.expect("the staff area greets me")
+
+
+def test_expect_timeout_ms_is_the_wait_of_a_matcher_that_names_none(
+    site: TwoOrigins, tmp_path: Path, llm_env: ScriptedLLMServer, browser
+) -> None:
+    answering(llm_env, {
+        "open the tea shop": 'page.goto("/shop")',
+        "the cart shows 9 items": (
+            'expect(page.get_by_test_id("cart-count")).to_have_text("Cart: 9 items")'
+        ),
+    })  # fmt: skip
+    settings = config(site, tmp_path, expect_timeout_ms=700, healing_attempts=0)
+    with PrettyPlay("t", config=settings, browser=browser) as t:
+        t.step("open the tea shop")
+        with pytest.raises(Exception) as caught:
+            t.expect("the cart shows 9 items")
+    assert "700ms" in str(caught.value)
+
+
+# -- the bounds ---------------------------------------------------------------------------------
+
+
+def test_cookies_are_read_by_name_for_the_apps_origin_only_and_redacted_on_the_way_out(
+    site: TwoOrigins, tmp_path: Path, llm_env: ScriptedLLMServer, browser
+) -> None:
+    answering(llm_env, {
+        "open the tea shop": 'page.goto("/shop")',
+        "the session cookie is set": (
+            'assert page.cookies.get("theme") == "dark"\n'
+            'assert page.cookies.get("partner_session") is None\n'
+            'assert sorted(page.cookies.names()) == ["session", "theme"]\n'
+            'assert False, "session " + page.cookies.get("session")'
+        ),
+    })  # fmt: skip
+    with PrettyPlay("t", config=config(site, tmp_path, healing_attempts=0), browser=browser) as t:
+        t.page.context.add_cookies([
+            {"name": "session", "value": "s3cr3t-session-token", "url": site.app},
+            {"name": "theme", "value": "dark", "url": site.app},
+            {"name": "partner_session", "value": "partner-token-9", "url": site.outside},
+        ])  # fmt: skip
+        t.step("open the tea shop")
+        with pytest.raises(Exception) as caught:
+            t.expect("the session cookie is set")
+    assert "session ${cookie session}" in str(caught.value)
+    assert "s3cr3t-session-token" not in str(caught.value)
+    assert all("s3cr3t-session-token" not in r.text for r in llm_env.requests)
+
+
+def test_a_value_the_app_stored_from_a_secret_reads_back_redacted(
+    site: TwoOrigins, tmp_path: Path, llm_env: ScriptedLLMServer, browser,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    monkeypatch.setenv("PASSWORD", "pp-correct-horse")
+    answering(llm_env, {
+        "open the login page": 'page.goto("/login")',
+        "type the password ${PASSWORD}": 'page.get_by_label("Password").fill(secret("PASSWORD"))',
+        "the draft is kept": (
+            'value = page.local_storage.get("draft")\n'
+            'assert False, list(value) + [page.local_storage.items()]'
+        ),
+    })  # fmt: skip
+    with PrettyPlay("t", config=config(site, tmp_path, healing_attempts=0), browser=browser) as t:
+        t.step("open the login page")
+        assert t.step("type the password ${PASSWORD}").outcome == "passed"
+        with pytest.raises(Exception) as caught:
+            t.expect("the draft is kept")
+    text = str(caught.value)
+    assert "$" in text and "pp-correct-horse" not in text and "'p', 'p', '-'" not in text
+    assert all("correct-horse" not in r.text for r in llm_env.requests)
+
+
+@pytest.mark.parametrize(
+    ("code", "refused"),
+    [
+        ('page.fill("#pw", secret("PASSWORD"))\nx = page.local_storage.get("draft")', "read"),
+        ('page.local_storage.set("token", secret("PASSWORD"))', "cannot read the page back"),
+        ('x = page.local_storage\nx.set("token", secret("PASSWORD"))', "cannot read the page back"),
+        ('page.evaluate("localStorage.getItem(\'k\')")', "page.local_storage"),
+        ('page.context.cookies()', "'context'"),
+        ('page.local_storage._page._target.context.cookies()', "'_page'"),
+    ],
+)
+def test_step_code_reaches_no_other_origins_storage_and_no_secret_read_back(
+    code: str, refused: str
+) -> None:
+    with pytest.raises(CodePolicyError) as caught:
+        check_code(step(code))
+    assert refused in str(caught.value) or refused in caught.value.problem
+
+
+def test_the_proxies_refuse_what_the_policy_cannot_see(
+    site: TwoOrigins, tmp_path: Path, llm_env: ScriptedLLMServer, browser
+) -> None:
+    answering(llm_env, {
+        "open the help page": 'page.goto("/help")',
+        "read the partner frame's storage": (
+            'page.frame_locator("#partner").local_storage.get("k")'
+        ),
+    })  # fmt: skip
+    settings = config(site, tmp_path, healing_attempts=0)
+    with PrettyPlay("t", config=settings, browser=browser) as t:
+        t.step("open the help page")
+        with pytest.raises(Exception) as frame:
+            t.step("read the partner frame's storage")
+    assert "frame_locator.local_storage is not available" in str(frame.value)
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        ('{"proxy": {"server": "http://127.0.0.2:3128"}}', "proxy cannot be set"),
+        ('{"base_url": "http://127.0.0.2"}', "base_url cannot be set"),
+        ('{"record_har_path": "/tmp/all.har"}', "typed secrets"),
+        ('{"http_credentials": {"username": "qa", "password": "plain"}}', "${NAME}"),
+        ('{"extra_http_headers": {"Authorization": "Bearer ${TOKEN}"}}', "every origin"),
+        ('{"geolocaton": {"latitude": 1, "longitude": 2}}', "did you mean geolocation"),
+    ],
+)
+def test_context_args_that_would_widen_the_bounds_are_a_config_error_at_start(
+    args: str, named: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        resolve_config(defines={"prettyplay.context_args": args})
+    assert caught.value.key == "context_args" and named in caught.value.problem
+    assert "plain" not in str(caught.value)  # a password is never shown
+
+
+def test_credentials_for_another_origin_are_refused_when_the_context_opens(
+    site: TwoOrigins, monkeypatch: pytest.MonkeyPatch, browser
+) -> None:
+    monkeypatch.setenv("STAFF_PASSWORD", "tea-for-two-42")
+    args = {
+        "http_credentials": {
+            "username": "qa", "password": "${STAFF_PASSWORD}", "origin": site.outside,
+        }
+    }  # fmt: skip
+    test_config = PrettyConfig(base_url=site.app, context_args=args).for_test()
+    with pytest.raises(ConfigError) as caught:
+        BrowserSession(PrettyConfig(), browser).context_options(test_config, None)
+    assert "may go only to the test's origins" in caught.value.problem
+    assert site.outside in caught.value.problem
+
+
+def test_an_unset_credential_variable_names_itself_before_the_context_opens(
+    site: TwoOrigins, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, browser
+) -> None:
+    monkeypatch.delenv("STAFF_PASSWORD", raising=False)
+    args = {"http_credentials": {"username": "qa", "password": "${STAFF_PASSWORD}"}}
+    with PrettyPlay("t", config=config(site, tmp_path, context_args=args), browser=browser) as t:
+        with pytest.raises(ConfigError) as caught:
+            t.page  # noqa: B018 (the test's context opens with its page)
+    assert "set the environment variable STAFF_PASSWORD" in str(caught.value)
+
+
+def test_a_channel_that_is_not_installed_is_a_config_error_naming_it(playwright) -> None:
+    session = BrowserSession(PrettyConfig(browser_channel="msedge"), playwright=playwright)
+    try:
+        with pytest.raises(ConfigError) as caught:
+            session.browser  # noqa: B018
+    finally:
+        session.close()
+    assert caught.value.key == "browser_channel" and "msedge" in caught.value.problem
+
+
+def test_the_chromium_channel_runs_the_full_browser_not_its_headless_shell(playwright) -> None:
+    full = find_system_chromium(headless=False)
+    session = BrowserSession(PrettyConfig(browser_channel="chromium"), playwright=playwright)
+    try:
+        assert session._executable("/nowhere/playwright-chromium") == full
+        assert session.browser.new_page().evaluate("1 + 1") == 2
+    finally:
+        session.close()
+    default = BrowserSession(PrettyConfig())
+    assert default._executable("/nowhere/playwright-chromium") == find_system_chromium()
