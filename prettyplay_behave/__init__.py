@@ -11,6 +11,7 @@ from .errors import (
     PrettyPlayError,
     ProductDefectError,
     ProviderUnavailableError,
+    RedStepError,
 )
 
 if TYPE_CHECKING:
@@ -43,4 +44,5 @@ __all__ = [
     "PrettyPlayError",
     "ProductDefectError",
     "ProviderUnavailableError",
+    "RedStepError",
 ]

@@ -123,16 +123,27 @@ class StepFailedError(PrettyPlayError):
         return f"{type(self).__name__}: {self.body}"
 
 
+class _BehaveFailure(StepFailedError, AssertionError):
+    """A terminal failure that is the app's own answer to a step: an AssertionError, so behave
+    counts the step *failed* (JUnit ``failures``, Allure ``failed``, the JSON formatter's
+    ``error_message``), where any other exception is an *error*."""
+
+    def __str__(self) -> str:
+        # behave prints an AssertionError as "ASSERT FAILED: <str>": keep the name in sight.
+        return self.render()
+
+
 class IncurableStepError(StepFailedError):
     """A step stays red: no budget, verdict or cache entry can make it green."""
 
 
-class ProductDefectError(StepFailedError, AssertionError):
-    """The product itself is wrong; never healed. An AssertionError, so behave reports *failed*."""
+class RedStepError(IncurableStepError, _BehaveFailure):
+    """An incurable step whose red is the app's answer: a check (or a precondition) whose
+    assertion failed, or a cached step that went red under strict replay. A behave failure."""
 
-    def __str__(self) -> str:
-        # behave prints an AssertionError as "Assertion Failed: <str>": keep the name in sight.
-        return self.render()
+
+class ProductDefectError(_BehaveFailure):
+    """The product itself is wrong; never healed. A behave failure."""
 
 
 def describe_exception(exc: BaseException) -> tuple[str, str]:

@@ -370,12 +370,13 @@ def _neutralised(text: str, page: PageState | None) -> str:
 
 def verdict_failure(verdict: Verdict, headline: str, failure: StepFailedError) -> StepFailedError:
     """The terminal error a verdict calls for: a product defect (never healed), or the
-    ``failure`` as an incurable step under ``headline``, both carrying the verdict."""
+    ``failure`` under ``headline`` (an incurable step, a failure when its red is the app's
+    answer), both carrying the verdict."""
     if verdict.label == StepLabel.PRODUCT_DEFECT:
         error_type: type[StepFailedError] = ProductDefectError
         headline = DEFECT_HEADLINE
     else:
-        error_type = IncurableStepError
+        error_type = type(failure)
     label = "" if verdict.degraded else str(verdict.label)
     return failure.recast(
         error_type, headline, verdict.explanation, verdict.recommendation, label=label

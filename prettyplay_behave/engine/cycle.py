@@ -12,6 +12,9 @@ Routing of one step::
                   (a failed check is classified at once; an exhausted budget is classified)
     terminal   -> the steering gate -> IncurableStepError / ProductDefectError
 
+A terminal error whose red is the app's answer (a failed assertion of a check or precondition, a
+red replay under strict) is a ``RedStepError``, an ``AssertionError``: behave counts it *failed*.
+
 Every non-green attempt joins the step's attempt history, which rides every later request of
 that step; record 0 of a heal is the failed replay. A step of a group on a normal run is never
 classified on its own: its failure goes to the group's recovery (:mod:`.group`).
@@ -33,6 +36,7 @@ from ..errors import (
     CacheError,
     IncurableStepError,
     PrettyPlayError,
+    RedStepError,
     StepFailedError,
     failure_kind,
 )
@@ -548,7 +552,7 @@ class StepCycle:
         if verdict.recommendation:
             advice += f"; {verdict.recommendation}"
         last = self.history[-1]
-        return IncurableStepError(
+        return self.terminal_type(last)(
             "the failure starts at an earlier step" + (STRICT if self.config.strict else ""),
             sentence=self.spec.text,
             error=f"the classification traces it to the earlier step {root!r}",
@@ -730,13 +734,20 @@ class StepCycle:
     # -- terminal errors -----------------------------------------------------------------------
 
     def incurable(self, headline: str, attempt: Attempt) -> IncurableStepError:
-        return IncurableStepError(
+        return self.terminal_type(attempt)(
             headline,
             sentence=self.spec.text,
             error=attempt.headline,
             details=attempt.text,
             code=attempt.code,
         )
+
+    def terminal_type(self, attempt: Attempt) -> type[IncurableStepError]:
+        """What a terminal error about ``attempt`` is to behave: a failure (``RedStepError``)
+        when its red is the app's answer (a failed assertion of a check or a precondition, a
+        cached step red under strict replay), else an error."""
+        replayed_red = self.config.strict and attempt.outcome is Outcome.RED
+        return RedStepError if attempt.failed_check or replayed_red else IncurableStepError
 
     def verdict_failure(self, verdict: Verdict, headline: str) -> StepFailedError:
         """The terminal error a verdict calls for, about the step's last attempt."""

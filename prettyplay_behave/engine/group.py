@@ -138,9 +138,7 @@ class GroupBlock:
                 return
             failed, failure = repeat
             self._last_failed = failed
-        raise failure.recast(
-            IncurableStepError, f"the group's recovery cycles are exhausted ({cap})"
-        )
+        raise failure.recast(type(failure), f"the group's recovery cycles are exhausted ({cap})")
 
     def _row(
         self, verdict: Verdict, failed: ScenarioEntry, failure: StepFailedError
@@ -156,7 +154,7 @@ class GroupBlock:
         if root is None:
             outside = f"the diagnosis traces the failure to {verdict.root_step!r}, a step outside"
             raise failure.recast(
-                IncurableStepError,
+                type(failure),
                 outside + " the group",
                 verdict.explanation,
                 verdict.recommendation,

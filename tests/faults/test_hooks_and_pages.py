@@ -239,5 +239,5 @@ def test_a_page_that_never_settles_is_waited_for_settle_ms_only(
     assert failed < SETTLE_MS / 1000 + 0.5 + 3
     assert int(page.locator("#ticks").text_content() or 0) > 50  # it was busy throughout
     render = caught.value.render()
-    assert render.startswith("IncurableStepError: the cached step failed (the LLM is unavailable")
+    assert render.startswith("RedStepError: the cached step failed (the LLM is unavailable")
     assert render.rstrip().endswith(f"(the page never settled within settle_ms={SETTLE_MS})")

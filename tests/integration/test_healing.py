@@ -15,6 +15,7 @@ from prettyplay_behave import (
     PrettyConfig,
     PrettyPlay,
     ProductDefectError,
+    RedStepError,
 )
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
@@ -322,10 +323,10 @@ def test_strict_classifies_once_and_writes_nothing(
     llm_env.on("classify", verdict("rot", "the banner changed"))
     with PrettyPlay("t", config=api_config(shop, tmp_path, strict=True), browser=browser) as t:
         t.step("open the shop")
-        with pytest.raises(IncurableStepError) as caught:
+        with pytest.raises(RedStepError) as caught:  # a red strict replay is a failure
             t.step("accept the cookie banner")
     assert caught.value.render().startswith(
-        "IncurableStepError: the cached step failed (strict: replay only)\n---\n"
+        "RedStepError: the cached step failed (strict: replay only)\n---\n"
     )
     assert "explanation: the banner changed" in caught.value.render()
     assert [r.purpose for r in llm_env.requests] == ["classify"]

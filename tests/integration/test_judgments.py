@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from prettyplay_behave import IncurableStepError, PrettyConfig, PrettyPlay
+from prettyplay_behave import PrettyConfig, PrettyPlay, RedStepError
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
 from tests.conftest import BehaveProject
@@ -179,17 +179,17 @@ def test_a_verdict_naming_an_earlier_root_ends_the_check_without_a_heal(
         tmp_path, "t",
         ("step", "I open the shop", OPEN_SHOP), ("step", "I accept the cookie banner", ACCEPT),
         ("step", 'I add the "Green Tea" to the cart', DOES_NOTHING),
-        ("expect", "the cart link shows 1 item", CART_HAS_ONE.replace('")', '", timeout=500)')),
+        ("expect", "the cart link shows 1 item", CART_HAS_ONE.replace('1)")', '1)", timeout=500)')),
     )  # fmt: skip
     llm_env.on("classify", json_answer(ROOT))
     with PrettyPlay("t", config=config(shop, tmp_path, strict=strict), browser=browser) as t:
         for sentence in ("I open the shop", "I accept the cookie banner",
                          'I add the "Green Tea" to the cart'):  # fmt: skip
             t.step(sentence)
-        with pytest.raises(IncurableStepError) as caught:
+        with pytest.raises(RedStepError) as caught:  # the check's assertion failed
             t.expect("the cart link shows 1 item")
     failure = caught.value.render()
-    assert failure.startswith("IncurableStepError: the failure starts at an earlier step")
+    assert failure.startswith("RedStepError: the failure starts at an earlier step")
     assert """the earlier step 'I add the "Green Tea" to the cart'""" in failure
     assert "tag the scenario @group" in failure and "ProductDefectError" not in failure
     assert [r.purpose for r in llm_env.requests] == ["classify"]  # no heal, no generation

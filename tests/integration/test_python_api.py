@@ -152,9 +152,7 @@ def test_a_red_replay_is_terminal_with_the_full_render(shop, tmp_path: Path, bro
     ):
         t.expect("the heading says Demo Shop")
     render = caught.value.render()
-    assert render.startswith(
-        "IncurableStepError: the cached step failed (strict: replay only)\n---\n"
-    )
+    assert render.startswith("RedStepError: the cached step failed (strict: replay only)\n---\n")
     assert "step: the heading says Demo Shop\nerror: AssertionError:" in render
     assert "Call log:" in render
 

@@ -1,0 +1,143 @@
+"""Honest outcomes where users look: a regression is a behave *failure* in behave's output,
+JUnit, its JSON formatter and Allure, while what is not the app's answer stays an *error*."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from prettyplay_behave import IncurableStepError, PrettyConfig, PrettyPlay, RedStepError
+from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.safety.policy import check_code
+from tests.conftest import BehaveProject
+from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
+from tests.support.shop_steps import HEADING, OPEN_SHOP
+
+ALLURE = ("-f", "allure_behave.formatter:AllureFormatter", "-o", "allure-results")
+JSON = ("-f", "json", "-o", "out.json")
+JUNIT = ("--junit", "--junit-directory=junit")
+
+# the examples' check, edited to expect what the shop does not show: a regression
+REGRESSED = HEADING.replace('"Demo Shop")', '"Demo Shop 2", timeout=500)')
+ROT = {"label": "rot", "explanation": "the heading changed", "recommendation": "heal it"}
+
+STRICT_FEATURE = """\
+Feature: Shop
+  Scenario: Regression
+    Given I open the shop
+    Then the heading says Demo Shop
+
+  Scenario: Never written
+    Given I open the shop
+    When I dance on the counter
+"""
+
+
+def plant(project: BehaveProject, feature: str, rows: list[tuple[str, str, str, str]]) -> None:
+    """Cache entries of ``feature``: (scenario, kind, sentence, code) each."""
+    store = CacheStore(project.cache_dir, validate=check_code)
+    for scenario, kind, sentence, code in rows:
+        store.write(
+            CacheEntry(CacheKey(f"{feature}::{scenario}", kind, sentence), code, "generated")
+        )
+
+
+def junit_counts(folder: Path) -> dict[str, int]:
+    suites = [ElementTree.parse(path).getroot() for path in folder.glob("*.xml")]
+    return {key: sum(int(s.get(key, 0)) for s in suites) for key in ("failures", "errors")}
+
+
+def json_steps(path: Path) -> dict[str, dict[str, Any]]:
+    """behave's JSON output: each step by its scenario and sentence."""
+    return {
+        f"{element['name']}: {step['name']}": step
+        for feature in json.loads(path.read_text())
+        for element in feature["elements"]
+        for step in element["steps"]
+    }
+
+
+def allure_results(folder: Path) -> dict[str, dict[str, Any]]:
+    found = (json.loads(p.read_text()) for p in folder.glob("*-result.json"))
+    return {result["name"]: result for result in found}
+
+
+def test_a_regression_under_strict_is_a_failure_and_a_missing_entry_an_error(
+    project: BehaveProject, shop, llm: ScriptedLLMServer
+) -> None:
+    project.write("features/shop.feature", STRICT_FEATURE)
+    plant(project, "shop.feature", [
+        ("Regression", "action", "I open the shop", OPEN_SHOP),
+        ("Regression", "check", "the heading says Demo Shop", REGRESSED),
+    ])  # fmt: skip
+    llm.on("classify", json_answer(ROT))
+    result = project.run(
+        "-o", "-", *JSON, *ALLURE, *JUNIT,
+        "-D", f"prettyplay.base_url={shop.url}", "-D", "prettyplay.strict=true", env=llm.env,
+    )  # fmt: skip
+    assert result.returncode == 1, result
+    # behave: the regression failed, the step that was never written is an error
+    assert "1 scenario passed" not in result.output
+    assert "0 scenarios passed, 1 failed, 1 error, 0 skipped" in result.output, result
+    assert "Then the heading says Demo Shop ... failed" in result.output, result
+    assert "ASSERT FAILED: RedStepError: the cached step failed (strict: replay only)" in (
+        result.output
+    ), result
+    assert "When I dance on the counter ... error" in result.output, result
+    assert len(llm.requests_for("classify")) == 1 and len(llm.requests) == 1
+    # JUnit: one failure, one error
+    assert junit_counts(project.root / "junit") == {"failures": 1, "errors": 1}
+    junit = "".join(p.read_text() for p in (project.root / "junit").glob("*.xml"))
+    assert "RedStepError: the cached step failed (strict: replay only)" in junit
+    assert "explanation: the heading changed" in junit
+    # behave's JSON: the failure carries its message, the error its own status
+    steps = json_steps(project.root / "out.json")
+    failed = steps["Regression: the heading says Demo Shop"]["result"]
+    assert failed["status"] == "failed"
+    message = "\n".join(failed["error_message"])
+    assert "RedStepError: the cached step failed (strict: replay only)" in message
+    assert "Demo Shop 2" in message
+    assert steps["Never written: I dance on the counter"]["result"]["status"] == "error"
+    # Allure: the regression failed, the missing entry broke the test
+    results = allure_results(project.root / "allure-results")
+    assert results["Regression"]["status"] == "failed"
+    assert "RedStepError" in results["Regression"]["statusDetails"]["message"]
+    assert results["Never written"]["status"] == "broken"
+
+
+INCURABLE = {"label": "incurable", "explanation": "no such heading", "recommendation": "reword"}
+
+
+def test_a_red_check_fails_and_a_step_never_written_errs(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
+) -> None:
+    """In the Python API as in behave: a check whose assertion the app fails is an
+    AssertionError; a step whose generation never gave code is not."""
+    llm_env.on("generate", code_answer(OPEN_SHOP), step="open the shop")
+    llm_env.on("gate", CLEAN_GATE)
+    llm_env.on("generate", code_answer(REGRESSED), step="the heading says Demo Shop 2")
+    llm_env.on("generate", "no code here", step="dance", repeat=True)
+    llm_env.on("classify", json_answer(INCURABLE), repeat=True)
+    config = PrettyConfig(
+        base_url=shop.url, cache_dir=str(tmp_path / "cache"), generation_attempts=1
+    )
+    with PrettyPlay("outcomes", config=config, browser=browser) as t:
+        t.step("open the shop")
+        with pytest.raises(RedStepError) as red:
+            t.expect("the heading says Demo Shop 2")
+        with pytest.raises(IncurableStepError) as unwritten:
+            t.step("dance on the counter")
+    assert isinstance(red.value, AssertionError) and isinstance(red.value, IncurableStepError)
+    assert red.value.render().startswith(
+        "RedStepError: the check failed and cannot be healed\n---\n"
+        "step: the heading says Demo Shop 2\nerror: AssertionError: "
+    )
+    assert "explanation: no such heading" in red.value.render()
+    assert not isinstance(unwritten.value, AssertionError)
+    assert unwritten.value.render().startswith(
+        "IncurableStepError: the generation budget is exhausted"
+    )
