@@ -27,6 +27,7 @@ from ..errors import CacheError, ConfigError, PrettyPlayError
 from ..events import record
 from ..report import attachments
 from . import liveness
+from .app import check_app
 from .mapping import outline_of, scenario_namespace, step_spec
 
 if TYPE_CHECKING:
@@ -114,6 +115,7 @@ def before_all(context: Any, steering: Steering | None = None) -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
     config = run_config(context)
     check_scenario_tags(context, config)
+    check_app(context, config)  # before a browser starts or a request is sent
     features_dir = Path(context.config.base_dir or "features")
     runtime = Runtime(
         config,

@@ -61,7 +61,9 @@ class NavigationGuard:
         self._context_id: str | None = None
 
     def allows(self, url: str) -> bool:
-        if url.startswith("about:") or not url:
+        # chrome-error: is the page Chromium shows where a navigation failed (an app that is
+        # down, net::ERR_CONNECTION_REFUSED): no origin was reached, and the error says why
+        if url.startswith(("about:", "chrome-error:")) or not url:
             return True
         return origin_of(url) in self.origins
 

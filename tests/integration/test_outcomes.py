@@ -4,6 +4,7 @@ JUnit, its JSON formatter and Allure, while what is not the app's answer stays a
 from __future__ import annotations
 
 import json
+import socket
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 from typing import Any
@@ -141,3 +142,87 @@ def test_a_red_check_fails_and_a_step_never_written_errs(
     assert unwritten.value.render().startswith(
         "IncurableStepError: the generation budget is exhausted"
     )
+
+
+# -- the app first -------------------------------------------------------------------------------
+
+NEW_STEP_FEATURE = """\
+Feature: Shop
+  Scenario: Visit
+    Given I open the shop
+    Then the heading says Demo Shop
+"""
+
+
+def closed_port() -> int:
+    """A port nothing listens on (the system picked it free a moment ago)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_a_down_app_stops_the_run_at_once_with_no_request(
+    project: BehaveProject, llm: ScriptedLLMServer
+) -> None:
+    project.write("features/shop.feature", NEW_STEP_FEATURE)
+    down = f"http://127.0.0.1:{closed_port()}"
+    result = project.run("-D", f"prettyplay.base_url={down}", env=llm.env)
+    assert result.returncode == 1, result
+    assert (
+        f"HOOK-ERROR in before_all: ConfigError: setting 'base_url' = '{down}' (from command "
+        "line -D): the app does not answer there (one request: ConnectionRefusedError: "
+        "[Errno 111] Connection refused); start the app"
+    ) in result.output, result
+    assert llm.requests == []
+    assert "chrome-error" not in result.output and "allowed_origins" not in result.output
+    assert "Given I open the shop ..." not in result.output  # no step ran
+    assert not project.cache_dir.exists()
+
+
+def test_an_unset_base_url_names_where_it_was_looked_for(
+    project: BehaveProject, shop, llm: ScriptedLLMServer
+) -> None:
+    project.write("features/shop.feature", NEW_STEP_FEATURE)
+    result = project.run(env=llm.env)
+    assert result.returncode == 1, result
+    assert "ConfigError: setting 'base_url' = None (from the default): no base_url is set" in (
+        result.output
+    ), result
+    assert "PRETTYPLAY_BASE_URL" in result.output
+    assert f"the working directory {project.root}" in result.output
+    assert "found none of behave.ini, .behaverc, setup.cfg, tox.ini, pyproject.toml" in (
+        result.output
+    )
+    assert llm.requests == []
+    # behave started from the parent folder reads no config file: the error says where it looked
+    project.write("behave.ini", f"[behave.userdata]\nprettyplay.base_url = {shop.url}\n")
+    parent = BehaveProject(project.root.parent)
+    from_parent = parent.run(f"{project.root.name}/features", env=llm.env)
+    assert from_parent.returncode == 1, from_parent
+    assert f"the working directory {parent.root}" in from_parent.output, from_parent
+    assert f"(the features are in {project.features})" in from_parent.output, from_parent
+    assert llm.requests == []
+    # from its own folder the same project runs
+    llm.on("generate", code_answer(OPEN_SHOP), step="I open the shop")
+    llm.on("generate", code_answer(HEADING), step="the heading says Demo Shop")
+    llm.on("gate", CLEAN_GATE, repeat=True)
+    ran = project.run(env=llm.env)
+    assert ran.returncode == 0, ran
+
+
+def test_a_navigation_to_a_down_app_names_the_network_error(
+    tmp_path: Path, llm_env: ScriptedLLMServer, browser
+) -> None:
+    """Chromium's error page of a failed navigation is no origin outside the bounds."""
+    down = f"http://127.0.0.1:{closed_port()}"
+    config = PrettyConfig(base_url=down, cache_dir=str(tmp_path / "cache"), strict=True)
+    CacheStore(tmp_path / "cache", validate=check_code).write(
+        CacheEntry(CacheKey("down", "action", "open the shop"), OPEN_SHOP, "generated")
+    )
+    llm_env.on("classify", json_answer(INCURABLE))
+    with PrettyPlay("down", config=config, browser=browser) as t:
+        with pytest.raises(IncurableStepError) as caught:
+            t.step("open the shop")
+    render = caught.value.render()
+    assert f"error: Error: Page.goto: net::ERR_CONNECTION_REFUSED at {down}/" in render, render
+    assert "allowed_origins" not in render and "was blocked" not in render, render

@@ -35,3 +35,13 @@ def test_a_default_port_names_the_same_origin() -> None:
     assert not pattern.search("http://localhost/app.js")
     assert not pattern.search("https://shop.example/img/logo.png")
     assert pattern.search("https://shop.example/checkout")
+
+
+def test_the_error_page_of_a_failed_navigation_is_no_origin_outside_the_bounds() -> None:
+    """Chromium shows chrome-error://chromewebdata/ where a navigation failed (an app that is
+    down): the step's error is the network error, never a bound that was hit."""
+    guard = NavigationGuard([APP])
+    assert guard.allows("chrome-error://chromewebdata/")
+    assert guard.problem([], "chrome-error://chromewebdata/") is None
+    assert not guard.allows("chrome://settings/")
+    assert guard.problem([], "https://elsewhere.example/") is not None
