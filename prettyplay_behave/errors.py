@@ -70,6 +70,7 @@ class StepFailedError(PrettyPlayError):
         recommendation: str = "",
         code: str = "",
         label: str = "",
+        then: str = "",
     ) -> None:
         self.headline = headline
         self.label = label  # the verdict that made it terminal, when one did (and could be read)
@@ -79,6 +80,7 @@ class StepFailedError(PrettyPlayError):
         self.explanation = explanation
         self.recommendation = recommendation
         self.code = code
+        self.then = then  # what became of the request that followed the failure, when it failed
         self.body = self._body()
         super().__init__(self.body)
 
@@ -96,6 +98,8 @@ class StepFailedError(PrettyPlayError):
             if self.recommendation:
                 lines.append(f"recommendation: {self.recommendation}")
             sections.append("\n".join(lines))
+        if self.then:
+            sections.append(f"… and {self.then}")
         return f"\n{SECTION}\n".join(sections)
 
     def recast(
@@ -105,6 +109,7 @@ class StepFailedError(PrettyPlayError):
         explanation: str | None = None,
         recommendation: str | None = None,
         label: str | None = None,
+        then: str | None = None,
     ) -> StepFailedError:
         """The same failure under another headline (and verdict)."""
         return error_type(
@@ -116,7 +121,13 @@ class StepFailedError(PrettyPlayError):
             recommendation=self.recommendation if recommendation is None else recommendation,
             code=self.code,
             label=self.label if label is None else label,
+            then=self.then if then is None else then,
         )
+
+    def followed_by(self, then: str) -> StepFailedError:
+        """The same failure, and what became of the request that followed it (``then``: "the
+        classification failed: …"), so the cause of the red is never hidden behind it."""
+        return self.recast(type(self), self.headline, then=then)
 
     def render(self) -> str:
         """The full terminal render, headed by the exception's name."""

@@ -36,6 +36,8 @@ from ..errors import (
     CacheError,
     IncurableStepError,
     PrettyPlayError,
+    ProductDefectError,
+    ProviderUnavailableError,
     RedStepError,
     StepFailedError,
     failure_kind,
@@ -372,6 +374,18 @@ class Engine:
         )
 
 
+def after_request(
+    failure: StepFailedError, request: str, down: ProviderUnavailableError
+) -> PrettyPlayError:
+    """The error of a step that was red (``failure``) when ``request`` about it failed: the
+    failure, then the request's failure. The app's answer stays a behave failure; anything else
+    ends as the provider's error, with the same text."""
+    told = failure.followed_by(f"{request} failed: {down}")
+    if isinstance(told, (RedStepError, ProductDefectError)):
+        return told
+    return ProviderUnavailableError(told.body)
+
+
 def pause(test: TestState, seconds: float) -> None:
     """The one way the engine waits: on the test's page, so that its events go on arriving."""
     test.page.wait_for_timeout(seconds * 1000)
@@ -474,7 +488,8 @@ class StepCycle:
         if self.in_recoverable_group:
             raise self.incurable("the cached step failed", attempt)
         self.dirty = attempt.url_before != attempt.url_after  # the heal starts where it started
-        verdict = self.classify()
+        with self.asking("the cached step failed", "the classification"):
+            verdict = self.classify()
         if self.config.strict:
             raise self.verdict_failure(verdict, "the cached step failed")
         if not self.healable(verdict):
@@ -622,7 +637,8 @@ class StepCycle:
                 return
         if self.in_recoverable_group:
             raise self.incurable("the generation budget is exhausted", self.history[-1])
-        verdict = self.classify()
+        with self.asking("the generation budget is exhausted", "the classification"):
+            verdict = self.classify()
         raise self.verdict_failure(verdict, "the generation budget is exhausted")
 
     def heal(self, verdict: Verdict) -> None:
@@ -659,9 +675,10 @@ class StepCycle:
         """
         before = self.clean_page()
         try:
-            code = self.advisor.code(
-                purpose, self.test, self.entry, verdict, page=before, restored=self.restored
-            )
+            with self.asking("the step's last attempt failed", f"the {purpose} request"):
+                code = self.advisor.code(
+                    purpose, self.test, self.entry, verdict, page=before, restored=self.restored
+                )
         except CannotAnswer as cannot:
             raise self.cannot(cannot.reason) from None
         if isinstance(code, Attempt):
@@ -674,7 +691,8 @@ class StepCycle:
         if attempt.outcome is not Outcome.GREEN:
             self.history.append(attempt)
             if attempt.failed_check and not self.in_recoverable_group:
-                check_verdict = self.classify()
+                with self.asking("the check failed", "the classification"):
+                    check_verdict = self.classify()
                 if not self.healable(check_verdict):
                     raise self.verdict_failure(
                         check_verdict, "the check failed and cannot be healed"
@@ -732,6 +750,20 @@ class StepCycle:
         return isinstance(verdict.label, StepLabel) and verdict.label.healable
 
     # -- terminal errors -----------------------------------------------------------------------
+
+    @contextmanager
+    def asking(self, headline: str, request: str) -> Iterator[None]:
+        """A request that follows a red attempt of the step: when the LLM fails it, the step's
+        error tells first what made the step red (``headline``, the last attempt), then that
+        ``request`` failed, and why."""
+        try:
+            yield
+        except ProviderUnavailableError as down:
+            if not self.history:
+                raise
+            headline += STRICT if self.config.strict else ""
+            red = self.incurable(headline, self.history[-1])
+            raise after_request(red, request, down) from down
 
     def incurable(self, headline: str, attempt: Attempt) -> IncurableStepError:
         return self.terminal_type(attempt)(

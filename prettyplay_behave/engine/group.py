@@ -15,11 +15,17 @@ import logging
 from typing import TYPE_CHECKING
 
 from ..config import pace_ms
-from ..errors import IncurableStepError, PrettyPlayError, StepFailedError, failure_kind
+from ..errors import (
+    IncurableStepError,
+    PrettyPlayError,
+    ProviderUnavailableError,
+    StepFailedError,
+    failure_kind,
+)
 from ..events import Events, record
 from ..vocabulary import GroupLabel, StepStatus
 from .advisor import verdict_failure
-from .cycle import StepCycle, pause
+from .cycle import StepCycle, after_request, pause
 from .step import GroupStepRecord, ScenarioEntry
 
 if TYPE_CHECKING:
@@ -132,7 +138,10 @@ class GroupBlock:
         cap = test.config.healing_attempts
         while test.cycles(self.prompt) < cap:
             test.next_cycle(self.prompt)
-            verdict = self.engine.advisor.diagnose(test, self.prompt, self.traces, failed)
+            try:
+                verdict = self.engine.advisor.diagnose(test, self.prompt, self.traces, failed)
+            except ProviderUnavailableError as down:
+                raise after_request(failure, "the group's diagnosis", down) from down
             repeat = self._run_row(test, self._row(verdict, failed, failure), verdict)
             if repeat is None:
                 return

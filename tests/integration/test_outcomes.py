@@ -11,12 +11,24 @@ from typing import Any
 
 import pytest
 
-from prettyplay_behave import IncurableStepError, PrettyConfig, PrettyPlay, RedStepError
+from prettyplay_behave import (
+    IncurableStepError,
+    PrettyConfig,
+    PrettyPlay,
+    ProviderUnavailableError,
+    RedStepError,
+)
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
 from tests.conftest import BehaveProject
-from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
-from tests.support.shop_steps import HEADING, OPEN_SHOP
+from tests.support.llm_server import (
+    CLEAN_GATE,
+    ScriptedLLMServer,
+    code_answer,
+    json_answer,
+    server_error,
+)
+from tests.support.shop_steps import BROKEN_ACCEPT, HEADING, OPEN_SHOP
 
 ALLURE = ("-f", "allure_behave.formatter:AllureFormatter", "-o", "allure-results")
 JSON = ("-f", "json", "-o", "out.json")
@@ -226,3 +238,78 @@ def test_a_navigation_to_a_down_app_names_the_network_error(
     render = caught.value.render()
     assert f"error: Error: Page.goto: net::ERR_CONNECTION_REFUSED at {down}/" in render, render
     assert "allowed_origins" not in render and "was blocked" not in render, render
+
+
+# -- the cause survives --------------------------------------------------------------------------
+
+
+def api_config(shop, tmp_path: Path, **changes: Any) -> PrettyConfig:
+    settings = {"llm_retries": 0, "llm_timeout": 5.0, "action_timeout_ms": 2000, **changes}
+    return PrettyConfig(base_url=shop.url, cache_dir=str(tmp_path / "cache"), **settings)
+
+
+def plant_test(tmp_path: Path, test: str, rows: list[tuple[str, str, str]]) -> None:
+    store = CacheStore(tmp_path / "cache", validate=check_code)
+    for kind, sentence, code in rows:
+        store.write(CacheEntry(CacheKey(test, kind, sentence), code, "generated"))
+
+
+def test_a_red_check_whose_classification_fails_names_both(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
+) -> None:
+    plant_test(tmp_path, "t", [
+        ("action", "open the shop", OPEN_SHOP),
+        ("check", "the heading says Demo Shop", REGRESSED),
+    ])  # fmt: skip
+    llm_env.on("classify", server_error(), repeat=True)
+    with PrettyPlay("t", config=api_config(shop, tmp_path), browser=browser) as t:
+        t.step("open the shop")
+        with pytest.raises(RedStepError) as caught:  # still the app's answer: a failure
+            t.expect("the heading says Demo Shop")
+    render = caught.value.render()
+    assert render.startswith(
+        "RedStepError: the cached step failed\n---\nstep: the heading says Demo Shop\n"
+        "error: AssertionError: Locator expected to have text 'Demo Shop 2'"
+    ), render
+    last = render.split("\n---\n")[-1]
+    assert last.startswith("… and the classification failed: the LLM is unavailable: "), last
+    assert "kept failing (HTTP 500" in last
+    assert len(llm_env.requests_for("classify")) == 1
+
+
+def test_a_red_action_whose_classification_fails_names_both(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
+) -> None:
+    plant_test(tmp_path, "t", [
+        ("action", "open the shop", OPEN_SHOP),
+        ("action", "accept the cookie banner", BROKEN_ACCEPT),
+    ])  # fmt: skip
+    llm_env.on("classify", server_error(), repeat=True)
+    with PrettyPlay("t", config=api_config(shop, tmp_path), browser=browser) as t:
+        t.step("open the shop")
+        with pytest.raises(ProviderUnavailableError) as caught:  # the provider's error
+            t.step("accept the cookie banner")
+    message = str(caught.value)
+    assert not isinstance(caught.value, AssertionError)
+    assert message.startswith(
+        "the cached step failed\n---\nstep: accept the cookie banner\nerror: TimeoutError: "
+    ), message
+    assert 'waiting for get_by_role("button", name="Consent")' in message
+    assert "… and the classification failed: the LLM is unavailable: " in message
+    assert "kept failing (HTTP 500" in message
+
+
+def test_a_policy_refusal_survives_the_failed_request_after_it(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
+) -> None:
+    llm_env.on("generate", code_answer("import os\n\ndef step(page) -> None:\n    os.getcwd()"))
+    llm_env.on("generate", server_error(), repeat=True)
+    with PrettyPlay("t", config=api_config(shop, tmp_path), browser=browser) as t:
+        with pytest.raises(ProviderUnavailableError) as caught:
+            t.step("open the shop")
+    message = str(caught.value)
+    assert message.startswith("the step's last attempt failed\n---\nstep: open the shop\n")
+    # the refusal that made it red comes first
+    assert "error: CodePolicyError: line 1: import statement is not allowed" in message, message
+    assert "… and the generate request failed: the LLM is unavailable: " in message
+    assert [r.purpose for r in llm_env.requests] == ["generate", "generate"]
