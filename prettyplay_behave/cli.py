@@ -8,13 +8,20 @@
     prettyplay cache migrate [PATH]      rewrite format-1 cache files as format 2
     prettyplay cache diff [REF]          the code that changed in the cache against a git ref
     prettyplay init [DIR]                set up a behave project for prettyplay
+    prettyplay plan [PATH ...] [--tags ...] [--strict]
+                                         what a run would replay, reuse, generate or replay
+                                         red, and the LLM requests that would cost; no browser
 
 PATH and DIR default to ``features/.prettyplay``; ``prune`` reads the feature files of the folder
 that holds the cache folder (``--features`` names another). ``check`` exits 1 when any file or
 entry is refused, so it can guard pull requests that touch the cache. ``prune`` and ``drop``
 show what they delete (``--dry-run`` only shows it); ``drop`` exits 1 when no entry has the
 sentence. ``cache diff`` exits 0 when nothing changed, 1 when entries did and 2 when it cannot
-compare (not a git repository, an unknown ref, a file that fails to load).
+compare (not a git repository, an unknown ref, a file that fails to load). ``plan`` selects the
+features as behave does (PATH, ``--tags``, ``--name``, ``--include``, ``--exclude``, ``-D``, the
+config file of the working directory) and exits 1 under strict (``--strict``, the ``strict``
+setting or a ``@strict`` tag) when a step has no cached code, 2 when behave cannot read the
+features.
 """
 
 from __future__ import annotations
@@ -28,10 +35,11 @@ from pathlib import Path
 
 from .cache import DEFAULT_CACHE_DIR, CacheStore, StepEntry, load_file, update
 from .cache_diff import DiffError, diff
-from .errors import CacheError
+from .errors import CacheError, ConfigError
 from .parameters import parameterize
 from .safety.policy import check_code
 from .scaffold import DEFAULT_BASE_URL, ScaffoldError, init
+from .vocabulary import counted
 
 
 def cache_files(paths: Sequence[Path]) -> Iterator[Path]:
@@ -55,14 +63,9 @@ def check(paths: Sequence[Path]) -> int:
             print(f"REFUSED {exc}")
             continue
         entries += len(library.entries)
-    checked = f"{_count(files, 'cache file')}, {_count(entries, 'entry')} checked"
-    print(f"{checked}, {_count(refused, 'file')} refused")
+    checked = f"{counted(files, 'cache file')}, {counted(entries, 'entry')} checked"
+    print(f"{checked}, {counted(refused, 'file')} refused")
     return 1 if refused or not files else 0
-
-
-def _count(number: int, noun: str) -> str:
-    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
-    return f"{number:,} {noun if number == 1 else plural}"
 
 
 def describe(entry: StepEntry) -> str:
@@ -111,11 +114,11 @@ def prune_obsolete(cache_dir: Path, features_dir: Path | None, dry_run: bool) ->
         for entry in entries:
             print(describe(entry))
     if dry_run:
-        print(f"{_count(len(dead), 'obsolete entry')} (dry run: nothing deleted)")
+        print(f"{counted(len(dead), 'obsolete entry')} (dry run: nothing deleted)")
         return 0
     for path, entries in by_file.items():
         store.drop(path, entries)
-    print(f"{_count(len(dead), 'obsolete entry')} deleted (steps of {features} read)")
+    print(f"{counted(len(dead), 'obsolete entry')} deleted (steps of {features} read)")
     return 0
 
 
@@ -136,7 +139,7 @@ def drop_sentence(cache_dir: Path, sentence: str, dry_run: bool) -> int:
         if not dry_run:
             store.drop(path, doomed)
     verb = "would be deleted (dry run)" if dry_run else "deleted"
-    print(f"{_count(dropped, 'entry')} of {sentence!r} {verb}")
+    print(f"{counted(dropped, 'entry')} of {sentence!r} {verb}")
     return 0 if dropped else 1
 
 
@@ -148,10 +151,31 @@ def migrate(paths: Sequence[Path]) -> int:
             continue
         update(path, lambda library: None, check_code)
         after = load_file(path, check_code)
-        print(f"{path}: migrated to format 2 ({_count(len(after.entries), 'entry')})")
+        print(f"{path}: migrated to format 2 ({counted(len(after.entries), 'entry')})")
         migrated += 1
-    print(f"{_count(migrated, 'file')} migrated")
+    print(f"{counted(migrated, 'file')} migrated")
     return 0
+
+
+def plan_run(args: argparse.Namespace) -> int:
+    """``prettyplay plan``: behave's own options handed to behave's own parser."""
+    from .behave.plan import PlanError, plan
+
+    behave_args = list(args.paths)
+    for option, values in (
+        ("--tags", args.tags),
+        ("--name", args.name),
+        ("--define", args.define),
+        ("--include", [args.include] if args.include else None),
+        ("--exclude", [args.exclude] if args.exclude else None),
+    ):
+        for value in values or []:
+            behave_args += [option, value]
+    try:
+        return plan(behave_args, args.strict, sys.stdout)
+    except PlanError as exc:
+        print(f"prettyplay plan: {exc}", file=sys.stderr)
+        return 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -197,13 +221,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     init_parser.add_argument(
         "--base-url", default=DEFAULT_BASE_URL, help=f"the app under test ({DEFAULT_BASE_URL})"
     )
+    plan_parser = commands.add_parser(
+        "plan", help="what a run would replay, reuse, generate or replay red; no browser"
+    )
+    plan_parser.add_argument("paths", nargs="*", help="feature files or folders, as for behave")
+    for flags, what in (
+        (("-t", "--tags"), "behave's tag expression (repeatable)"),
+        (("-n", "--name"), "only scenarios whose name matches (repeatable)"),
+        (("-i", "--include"), "only feature files matching this pattern"),
+        (("-e", "--exclude"), "no feature files matching this pattern"),
+        (("-D", "--define"), "a userdata value, e.g. -D prettyplay.cache_dir=… (repeatable)"),
+    ):
+        repeated = flags[1] in ("--tags", "--name", "--define")
+        plan_parser.add_argument(*flags, action="append" if repeated else "store", help=what)
+    plan_parser.add_argument(
+        "--strict", action="store_true", help="plan a strict run: exit 1 when a step needs the LLM"
+    )
     args = parser.parse_args(argv)
     try:
         return run(args)
     except CacheError as exc:
         print(f"prettyplay: {exc}", file=sys.stderr)
         return 1
-    except (DiffError, ScaffoldError) as exc:
+    except (DiffError, ScaffoldError, ConfigError) as exc:
         print(f"prettyplay: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the output went to a pager or ``head`` that stopped reading
@@ -216,6 +256,8 @@ def run(args: argparse.Namespace) -> int:
         return check(args.paths)
     if args.command == "init":
         return init(args.root, args.base_url)
+    if args.command == "plan":
+        return plan_run(args)
     if args.cache_command == "prune":
         return prune_obsolete(args.cache_dir, args.features, args.dry_run)
     if args.cache_command == "drop":

@@ -17,6 +17,13 @@ def words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
+def counted(number: int, noun: str) -> str:
+    """A count and its noun, singular for one: ``1 test``, ``2 tests``, ``1 entry``,
+    ``3 entries``, ``1,024 requests``."""
+    plural = noun[:-1] + "ies" if noun.endswith("y") and noun[-2:-1] not in "aeiou" else noun + "s"
+    return f"{number:,} {noun if number == 1 else plural}"
+
+
 class Word(str, Enum):
     """A str-valued enum member that prints as its value on every Python version."""
 

@@ -33,18 +33,26 @@ def scenario_keys(feature_file: Path, features_dir: Path) -> Iterator[CacheKey]:
     feature = parse_file(str(feature_file))
     if feature is None:
         return
-    for scenario in _scenarios(feature):
-        name = scenario_namespace(scenario.filename, str(features_dir), scenario.name)
-        seen: dict[tuple[str, str, str], int] = {}
-        for step in [*scenario.background_steps, *scenario.steps]:
-            spec = step_spec(step.step_type, step.name, step.text, step.table)
-            identity = (str(spec.kind), spec.sentence, spec.data)
-            seen[identity] = seen.get(identity, 0) + 1
-            outline = outline_of(scenario, step)
-            yield CacheKey(name, spec.kind, spec.sentence, spec.data, seen[identity], outline)
+    for scenario in scenarios_of(feature):
+        for _, key in step_keys(scenario, features_dir):
+            yield key
 
 
-def _scenarios(feature: Any) -> Iterator[Any]:
+def step_keys(scenario: Any, features_dir: Path) -> Iterator[tuple[Any, CacheKey]]:
+    """Each step of a scenario (its Background's first) with its cache address, as a run
+    turns it."""
+    name = scenario_namespace(scenario.filename, str(features_dir), scenario.name)
+    seen: dict[tuple[str, str, str], int] = {}
+    for step in [*scenario.background_steps, *scenario.steps]:
+        spec = step_spec(step.step_type, step.name, step.text, step.table)
+        identity = (str(spec.kind), spec.sentence, spec.data)
+        seen[identity] = seen.get(identity, 0) + 1
+        outline = outline_of(scenario, step)
+        yield step, CacheKey(name, spec.kind, spec.sentence, spec.data, seen[identity], outline)
+
+
+def scenarios_of(feature: Any) -> Iterator[Any]:
+    """Every scenario of a feature as a run has them: an Outline as its example rows."""
     for scenario in feature.walk_scenarios():
         yield from getattr(scenario, "scenarios", None) or [scenario]
 

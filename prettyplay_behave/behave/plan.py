@@ -1,0 +1,251 @@
+"""``prettyplay plan``: what a run would do with each step, read from the cache alone.
+
+The features are selected as behave selects them (paths, ``--tags``, ``--name``, ``--include``,
+``--exclude``, the config file), the steps matched against the project's step definitions (a
+user's own definition runs no prettyplay code), and each prettyplay step's cache address is
+looked up as a run looks it up:
+
+- ``replay``: a cached entry serves it (no request, unless it goes red);
+- ``replay red``: a remembered red verdict serves it (no request; it fails unless it went green);
+- ``reuse``: no entry, but code for the same step goes green earlier in the run or is kept by
+  another feature's library (no request when it goes green);
+- ``generate``: no entry and nothing to reuse: LLM requests;
+- ``missing``: no entry under strict: the run fails the step, with no request.
+
+No browser starts, no hook runs and nothing is sent. Under strict (``--strict``, the
+``strict`` setting or a ``@strict`` tag) a step that would need the LLM exits 1, so CI can fail
+before it starts a browser.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, TextIO
+
+from ..cache import CACHE_FOLDER, CacheKey, CacheStore, StepEntry
+from ..config import PrettyConfig, TestConfig
+from ..parameters import code_parameters
+from ..safety.policy import check_code
+from ..vocabulary import Word, counted
+from .liveness import scenarios_of, step_keys
+from .mapping import scenario_namespace, step_spec
+
+# requests of one step that generates: its generation and the gate's review of it
+REQUESTS_PER_GENERATION = 2
+
+
+class Fate(Word):
+    """What a run would do with one step."""
+
+    REPLAY = "replay"
+    REUSE = "reuse"
+    GENERATE = "generate"
+    REPLAY_RED = "replay red"
+    MISSING = "missing"
+    OWN = "own step"
+    UNDEFINED = "undefined"
+
+    @property
+    def needs_llm(self) -> bool:
+        return self in (Fate.GENERATE, Fate.MISSING)
+
+
+@dataclass(frozen=True)
+class PlannedStep:
+    keyword: str
+    sentence: str
+    fate: Fate
+    note: str = ""
+    budget: int = 0  # the generation budget of its test (generate only)
+
+
+@dataclass(frozen=True)
+class PlannedScenario:
+    name: str
+    strict: bool
+    steps: tuple[PlannedStep, ...]
+
+
+@dataclass(frozen=True)
+class PlannedFeature:
+    filename: str
+    cache_file: Path
+    scenarios: tuple[PlannedScenario, ...]
+
+
+class PlanError(Exception):
+    """The features cannot be read as behave would read them."""
+
+
+def plan(behave_args: Sequence[str], strict: bool, out: TextIO) -> int:
+    """Print the plan of a run with ``behave_args``; 1 when a strict test would need the LLM."""
+    features, config, behave_config = read_features(behave_args)
+    planned = list(plan_features(features, config, behave_config, strict))
+    steps = [
+        step for feature in planned for scenario in feature.scenarios for step in scenario.steps
+    ]
+    for feature in planned:
+        out.write(f"{feature.filename}  (cache: {_shown(feature.cache_file)})\n")
+        for scenario in feature.scenarios:
+            out.write(f"  {scenario.name}{'  (strict)' if scenario.strict else ''}\n")
+            for step in scenario.steps:
+                note = f"  ({step.note})" if step.note else ""
+                out.write(f"    {step.fate:<11} {step.keyword} {step.sentence}{note}\n")
+    scenarios = sum(len(feature.scenarios) for feature in planned)
+    counts = Counter(step.fate for step in steps)
+    shown = (Fate.REPLAY, Fate.REUSE, Fate.GENERATE, Fate.REPLAY_RED)
+    tally = ", ".join(f"{counts[fate]} {fate}" for fate in Fate if counts[fate] or fate in shown)
+    out.write(
+        f"plan: {counted(len(planned), 'feature')}, {counted(scenarios, 'scenario')}, "
+        f"{counted(len(steps), 'step')}: {tally}\n"
+    )
+    out.write(estimate(steps) + "\n")
+    missing = counts[Fate.MISSING]
+    if missing:
+        out.write(
+            f"strict: {counted(missing, 'step')} {'has' if missing == 1 else 'have'} no cached "
+            f"code: the run would fail {'it' if missing == 1 else 'them'}, with no request\n"
+        )
+    return 1 if missing else 0
+
+
+def read_features(behave_args: Sequence[str]) -> tuple[list[Any], PrettyConfig, Any]:
+    """The features behave would run with ``behave_args`` (in the working directory, with its
+    config file), their step definitions loaded, and the run's settings."""
+    from behave.configuration import Configuration
+    from behave.exception import ConfigError as BehaveConfigError
+    from behave.parser import ParserError
+    from behave.runner import Runner
+    from behave.runner_util import parse_features
+
+    from .hooks import run_config
+
+    try:
+        behave_config = Configuration(command_args=list(behave_args), load_config=True)
+        runner = Runner(behave_config)
+        with runner.path_manager:
+            runner.setup_paths()
+            runner.load_step_definitions()
+            locations = [f for f in runner.feature_locations() if not behave_config.exclude(f)]
+            features = parse_features(locations, language=behave_config.lang)
+    except (BehaveConfigError, ParserError, OSError) as exc:
+        raise PlanError(str(exc)) from exc
+    # the settings as a run reads them: -D, the environment, the config file's userdata
+    config = run_config(SimpleNamespace(config=behave_config))
+    return [f for f in features if f is not None], config, behave_config
+
+
+def plan_features(
+    features: Sequence[Any], config: PrettyConfig, behave_config: Any, strict: bool
+) -> Iterator[PlannedFeature]:
+    """Each feature with the scenarios behave would run and what would become of each step."""
+    base_dir = Path(behave_config.base_dir)  # the features folder, where steps/ is
+    store = CacheStore(Path(config.cache_dir or base_dir / CACHE_FOLDER), validate=check_code)
+    run = _Run(store)
+    for feature in features:
+        planned = []
+        for scenario in scenarios_of(feature):
+            if not scenario.should_run(behave_config):
+                continue
+            test = config.for_test(scenario.effective_tags, scenario.name)
+            test_strict = strict or test.strict
+            steps = tuple(
+                run.fate(step, key, test, test_strict)
+                for step, key in step_keys(scenario, base_dir)
+            )
+            planned.append(PlannedScenario(scenario.name.strip(), test_strict, steps))
+        if planned:
+            cache_file = store.path_for(scenario_namespace(feature.filename, str(base_dir), ""))
+            yield PlannedFeature(feature.filename, cache_file, tuple(planned))
+
+
+class _Run:
+    """What earlier steps of the planned run leave behind: the step families that go green."""
+
+    def __init__(self, store: CacheStore) -> None:
+        self.store = store
+        self.green: dict[tuple[object, ...], list[tuple[str, bool]]] = {}  # sentence, takes values
+
+    def fate(self, step: Any, key: CacheKey, test: TestConfig, strict: bool) -> PlannedStep:
+        def planned(fate: Fate, note: str = "", budget: int = 0) -> PlannedStep:
+            return PlannedStep(step.keyword, step.name, fate, note, budget)
+
+        from behave.runner import the_step_registry
+
+        from .steps import prettyplay_step
+
+        match = the_step_registry.find_match(step)
+        if match is None:
+            return planned(Fate.UNDEFINED, "no step definition matches it")
+        if match.func is not prettyplay_step:
+            return planned(Fate.OWN, "a step definition of your own")
+        spec = step_spec(step.step_type, step.name, step.text, step.table)
+        found = self.store.lookup(key)
+        family = spec.family
+        if found is not None and found.red:
+            assert found.verdict is not None
+            return planned(Fate.REPLAY_RED, f"remembered {found.verdict.label}")
+        if found is not None:
+            self._went_green(family, spec.sentence, bool(code_parameters(found.code)[0]))
+            return planned(Fate.REPLAY)
+        if strict:
+            return planned(Fate.MISSING, "strict: no cached code, the run fails it")
+        source = self._reusable(key, spec.sentence, bool(spec.parameters.names))
+        if source:
+            self._went_green(family, spec.sentence, bool(spec.parameters.names))
+            return planned(Fate.REUSE, source)
+        self._went_green(family, spec.sentence, bool(spec.parameters.names))
+        return planned(Fate.GENERATE, budget=test.generation_attempts)
+
+    def _went_green(self, family: tuple[object, ...], sentence: str, takes_values: bool) -> None:
+        self.green.setdefault(family, []).append((sentence, takes_values))
+
+    def _reusable(self, key: CacheKey, sentence: str, has_values: bool) -> str:
+        """Where code for the step comes from without a request, or "" (as the engine tries
+        it: code that went green earlier in the run, then other features' libraries)."""
+        family = (key.kind, key.parameters.template, key.data)
+        for earlier, takes_values in self.green.get(family, []):
+            if earlier == sentence or (takes_values and has_values):
+                return "code that goes green earlier in the run"
+        own = self.store.path_for(key.test)
+        for path, other in self.store.everywhere():
+            if path != own and _serves(other, family, key):
+                return f"the entry of {path}"
+        return ""
+
+
+def _serves(other: StepEntry, family: tuple[object, ...], key: CacheKey) -> bool:
+    if other.red or other.scenario is not None:
+        return False
+    if (other.kind, other.sentence, other.data) != family:
+        return False
+    return other.values is None or other.values == key.parameters.values
+
+
+def _shown(path: Path) -> str:
+    """A path relative to the working directory where it lies below it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def estimate(steps: Sequence[PlannedStep]) -> str:
+    """The LLM requests a run of ``steps`` would send, as far as the cache tells."""
+    generating = [step for step in steps if step.fate is Fate.GENERATE]
+    if not generating:
+        return (
+            "LLM requests: none; a replay that goes red adds a classification "
+            "(and, outside strict, its heals)"
+        )
+    least = REQUESTS_PER_GENERATION * len(generating)
+    most = sum(REQUESTS_PER_GENERATION * step.budget + 1 for step in generating)
+    return (
+        f"LLM requests: about {least} (a generation and its gate for each of "
+        f"{counted(len(generating), 'step')} to generate; up to {most} if generations go red); "
+        "a replay that goes red adds a classification and its heals"
+    )
