@@ -19,6 +19,7 @@ value fails at start with a :class:`ConfigError` naming the key, the value and i
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import math
 import os
@@ -510,9 +511,20 @@ def shown(key: str, value: Any) -> Any:
 # -- resolving the sources ----------------------------------------------------------------------
 
 
+def did_you_mean(key: str, prefix: str = "", upper: bool = False) -> str:
+    """`` (did you mean 'prettyplay.speed'?)`` for a misspelt key such as ``sped``, or ""."""
+    near = difflib.get_close_matches(key.lower(), KEYS, n=1, cutoff=0.75)
+    if not near:
+        return ""
+    return f" (did you mean {prefix + (near[0].upper() if upper else near[0])!r}?)"
+
+
 def _typed(key: str, text: str, source: str) -> Any:
     if key not in SETTINGS:
-        raise ConfigError(PREFIX + key, text, source, f"unknown setting; known: {', '.join(KEYS)}")
+        near = did_you_mean(key, PREFIX)
+        raise ConfigError(
+            PREFIX + key, text, source, f"unknown setting{near}; known: {', '.join(KEYS)}"
+        )
     rule = SETTINGS[key]
     try:
         value = rule.read(text)
@@ -539,7 +551,8 @@ def _env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
         if name.startswith(ENV_PREFIX):
             key = name[len(ENV_PREFIX) :].lower()
             if key not in SETTINGS:
-                raise ConfigError(name, text, "environment", "unknown setting")
+                near = did_you_mean(key, ENV_PREFIX, upper=True)
+                raise ConfigError(name, text, "environment", f"unknown setting{near}")
             layer[key] = _typed(key, text, f"environment variable {name}")
     return layer
 

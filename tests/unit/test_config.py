@@ -149,3 +149,24 @@ def test_python_api_values_are_validated() -> None:
 )
 def test_origins_compare_as_browsers_do(url: str, origin: str) -> None:
     assert PrettyConfig(base_url=url).origins == (origin,)
+
+
+@pytest.mark.parametrize(
+    ("sources", "message"),
+    [
+        ({"defines": {"prettyplay.sped": "3"}}, "(did you mean 'prettyplay.speed'?); known: "),
+        ({"file_values": {"prettyplay.Base_URL": "x"}}, "(did you mean 'prettyplay.base_url'?)"),
+        ({"environ": {"PRETTYPLAY_SPEEED": "3"}}, "(did you mean 'PRETTYPLAY_SPEED'?)"),
+    ],
+)
+def test_a_misspelt_setting_names_the_nearest_key(sources, message) -> None:
+    with pytest.raises(ConfigError) as caught:
+        resolve_config(**sources)
+    assert message in str(caught.value)
+
+
+def test_a_setting_near_no_key_lists_them_all() -> None:
+    with pytest.raises(ConfigError) as caught:
+        resolve_config(defines={"prettyplay.zzz": "1"})
+    assert "did you mean" not in str(caught.value)
+    assert "unknown setting; known: base_url, " in str(caught.value)
