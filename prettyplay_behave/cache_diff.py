@@ -25,6 +25,7 @@ from .cache import Library, StepEntry, parse
 from .errors import CacheError
 from .report.diffs import unified_diff
 from .safety.policy import check_code
+from .vocabulary import counted
 
 WORKING_TREE = "working tree"
 
@@ -209,5 +210,7 @@ def diff(cache_dir: Path, ref: str, out: TextIO | None = None) -> int:
             printer.change(change, number == 0 or changes[number - 1].place != change.place)
     total = sum(counts.values())
     listed = ", ".join(f"{n} {what}" for what, n in counts.items())
-    out.write(f"{total} entries differ from {ref} in {files} files ({listed})\n")
+    differ = "differs" if total == 1 else "differ"
+    where = f"from {ref} in {counted(files, 'file')}"
+    out.write(f"{counted(total, 'entry')} {differ} {where} ({listed})\n")
     return 1 if total else 0

@@ -245,7 +245,7 @@ def estimate(steps: Sequence[PlannedStep]) -> str:
     least = REQUESTS_PER_GENERATION * len(generating)
     most = sum(REQUESTS_PER_GENERATION * step.budget + 1 for step in generating)
     return (
-        f"LLM requests: about {least} (a generation and its gate for each of "
+        f"LLM requests: about {least} (a generation and its gate for the "
         f"{counted(len(generating), 'step')} to generate; up to {most} if generations go red); "
         "a replay that goes red adds a classification and its heals"
     )

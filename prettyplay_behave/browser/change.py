@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from ..vocabulary import counted
 from .snapshot import PageState, estimate_tokens
 
 T = TypeVar("T")
@@ -104,7 +105,7 @@ def _identities(lines: list[str]) -> list[tuple[str, str, int] | None]:
 def _summary(appeared: int, disappeared: int, changed: int) -> str:
     if not (appeared or disappeared or changed):
         return "nothing changed in the accessibility snapshot"
-    return f"{appeared} lines appeared, {disappeared} disappeared, {changed} changed"
+    return f"{counted(appeared, 'line')} appeared, {disappeared} disappeared, {changed} changed"
 
 
 def _fit(

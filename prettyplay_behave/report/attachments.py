@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..events import record
+from ..vocabulary import counted
 from .diffs import change_of
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ def how_it_ran(entry: ScenarioEntry) -> str:
         lines.append(f"group: {entry.group}")
     if entry.guidance:
         lines.append(f"guidance: {entry.guidance}")
-    lines.append(f"LLM: {entry.requests} requests, {entry.tokens:,} tokens")
+    lines.append(f"LLM: {counted(entry.requests, 'request')}, {counted(entry.tokens, 'token')}")
     return "\n".join(lines) + "\n"
 
 
@@ -92,7 +93,7 @@ def test_cost(test: TestState) -> str:
     parameter's value is made: a cost in money joins it here."""
     requests = sum(entry.requests for entry in test.scenario)
     tokens = sum(entry.tokens for entry in test.scenario)
-    return f"{requests} requests, {tokens:,} tokens"
+    return f"{counted(requests, 'request')}, {counted(tokens, 'token')}"
 
 
 def attach_steps(

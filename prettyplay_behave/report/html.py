@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..resources import templates_folder
+from ..vocabulary import counted
 from .artifacts import TestArtifacts
 from .diffs import change_of
 
@@ -49,6 +50,7 @@ def write_report(
     # what a rewrite (heal, recovery, steer) changed, as a diff beside its cause
     environment.globals["change_of"] = lambda test, entry: change_of(test, entry, redact)
     environment.globals["artifacts_of"] = artifacts_of
+    environment.globals["counted"] = counted
     html = environment.get_template("report.html.j2").render(tests=tests, summary=summary)
     report_dir.mkdir(parents=True, exist_ok=True)
     path = report_dir / name

@@ -15,7 +15,7 @@ from colorama import Fore, Style
 
 from ..llm.prices import PRICES_TAKEN, format_cost
 from ..llm.purposes import Purpose
-from ..vocabulary import FailureKind, Origin, StepStatus
+from ..vocabulary import FailureKind, Origin, StepStatus, counted
 
 if TYPE_CHECKING:
     from ..engine.state import TestState
@@ -96,15 +96,17 @@ class RunSummary:
         failed = sum(self.failed.values())
         labels = ", ".join(f"{n} {label}" for label, n in sorted(self.failed.items()))
         lines = [
-            f"{self.tests} tests ({self.tests_failed} failed); {passed + failed} steps: {origins}; "
+            f"{counted(self.tests, 'test')} ({self.tests_failed} failed); "
+            f"{counted(passed + failed, 'step')}: {origins}; "
             f"{failed} failed" + (f" ({labels})" if labels else ""),
         ]
         lines.append(self.llm_line())
-        cache = f"cache: {self.cache_written} entries written"
+        cache = f"cache: {counted(self.cache_written, 'entry')} written"
         if self.obsolete is not None:
             cache += f", {self.obsolete} obsolete"
             if self.obsolete:
-                cache += " (prettyplay cache prune removes them)"
+                them = "it" if self.obsolete == 1 else "them"
+                cache += f" (prettyplay cache prune removes {them})"
         lines.append(cache)
         lines.append(f"wall time: {self.wall_time:.1f} s")
         lines += [rewrite.line() for rewrite in self.rewritten]
@@ -129,13 +131,12 @@ class RunSummary:
         requests = sum(u.requests for u in self.usage.values())
         tokens = sum(u.total_tokens for u in self.usage.values())
         by_purpose = ", ".join(
-            f"{purpose} {u.requests} ({u.total_tokens:,} tokens"
+            f"{purpose} {u.requests} ({counted(u.total_tokens, 'token')}"
             + (f", {self.cost_of(purpose)})" if self.cost_of(purpose) else ")")
             for purpose, u in sorted(self.usage.items())
         )
-        return f"LLM: {requests} requests, {tokens:,} tokens{self.total_cost}" + (
-            f" ({by_purpose})" if by_purpose else ""
-        )
+        total = f"{counted(requests, 'request')}, {counted(tokens, 'token')}{self.total_cost}"
+        return f"LLM: {total}" + (f" ({by_purpose})" if by_purpose else "")
 
     def price_notes(self) -> list[str]:
         """How each model of the run was priced, for the report."""

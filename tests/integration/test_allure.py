@@ -170,7 +170,7 @@ def test_each_test_carries_its_llm_cost_as_a_parameter(run: Run) -> None:
         parameters = {p["name"]: p for p in result.get("parameters") or []}
         cost = parameters["LLM cost"]
         assert cost["excluded"] is True  # not part of the test's history id
-        match = re.fullmatch(r"(\d+) requests, ([\d,]+) tokens", cost["value"])
+        match = re.fullmatch(r"(\d+) requests?, ([\d,]+) tokens?", cost["value"])
         assert match, cost
         costs[result["name"]] = (int(match[1]), int(match[2].replace(",", "")))
     assert sum(requests for requests, _ in costs.values()) == run.requests
