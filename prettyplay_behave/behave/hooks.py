@@ -28,6 +28,7 @@ from ..events import record
 from ..report import attachments
 from . import liveness
 from .app import check_app
+from .lines import keep_log_lines_whole
 from .mapping import outline_of, scenario_namespace, step_spec
 
 if TYPE_CHECKING:
@@ -110,6 +111,7 @@ def before_all(context: Any, steering: Steering | None = None) -> None:
     from ..runtime import Runtime
 
     context.config.setup_logging()
+    keep_log_lines_whole(context)  # where log lines and a formatter share a terminal or a file
     # the HTTP client logs every request at INFO; prettyplay logs its own, with the purpose
     for name in ("httpx", "httpx2", "httpcore"):
         logging.getLogger(name).setLevel(logging.WARNING)
