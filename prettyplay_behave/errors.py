@@ -165,6 +165,11 @@ def describe_exception(exc: BaseException) -> tuple[str, str]:
     return (f"{name}: {first}" if first else name), (f"{name}: {text}" if text else name)
 
 
+def rendered(exc: BaseException) -> str:
+    """The whole text of the error a step ended with: the terminal render, or the exception."""
+    return exc.render() if isinstance(exc, StepFailedError) else describe_exception(exc)[1]
+
+
 def failure_kind(exc: BaseException) -> FailureKind:
     """How a step that raised ``exc`` is counted in the summary and the report."""
     kinds: tuple[tuple[type[BaseException], FailureKind], ...] = (

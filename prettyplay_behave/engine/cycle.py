@@ -41,6 +41,7 @@ from ..errors import (
     RedStepError,
     StepFailedError,
     failure_kind,
+    rendered,
 )
 from ..events import Events, record
 from ..llm.answers import CannotAnswer, Verdict
@@ -110,6 +111,7 @@ class Engine:
             self._went_green(test, entry)
         except BaseException as exc:
             entry.outcome, entry.failure = StepStatus.FAILED, failure_kind(exc)
+            entry.error = rendered(exc)
             if isinstance(exc, PrettyPlayError) and exc.entry is None:
                 exc.entry = entry
             if isinstance(exc, StepFailedError):

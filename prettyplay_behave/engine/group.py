@@ -21,6 +21,7 @@ from ..errors import (
     ProviderUnavailableError,
     StepFailedError,
     failure_kind,
+    rendered,
 )
 from ..events import Events, record
 from ..vocabulary import GroupLabel, StepStatus
@@ -92,7 +93,7 @@ class GroupBlock:
                 raise
             assert isinstance(failure, IncurableStepError)
             self._recover_booked(test, failed, failure)
-            failed.outcome = StepStatus.PASSED_AFTER_RECOVERY
+            failed.outcome, failed.error = StepStatus.PASSED_AFTER_RECOVERY, ""
             return failed
         self.traces.append(GroupStepRecord(spec.sentence, entry.outcome, url_before, test.page.url))
         self.members.append(entry)
@@ -114,7 +115,7 @@ class GroupBlock:
             with self.engine.booked(failed):
                 self.recover(test, failed, failure)
         except BaseException as final:
-            failed.failure = failure_kind(final)
+            failed.failure, failed.error = failure_kind(final), rendered(final)
             if isinstance(final, StepFailedError):
                 self.engine.remember(test, failed, final)
             raise

@@ -157,6 +157,13 @@ def test_the_html_report_shows_what_a_person_needs(reported: Reported, browser) 
     assert 'name="Accept cookies"' in generated.locator("pre").last.inner_text()
     broken = page.locator("section", has=page.locator("h2", has_text="Broken"))
     assert "verdict: product_defect" in broken.inner_text()
+    # the failed step's error is in sight, not inside the collapsed attempt history
+    error = broken.locator(".error")
+    assert error.is_visible()
+    assert "ProductDefectError: the product does not do what the step says" in error.inner_text()
+    assert "Locator expected to have text 'Welcome'" in error.inner_text()
+    assert broken.locator("details").first.get_attribute("open") is None
+    assert page.locator(".error").count() == 1  # passing steps show none
     assert "explanation: the shop greets nobody" in broken.inner_text()
     image = broken.locator("img.screenshot")
     assert image.evaluate("img => img.complete && img.naturalWidth > 0")
