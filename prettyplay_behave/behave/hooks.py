@@ -26,6 +26,7 @@ from ..config import PrettyConfig, in_ci, resolve_config, shown
 from ..errors import CacheError, ConfigError, PrettyPlayError
 from ..events import record
 from ..report import attachments
+from ..report.artifacts import failure_picture
 from . import liveness
 from .app import check_app
 from .lines import keep_log_lines_whole
@@ -186,7 +187,8 @@ def before_step(context: Any, step: Any) -> None:
 def after_step(context: Any, step: Any) -> None:
     """Attachments, while the step is still open in the formatters: with allure-behave, each
     prettyplay step's code, how it ran, history and verdicts; a failing step's screenshot (to
-    behave's own attachments and Allure) and Playwright trace (Allure), with report_dir."""
+    behave's own attachments and Allure, with or without report_dir) and Playwright trace
+    (Allure, with report_dir)."""
     state: ScenarioState | None = getattr(context, "prettyplay_scenario", None)
     runtime: Runtime | None = getattr(context, "prettyplay", None)
     if state is None or runtime is None:
@@ -197,7 +199,14 @@ def after_step(context: Any, step: Any) -> None:
         state.test.touched_elsewhere()
     if allure is not None:
         attachments.attach_steps(allure, run, state.unattached(), runtime.secrets.redact)
-    if not step.status.has_failed() or runtime.artifacts is None:
+    if not step.status.has_failed():
+        return
+    if runtime.artifacts is None:  # no report_dir: the picture goes to the formatters alone
+        picture = failure_picture(run)
+        if picture is not None:
+            context.attach("image/png", picture)
+            if allure is not None:
+                attachments.attach_picture(allure, picture)
         return
     path = runtime.artifacts.screenshot(run)
     trace = runtime.artifacts.keep_trace(run)  # the trace up to the failure, for this step

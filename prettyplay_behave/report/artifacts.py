@@ -112,8 +112,8 @@ class Artifacts:
         """The test's screenshot, taken once, while its page is still open: at its first
         failing step, or (``screenshot=on``) when a passing test ends. None under
         ``screenshot=off``, and for a test that names a secret unless the policy is ``on``."""
-        policy, state = test.config.screenshot, self.of(test)
-        if policy == "off" or (test.uses_secrets and policy != "on"):
+        state = self.of(test)
+        if not pictures_allowed(test):
             return None
         if state.screenshot is None and not test.page.is_closed():
             path = self.folder(test) / name
@@ -176,6 +176,25 @@ class Artifacts:
             state.trace_file = path
         else:
             tracing.stop()
+
+
+def pictures_allowed(test: TestState) -> bool:
+    """Whether a picture of the test's page may be kept: not under ``screenshot=off``, nor for
+    a test that names a secret unless the policy is ``on``."""
+    policy = test.config.screenshot
+    return policy != "off" and not (test.uses_secrets and policy != "on")
+
+
+def failure_picture(test: TestState) -> bytes | None:
+    """A picture of a failing test's page, in memory (no ``report_dir`` to keep it in), for the
+    formatters that take attachments; None where pictures are not allowed or the page is gone."""
+    if not pictures_allowed(test) or test.page.is_closed():
+        return None
+    try:
+        return test.page.screenshot(full_page=True)
+    except Exception as exc:  # a crashed page has no picture to give
+        _lost("the screenshot", test, exc)
+        return None
 
 
 def _lost(what: str, test: TestState, exc: Exception) -> None:

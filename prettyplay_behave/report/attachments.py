@@ -110,6 +110,11 @@ def attach_steps(
             )
 
 
+def attach_picture(allure: Any, picture: bytes) -> None:
+    """A failing step's screenshot taken in memory (without ``report_dir``)."""
+    _safely(allure.attach, picture, name="failure", attachment_type=allure.attachment_type.PNG)
+
+
 def attach_artifacts(allure: Any, screenshot: Path | None, trace: Path | None) -> None:
     """A failing step's screenshot and Playwright trace (or a trace kept at the test's end)."""
     if screenshot is not None:

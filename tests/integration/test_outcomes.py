@@ -3,6 +3,7 @@ JUnit, its JSON formatter and Allure, while what is not the app's answer stays a
 
 from __future__ import annotations
 
+import base64
 import json
 import socket
 import xml.etree.ElementTree as ElementTree
@@ -115,11 +116,21 @@ def test_a_regression_under_strict_is_a_failure_and_a_missing_entry_an_error(
     assert "RedStepError: the cached step failed (strict: replay only)" in message
     assert "Demo Shop 2" in message
     assert steps["Never written: I dance on the counter"]["result"]["status"] == "error"
+    # the failure's picture, with no report_dir: in behave's JSON and in Allure
+    (embedding,) = steps["Regression: the heading says Demo Shop"]["embeddings"]
+    assert embedding["mime_type"] == "image/png"
+    picture = base64.b64decode(embedding["data"])
+    assert picture.startswith(b"\x89PNG")
     # Allure: the regression failed, the missing entry broke the test
     results = allure_results(project.root / "allure-results")
     assert results["Regression"]["status"] == "failed"
     assert "RedStepError" in results["Regression"]["statusDetails"]["message"]
     assert results["Never written"]["status"] == "broken"
+    check = next(s for s in results["Regression"]["steps"] if s["name"].endswith("Demo Shop"))
+    (shown,) = [a for a in check["attachments"] if a["name"] == "failure"]
+    assert shown["type"] == "image/png"
+    assert (project.root / "allure-results" / shown["source"]).read_bytes() == picture
+    assert not (project.root / "reports").exists()
 
 
 INCURABLE = {"label": "incurable", "explanation": "no such heading", "recommendation": "reword"}
