@@ -11,11 +11,20 @@ cd "$(dirname "$0")"
 VENV=${VENV:-.venv}
 PY="$VENV/bin/python"
 
+# The editable install is redone only when pyproject.toml (the dependencies, the entry points)
+# changed since the last one: a stamp in the venv holds the hash it was made from.
+STAMP="$VENV/.prettyplay-installed"
+
 setup() {
   if [ ! -x "$PY" ]; then
     python3 -m venv "$VENV"
   fi
-  "$PY" -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+  local wanted
+  wanted=$(sha256sum pyproject.toml | cut -d' ' -f1)
+  if [ "$(cat "$STAMP" 2>/dev/null)" != "$wanted" ]; then
+    "$PY" -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+    echo "$wanted" >"$STAMP"
+  fi
   ensure_browser
 }
 
