@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from prettyplay_behave import IncurableStepError, PrettyConfig, PrettyPlay, ProductDefectError
+from prettyplay_behave import (
+    IncurableStepError,
+    PrettyConfig,
+    PrettyPlay,
+    ProductDefectError,
+    ProviderUnavailableError,
+)
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
 from tests.conftest import BehaveProject, copy_examples
@@ -21,6 +27,7 @@ from tests.support.llm_server import (
     ScriptedLLMServer,
     code_answer,
     json_answer,
+    server_error,
 )
 from tests.support.shop_steps import OPEN_SHOP
 
@@ -410,3 +417,19 @@ def test_the_group_example_recovers_a_changed_ui_under_behave(
     )  # fmt: skip
     assert again.returncode == 0, again
     assert llm.requests == []
+
+
+def test_a_diagnosis_that_fails_keeps_the_groups_red_step_in_sight(
+    changed, tmp_path: Path, llm_env: ScriptedLLMServer, browser
+) -> None:
+    group_with_old_banner(tmp_path)
+    llm_env.on("diagnose", server_error(), repeat=True)
+    with pytest.raises(ProviderUnavailableError) as caught:
+        run_banner_group(changed, tmp_path, browser)
+    message = str(caught.value)
+    assert message.startswith(
+        "the cached step failed\n---\nstep: accept the cookie banner\nerror: TimeoutError: "
+    ), message
+    assert "… and the group's diagnosis failed: the LLM is unavailable: " in message
+    assert "kept failing (HTTP 500" in message
+    assert [r.purpose for r in llm_env.requests] == ["diagnose"]
