@@ -149,3 +149,12 @@ def test_python_api_values_are_validated() -> None:
 )
 def test_origins_compare_as_browsers_do(url: str, origin: str) -> None:
     assert PrettyConfig(base_url=url).origins == (origin,)
+
+
+def test_the_refused_context_options_are_playwright_options_each_with_what_to_use_instead() -> None:
+    from prettyplay_behave.browser.context_args import ORIGIN_BOUND, REFUSED, playwright_options
+
+    options = playwright_options()
+    assert {"geolocation", "permissions", "http_credentials", "offline"} <= options
+    assert set(REFUSED) <= options and set(ORIGIN_BOUND) <= options
+    assert all(len(instead) > 20 for instead in REFUSED.values())
