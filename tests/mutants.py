@@ -35,6 +35,7 @@ IN_PAGE_TESTS = ("tests/integration/test_bounds_in_the_page.py",)
 LIBRARY_TESTS = ("tests/integration/test_step_library.py",)
 JUDGMENT_TESTS = ("tests/integration/test_judgments.py",)
 ANSWER_TESTS = ("tests/unit/test_answers.py", "tests/unit/test_answers_tolerant.py")
+APP_NEEDS_TESTS = ("tests/integration/test_app_needs.py",)
 
 
 @dataclass(frozen=True)
@@ -326,6 +327,22 @@ MUTANTS = (
            "if self._playwright is not None:", ("tests/integration/test_python_api.py",)),
     Mutant("browser: a test's own pages open without the mutation clock", f"{PACKAGE}/runtime.py",
            "prepare=Settler.install,", "prepare=None,", ("tests/integration/test_settle.py",)),
+    Mutant("storage: a value read from storage comes in unredacted", f"{PACKAGE}/safety/proxy.py",
+           "return None if value is None else self._page._services.redact(value)",
+           "return value", APP_NEEDS_TESTS),
+    Mutant("storage: the cookies of any origin are read", f"{PACKAGE}/safety/proxy.py",
+           "services.origin_allowed is not None and not services.origin_allowed(target)",
+           "False", APP_NEEDS_TESTS),
+    Mutant("storage: a cookie value read leaves unredacted", f"{PACKAGE}/safety/secrets.py",
+           "self._hidden.setdefault(value, name)", "pass", APP_NEEDS_TESTS),
+    Mutant("context: credentials go to any origin", f"{PACKAGE}/browser/session.py",
+           'if origin_of(str(entry.get("origin", ""))) not in origins:', "if False:",
+           APP_NEEDS_TESTS),
+    Mutant("context: a key that widens the bounds passes", f"{PACKAGE}/browser/context_args.py",
+           "if key in REFUSED:", "if False:", APP_NEEDS_TESTS),
+    Mutant("context: a literal password passes", f"{PACKAGE}/browser/context_args.py",
+           "if not (isinstance(password, str) and PLACEHOLDER.match(password)):", "if False:",
+           APP_NEEDS_TESTS),
     Mutant("browser: a headless run launches the full browser", f"{PACKAGE}/browser/session.py",
            "(SYSTEM_HEADLESS_SHELLS if headless else ())", "()",
            ("tests/unit/test_browser_choice.py", "tests/integration/test_python_api.py")),

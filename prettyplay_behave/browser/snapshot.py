@@ -84,6 +84,7 @@ def capture(
     try:
         raw = _aria_snapshot(page, timeout_ms)
         raw += _beyond_the_tree(page, test_id_attribute)
+        raw += _storage(page)
     except PlaywrightError as exc:
         raise PageCaptureError(f"could not read the aria snapshot of {url}: {exc}") from exc
     try:
@@ -202,6 +203,40 @@ def _beyond_the_tree(page: Page, test_id_attribute: str) -> str:
             parts.append("value " + json.dumps(item["value"], ensure_ascii=False))
         lines.append("  " + _identity(item) + ": " + " ".join(parts))
     return "\n" + "\n".join([_BEYOND_HEADER, *lines]) if lines else ""
+
+
+# The web storage of the page's origin, for the snapshot: keys and the start of each value.
+_STORAGE = """([limit, chars]) => {
+  const read = (kind) => {
+    try {
+      const storage = window[kind];
+      return Object.keys(storage).slice(0, limit)
+        .map((key) => [key, storage.getItem(key).slice(0, chars)]);
+    } catch (error) { return []; }  // an opaque origin (about:blank) has none
+  };
+  return [read("localStorage"), read("sessionStorage")];
+}"""
+_STORAGE_LIMIT = 20
+_STORAGE_CHARS = 80
+_STORAGE_HEADER = (
+    "- the origin's web storage and cookies (step code reads them with page.local_storage,"
+    " page.session_storage and page.cookies):"
+)
+
+
+def _storage(page: Page) -> str:
+    """Lines for what the page's origin keeps beyond the page: ``local "cart": "[3, 5]"``,
+    ``session "step": "2"``, ``cookie "session"`` (names only); empty when it keeps nothing."""
+    local, session = page.evaluate(_STORAGE, [_STORAGE_LIMIT, _STORAGE_CHARS])
+    lines = [
+        f"  {kind} {json.dumps(key, ensure_ascii=False)}: {json.dumps(value, ensure_ascii=False)}"
+        for kind, entries in (("local", local), ("session", session))
+        for key, value in entries
+    ]
+    if page.url.startswith(("http://", "https://")):
+        names = [cookie.get("name", "") for cookie in page.context.cookies([page.url])]
+        lines += [f"  cookie {json.dumps(name)}" for name in names[:_STORAGE_LIMIT]]
+    return "\n" + "\n".join([_STORAGE_HEADER, *lines]) if lines else ""
 
 
 def _identity(item: dict[str, Any]) -> str:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from playwright.sync_api import Download, FrameLocator, Keyboard, Locator, Mouse, Page
 from playwright.sync_api import expect as playwright_expect
@@ -526,20 +526,20 @@ class StorageProxy:
 
 
 class CookiesProxy:
-    """``page.cookies``: the cookies the browser would send to the page's own origin (or, before
-    a page of the app loaded, to base_url), by name. A value step code reads is kept out of
-    everything that leaves the machine (``redact_cookies``)."""
+    """``page.cookies``: the cookies the browser would send to the page's URL (before a page of
+    the app loaded, to base_url), or to a URL of another allowed origin, by name. A value step
+    code reads is kept out of everything that leaves the machine (``redact_cookies``)."""
 
     __slots__ = ("_page",)
 
     def __init__(self, page: PageProxy) -> None:
         self._page = page
 
-    def get(self, name: str) -> str | None:
+    def get(self, name: str, url: str | None = None) -> str | None:
         """The value of the cookie ``name``, or None."""
         if not isinstance(name, str):
             raise TypeError("page.cookies.get takes a cookie's name")
-        for cookie in self._cookies():
+        for cookie in self._cookies(url):
             if cookie["name"] == name:
                 value = cookie["value"]
                 if self._page._services.hide is not None:
@@ -547,18 +547,28 @@ class CookiesProxy:
                 return value
         return None
 
-    def names(self) -> list[str]:
-        return [cookie["name"] for cookie in self._cookies()]
+    def names(self, url: str | None = None) -> list[str]:
+        return [cookie["name"] for cookie in self._cookies(url)]
 
-    def _cookies(self) -> list[Any]:
-        page = self._page
-        origin = page.own_origin("cookies") or page._services.home
+    def _cookies(self, url: str | None) -> list[Any]:
+        page, services = self._page, self._page._services
+        origin = page.own_origin("cookies") or services.home
         if origin is None:
             raise CodePolicyError(
                 "page.cookies: no page of the app has loaded and no base_url is set"
             )
-        url = page._target.url if urlsplit(page._target.url).scheme in ("http", "https") else origin
-        return list(page._target.context.cookies([url]))
+        current = (
+            page._target.url if urlsplit(page._target.url).scheme in ("http", "https") else origin
+        )
+        target = current if url is None else urljoin(current, str(url))
+        if urlsplit(target).scheme not in ("http", "https") or (
+            services.origin_allowed is not None and not services.origin_allowed(target)
+        ):
+            raise CodePolicyError(
+                f"page.cookies: {services.redact(origin_of(target))} is outside allowed_origins; "
+                "step code reads the cookies of the test's origins only"
+            )
+        return list(page._target.context.cookies([target]))
 
     def __repr__(self) -> str:
         return "<page.cookies>"

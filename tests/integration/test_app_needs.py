@@ -9,10 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from prettyplay_behave import CodePolicyError, ConfigError, PrettyConfig, PrettyPlay
+from prettyplay_behave import (
+    CodePolicyError,
+    ConfigError,
+    IncurableStepError,
+    PrettyConfig,
+    PrettyPlay,
+)
 from prettyplay_behave.browser.session import BrowserSession, find_system_chromium
 from prettyplay_behave.config import resolve_config
 from prettyplay_behave.safety.policy import check_code
+from tests.conftest import BehaveProject
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.origins import TwoOrigins
 
@@ -51,6 +58,9 @@ STAFF = """<!doctype html><title>Staff</title><h1>Staff area</h1>
 LOGIN = """<!doctype html><title>Login</title>
 <label>Password <input type="password" id="pw"
   oninput="localStorage.setItem('draft', this.value)"></label>"""
+GREETS = 'expect(page.get_by_role("heading")).to_have_text("Staff area")'
+SEED = 'page.local_storage.set_json("cart", ["Black tea"])'
+ONE_ITEM = 'expect(page.get_by_test_id("cart-count")).to_have_text("Cart: 1 items")'
 INCURABLE = json_answer({"label": "incurable", "explanation": "-", "recommendation": "-"})
 PARTNER_FRAME = """<!doctype html><title>Help</title>
 <iframe id="partner" title="partner" src="{outside}/frame"></iframe>"""
@@ -179,9 +189,7 @@ def test_geolocation_and_its_permission_come_from_context_args(
         ),
     })  # fmt: skip
     args = {"geolocation": {"latitude": 52.52, "longitude": 13.4}, "permissions": ["geolocation"]}
-    with PrettyPlay(
-        "t", config=config(site, tmp_path, context_args=args), browser=browser
-    ) as t:
+    with PrettyPlay("t", config=config(site, tmp_path, context_args=args), browser=browser) as t:
         t.step("open the store finder")
         t.step("ask where I am")
         assert t.expect("the page shows where I am").outcome == "passed"
@@ -194,7 +202,7 @@ def test_basic_auth_from_a_secret_reaches_the_app_and_no_other_origin(
     monkeypatch.setenv("STAFF_PASSWORD", "tea-for-two-42")
     answering(llm_env, {
         "open the staff area": 'page.goto("/staff")',
-        "the staff area greets me": 'expect(page.get_by_role("heading")).to_have_text("Staff area")',
+        "the staff area greets me": GREETS,
         "the page says who I am": 'assert False, page.locator("#echo").inner_text()',
     })  # fmt: skip
     args = {"http_credentials": {"username": "qa", "password": "${STAFF_PASSWORD}"}}
@@ -217,11 +225,11 @@ def test_without_the_credentials_the_staff_area_stays_closed(
 ) -> None:
     answering(llm_env, {
         "open the staff area": 'page.goto("/staff")',
-        "the staff area greets me": 'expect(page.get_by_role("heading")).to_have_text("Staff area")',
+        "the staff area greets me": GREETS,
     })  # fmt: skip
     with PrettyPlay("t", config=config(site, tmp_path, healing_attempts=0), browser=browser) as t:
         t.step("open the staff area")
-        with pytest.raises(Exception):
+        with pytest.raises(IncurableStepError, match="Staff area"):
             t.expect("the staff area greets me")
 
 
@@ -254,6 +262,7 @@ def test_cookies_are_read_by_name_for_the_apps_origin_only_and_redacted_on_the_w
             'assert page.cookies.get("theme") == "dark"\n'
             'assert page.cookies.get("partner_session") is None\n'
             'assert sorted(page.cookies.names()) == ["session", "theme"]\n'
+            'assert page.cookies.get("theme", "/shop") == "dark"\n'
             'assert False, "session " + page.cookies.get("session")'
         ),
     })  # fmt: skip
@@ -300,9 +309,9 @@ def test_a_value_the_app_stored_from_a_secret_reads_back_redacted(
         ('page.fill("#pw", secret("PASSWORD"))\nx = page.local_storage.get("draft")', "read"),
         ('page.local_storage.set("token", secret("PASSWORD"))', "cannot read the page back"),
         ('x = page.local_storage\nx.set("token", secret("PASSWORD"))', "cannot read the page back"),
-        ('page.evaluate("localStorage.getItem(\'k\')")', "page.local_storage"),
-        ('page.context.cookies()', "'context'"),
-        ('page.local_storage._page._target.context.cookies()', "'_page'"),
+        ("page.evaluate(\"localStorage.getItem('k')\")", "page.local_storage"),
+        ("page.context.cookies()", "'context'"),
+        ("page.local_storage._page._target.context.cookies()", "'_page'"),
     ],
 )
 def test_step_code_reaches_no_other_origins_storage_and_no_secret_read_back(
@@ -321,13 +330,21 @@ def test_the_proxies_refuse_what_the_policy_cannot_see(
         "read the partner frame's storage": (
             'page.frame_locator("#partner").local_storage.get("k")'
         ),
+        "read the partner's cookie": f'page.cookies.get("partner_session", "{site.outside}/")',
     })  # fmt: skip
     settings = config(site, tmp_path, healing_attempts=0)
     with PrettyPlay("t", config=settings, browser=browser) as t:
         t.step("open the help page")
+        t.page.context.add_cookies([
+            {"name": "partner_session", "value": "partner-token-9", "url": site.outside}
+        ])  # fmt: skip
         with pytest.raises(Exception) as frame:
             t.step("read the partner frame's storage")
+        with pytest.raises(Exception) as cookie:
+            t.step("read the partner's cookie")
     assert "frame_locator.local_storage is not available" in str(frame.value)
+    assert f"page.cookies: {site.outside} is outside allowed_origins" in str(cookie.value)
+    assert "partner-token-9" not in str(cookie.value)
 
 
 @pytest.mark.parametrize(
@@ -397,3 +414,105 @@ def test_the_chromium_channel_runs_the_full_browser_not_its_headless_shell(playw
         session.close()
     default = BrowserSession(PrettyConfig())
     assert default._executable("/nowhere/playwright-chromium") == find_system_chromium()
+
+
+# -- a real behave run: generated once, then replayed strictly ----------------------------------
+
+FEATURE = """\
+Feature: What the tea shop's tests need
+
+  Scenario: The cart survives a reload
+    Given I open the tea shop
+    When I add green tea and mint tea
+    And I reload the page
+    Then local storage keeps both teas in the cart
+
+  Scenario: A cart stored before the shop opens
+    Given local storage holds a cart with black tea
+    When I open the tea shop
+    Then the cart shows 1 items
+
+  Scenario: Today's weekday under a fixed clock
+    Given the date is Friday 2 February 2024
+    When I open today's page
+    Then the page says today is Friday
+
+  @prettyplay.context_args={"geolocation":{"latitude":52.52,"longitude":13.4}}
+  Scenario: The store finder knows where I am
+    When I open the store finder
+    And I ask where I am
+    Then the page shows where I am
+
+  @staff
+  Scenario: The staff area behind basic auth
+    When I open the staff area
+    Then the staff area greets me
+"""
+# What a competent model writes for each sentence.
+ANSWERS = {
+    "I open the tea shop": 'page.goto("/shop")',
+    "I add green tea and mint tea": (
+        'page.get_by_test_id("add-green").click()\npage.get_by_test_id("add-mint").click()'
+    ),
+    "I reload the page": "page.reload()",
+    "local storage keeps both teas in the cart": (
+        'assert page.local_storage.get_json("cart") == ["Green tea", "Mint tea"]'
+    ),
+    "local storage holds a cart with black tea": SEED,
+    "the cart shows 1 items": ONE_ITEM,
+    "the date is Friday 2 February 2024": 'page.clock.set_fixed_time("2024-02-02T10:00:00Z")',
+    "I open today's page": 'page.goto("/today")',
+    "the page says today is Friday": 'expect(page.locator("#weekday")).to_have_text("Friday")',
+    "I open the store finder": 'page.goto("/stores")',
+    "I ask where I am": 'page.get_by_role("button", name="Find me").click()',
+    "the page shows where I am": (
+        'expect(page.get_by_role("status")).to_have_text("You are at 52.52, 13.40")'
+    ),
+    "I open the staff area": 'page.goto("/staff")',
+    "the staff area greets me": GREETS,
+}  # fmt: skip
+# The permission comes from the hook, the credentials for @staff scenarios too.
+ENVIRONMENT = """\
+from prettyplay_behave.behave import use_prettyplay
+
+
+def prettyplay_context_args(context, scenario, args):
+    args = {**args, "permissions": ["geolocation"]}
+    if "staff" in scenario.effective_tags:
+        args["http_credentials"] = {"username": "qa", "password": "${STAFF_PASSWORD}"}
+    return args
+
+
+use_prettyplay(globals())
+"""
+
+
+def test_a_behave_run_generates_storage_clock_and_context_steps_then_replays_them_strictly(
+    site: TwoOrigins, project: BehaveProject, llm: ScriptedLLMServer
+) -> None:
+    project.write("features/environment.py", ENVIRONMENT)
+    project.write("features/tea.feature", FEATURE)
+    for sentence, body in ANSWERS.items():
+        llm.on("generate", code_answer(step(body)), step=sentence)
+    llm.on("gate", CLEAN_GATE, repeat=True)
+    secret = {"STAFF_PASSWORD": "tea-for-two-42"}
+    base = ("-D", f"prettyplay.base_url={site.app}")
+    cold = project.run(*base, env={**llm.env, **secret})
+    assert cold.returncode == 0, cold
+    assert "5 scenarios passed, 0 failed" in cold.output
+    assert len(llm.requests_for("generate")) == len(ANSWERS)
+    # the request showed what the shop kept, and the contract taught how to read it
+    check = next(r for r in llm.requests_for("generate") if "keeps both teas" in str(r.step))
+    assert 'local "cart": "[\\"Green tea\\",\\"Mint tea\\"]"' in check.content("user")
+    assert "page.local_storage" in check.content("system")
+    assert "tea-for-two-42" not in cold.output
+    assert all("tea-for-two-42" not in r.text for r in llm.requests)
+
+    llm.reset()
+    replay = project.run(*base, "-D", "prettyplay.strict=true", env=secret)
+    assert replay.returncode == 0, replay
+    assert "5 scenarios passed, 0 failed" in replay.output and "0 requests" in replay.output
+    assert llm.requests == []
+    without = project.run(*base, "-D", "prettyplay.strict=true", "--tags=@staff")
+    assert without.returncode != 0
+    assert "set the environment variable STAFF_PASSWORD" in without.output

@@ -69,9 +69,7 @@ def test_a_new_step_is_one_generate_and_fails_a_strict_plan(tmp_path: Path) -> N
     assert "plan: 1 feature, 1 scenario, 5 steps: 4 replay, 0 reuse, 1 generate, 0 replay red" in (
         out
     ), out
-    assert "LLM requests: about 2 (a generation and its gate for the 1 step to generate;" in (
-        out
-    )
+    assert "LLM requests: about 2 (a generation and its gate for the 1 step to generate;" in (out)
     strict = plan(root, "features/shop", "--tags", "@new", "--strict")
     assert strict.returncode == 1, strict.stdout
     assert "    missing     And I dance on the counter  (strict: no cached code" in strict.stdout

@@ -170,3 +170,12 @@ def test_a_setting_near_no_key_lists_them_all() -> None:
         resolve_config(defines={"prettyplay.zzz": "1"})
     assert "did you mean" not in str(caught.value)
     assert "unknown setting; known: base_url, " in str(caught.value)
+
+
+def test_the_refused_context_options_are_playwright_options_each_with_what_to_use_instead() -> None:
+    from prettyplay_behave.browser.context_args import ORIGIN_BOUND, REFUSED, playwright_options
+
+    options = playwright_options()
+    assert {"geolocation", "permissions", "http_credentials", "offline"} <= options
+    assert set(REFUSED) <= options and set(ORIGIN_BOUND) <= options
+    assert all(len(instead) > 20 for instead in REFUSED.values())
