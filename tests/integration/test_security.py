@@ -104,11 +104,16 @@ def test_a_canary_secret_never_leaves_the_machine(
     order_as_a_secret_customer(project)
     script_the_secret_order(llm)
     result = project.run(
-        "--no-logcapture", "--logging-level=DEBUG",
+        "--no-logcapture", "--logging-level=DEBUG", "-o", "-", "-f", "json", "-o", "out.json",
         "-D", f"prettyplay.base_url={shop.url}", "-D", "prettyplay.generation_attempts=1",
         env={**llm.env, "CANARY": CANARY},
     )  # fmt: skip
     assert result.returncode == 1, result
+    # a picture cannot be redacted: the failing test named a secret, so behave's JSON gets none
+    (feature,) = json.loads((project.root / "out.json").read_text())
+    ran = [step for element in feature["elements"] for step in element["steps"]]
+    assert any(step["result"]["status"] == "failed" for step in ran)
+    assert not any(step.get("embeddings") for step in ran)
     assert "I type ${CANARY} into the name field ... passed" in result.output
     # the value was on the page: later requests show it, redacted to its placeholder
     classify = llm.requests_for("classify")[0]
