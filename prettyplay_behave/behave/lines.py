@@ -5,8 +5,8 @@ terminal, pipe or file, a log line would land in the middle of a formatter's lin
 ``progress`` formatter's dots after a feature's name), and the coloured ``pretty`` formatter,
 which moves the cursor up to rewrite a step's line once the step ends, would overwrite the log
 lines printed meanwhile. Each formatter stream that shares the log's destination is watched:
-a log line first ends the formatter's open line, and a rewrite of an earlier line reaches past
-the log lines printed since and comes back below them.
+a log line first ends the formatter's open line, and a step's line that log lines were printed
+under is written again below them instead of over them.
 """
 
 from __future__ import annotations
@@ -20,50 +20,45 @@ CURSOR_UP = re.compile(r"\x1b\[(\d+)A")
 
 
 class WatchedStream:
-    """A formatter's output stream that knows whether its last line is open and how many log
-    lines were printed under it since the formatter last wrote."""
+    """A formatter's output stream that knows whether its last line is open and whether log
+    lines were printed since the formatter last wrote."""
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
         self.open = False  # the last text written did not end its line
-        self.logged = 0  # log lines printed since the formatter's last write
-        self._below = 0  # log lines a rewrite went above: the cursor comes back below them
+        self.logged = False  # log lines were printed since the formatter's last write
 
     def write(self, text: str) -> Any:
-        up = CURSOR_UP.fullmatch(text)
-        if up:  # a rewrite of an earlier line: reach past the log lines printed under it
-            self._below, self.logged = self.logged, 0
-            return self._stream.write(f"\x1b[{int(up[1]) + self._below}A")
+        if self.logged and CURSOR_UP.fullmatch(text):
+            # a rewrite of a line above the log lines would overwrite them: the line is written
+            # again below them instead
+            self.logged = False
+            return 0
         if text:
-            self.logged = 0
+            self.logged = False
             self.open = not text.endswith("\n")
-        if self._below and "\n" in text:  # the rewritten line ends: back below the log lines
-            head, _, tail = text.partition("\n")
-            text = f"{head}\n\x1b[{self._below}B{tail}"
-            self._below = 0
         return self._stream.write(text)
 
-    def before_log(self, lines: int) -> None:
-        """A log record of ``lines`` lines is about to reach the same destination."""
+    def before_log(self) -> None:
+        """A log record is about to reach the same destination."""
         if self.open:
             self._stream.write("\n")
             self._stream.flush()
             self.open = False
-        self.logged += lines
+        self.logged = True
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
 
 
 class _KeepLinesWhole(logging.Filter):
-    def __init__(self, handler: logging.Handler, watched: list[WatchedStream]) -> None:
+    def __init__(self, watched: list[WatchedStream]) -> None:
         super().__init__()
-        self.handler, self.watched = handler, watched
+        self.watched = watched
 
     def filter(self, record: logging.LogRecord) -> bool:
-        lines = self.handler.format(record).count("\n") + 1
         for stream in self.watched:
-            stream.before_log(lines)
+            stream.before_log()
         return True
 
 
@@ -87,7 +82,7 @@ def keep_log_lines_whole(context: Any) -> None:
                     opener.stream = formatter.stream
                 watched.append(formatter.stream)
         if watched:
-            handler.addFilter(_KeepLinesWhole(handler, watched))
+            handler.addFilter(_KeepLinesWhole(watched))
 
 
 def _destination(stream: Any) -> tuple[int, int] | None:
