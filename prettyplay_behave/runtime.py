@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 from .browser.guard import NavigationGuard
 from .browser.session import BrowserSession
-from .browser.settle import Settler
 from .browser.tabs import Tabs
 from .cache import DEFAULT_CACHE_DIR, CacheStore
 from .config import PrettyConfig
@@ -85,8 +84,6 @@ class Runtime:
         context: BrowserContext | None = None
         if page is None:
             context, page = self._new_page(name, config)
-        else:
-            Settler.install(page.context)
         guard, tabs = self._instruments(config, context, page, fresh=context is not None)
         test = TestState(
             name,
@@ -115,7 +112,7 @@ class Runtime:
         args = self.secrets.filled(
             config.context_args, "context_args", config.source_of("context_args")
         )
-        return self.session.new_page(config, video, prepare=Settler.install, context_args=args)
+        return self.session.new_page(config, video, context_args=args)
 
     @staticmethod
     def _instruments(

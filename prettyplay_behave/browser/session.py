@@ -24,7 +24,7 @@ from ..errors import ConfigError, PrettyPlayError
 from .context_args import ORIGIN_BOUND
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Mapping
 
     from playwright.sync_api import Browser, BrowserContext, Page, Playwright
 
@@ -256,13 +256,10 @@ class BrowserSession:
         self,
         config: TestConfig,
         video_dir: Path | None = None,
-        prepare: Callable[[BrowserContext], None] | None = None,
         context_args: Mapping[str, Any] | None = None,
     ) -> tuple[BrowserContext, Page]:
-        """A fresh context (with ``base_url`` and the test's context settings) and page;
-        ``prepare`` gets the context before its first page opens (an init script added then
-        costs the page nothing). ``context_args`` stands for the test's own, its secrets filled
-        in.
+        """A fresh context (with ``base_url`` and the test's context settings) and page.
+        ``context_args`` stands for the test's own, its secrets filled in.
 
         A browser that died since the last test (killed, crashed) is launched again: its
         death may only come to light with this first request to it.
@@ -280,8 +277,6 @@ class BrowserSession:
             context = self.browser.new_context(**options)
         context.set_default_timeout(config.action_timeout_ms)
         try:
-            if prepare is not None:
-                prepare(context)
             page = context.new_page()
         except PlaywrightError as exc:
             context.close()

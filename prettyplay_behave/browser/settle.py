@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from contextlib import suppress
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
@@ -29,7 +30,8 @@ QUIET_MS = 20
 POLL_MS = 25
 WATCHED_REQUESTS = frozenset({"document", "fetch", "xhr"})
 
-# Records the time of the last DOM mutation; installed into every page of a test's context.
+# Records the time of the last DOM mutation; in every document of a test's context from its first
+# settle on.
 _MUTATION_CLOCK = """
 (() => {
   const mark = () => { window.__prettyplayLastMutation = performance.now(); };
@@ -42,8 +44,8 @@ _MUTATION_CLOCK = """
 """
 
 # Resolves true once the loaded document went QUIET_MS without a mutation, false when the budget
-# ran out first. A document loaded before the clock was installed (a page handed in by the
-# caller) gets the clock now, and counts as just changed.
+# ran out first. A document loaded before the clock was installed (before the test's first
+# settle, or a page handed in by the caller) gets the clock now, and counts as just changed.
 _QUIET = (
     """
 async ([quietMs, budgetMs]) => {
@@ -79,6 +81,8 @@ async ([quietMs, budgetMs]) => {
 class Settler:
     """Tracks one page's pending requests and tells when the page is quiet."""
 
+    _clocked: ClassVar[weakref.WeakSet[BrowserContext]] = weakref.WeakSet()
+
     def __init__(self, page: Page, fresh: bool = False) -> None:
         self.page = page
         self._pending: set[Request] = set()
@@ -92,9 +96,14 @@ class Settler:
         page.on("requestfinished", self._ended)
         page.on("requestfailed", self._ended)
 
-    @staticmethod
-    def install(context: BrowserContext) -> None:
-        context.add_init_script(_MUTATION_CLOCK)
+    @classmethod
+    def install(cls, context: BrowserContext) -> None:
+        """The mutation clock in every later document of ``context``, once per context: added at
+        its first settle, so a test whose steps never wait (a green replay) runs no script of
+        prettyplay's in its pages; the document a settle meets without it gets it there."""
+        if context not in cls._clocked:
+            cls._clocked.add(context)
+            context.add_init_script(_MUTATION_CLOCK)
 
     def _started(self, request: Request) -> None:
         if request.resource_type in WATCHED_REQUESTS:
@@ -127,6 +136,7 @@ class Settler:
         """
         if window_ms <= 0 or (self._blank and self.page.url == "about:blank"):
             return True
+        self.install(self.page.context)
         deadline = time.monotonic() + window_ms / 1000
         while True:
             if self._crashed or self.page.is_closed():

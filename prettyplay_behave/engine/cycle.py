@@ -170,8 +170,8 @@ class Engine:
         unique = dict.fromkeys(code for _, code in found)
         return [next(f for f in found if f[1] == code) for code in unique]
 
-    def execute(self, test: TestState, spec: StepSpec, code: str) -> Attempt:
-        return execute(test, spec, code, self.secrets)
+    def execute(self, test: TestState, spec: StepSpec, code: str, at_once: bool = False) -> Attempt:
+        return execute(test, spec, code, self.secrets, at_once)
 
     def write(self, test: TestState, entry: ScenarioEntry, code: str, origin: Origin) -> None:
         """Keep ``code`` as the step's cache entry, with its origin: in the feature's library,
@@ -294,7 +294,7 @@ class Engine:
         test.renew(test)
         earlier = [e for e in test.scenario if e.code and e.outcome is not StepStatus.FAILED]
         for entry in earlier:
-            attempt = self.execute(test, entry.spec, entry.code)
+            attempt = self.execute(test, entry.spec, entry.code, at_once=True)
             if attempt.outcome is not Outcome.GREEN:
                 record(
                     logging.WARNING,
@@ -477,7 +477,7 @@ class StepCycle:
         self.entry.cached = cached
         if self.renamed(cached):
             return
-        attempt = self.engine.execute(self.test, self.spec, cached.code)
+        attempt = self.engine.execute(self.test, self.spec, cached.code, at_once=True)
         self.entry.notes = list(self.test.notes)
         self.history.append(attempt)
         if attempt.outcome is Outcome.GREEN:
@@ -505,7 +505,7 @@ class StepCycle:
         rename = self.engine.renamed.get(place)
         if rename is None or self.config.strict or not renamed_here(self.test.page, rename.changes):
             return False
-        attempt = self.engine.execute(self.test, self.spec, rename.code)
+        attempt = self.engine.execute(self.test, self.spec, rename.code, at_once=True)
         if attempt.outcome is not Outcome.GREEN:
             self.history.append(attempt)
             return False
@@ -521,7 +521,7 @@ class StepCycle:
         """A step remembered red replays with no request: still red, it fails with the stored
         verdict; green, its entry turns green."""
         assert cached.verdict is not None
-        attempt = self.engine.execute(self.test, self.spec, cached.code)
+        attempt = self.engine.execute(self.test, self.spec, cached.code, at_once=True)
         self.entry.code, self.entry.origin = cached.code, Origin.REPLAYED
         self.entry.cached = cached
         self.entry.notes = list(self.test.notes)

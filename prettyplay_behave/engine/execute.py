@@ -1,5 +1,10 @@
 """The one way step code runs: policy, settle, run on the live page, one attempt record.
 
+Cached code replays at once, as a hand-written suite runs: Playwright's locators wait for what
+they act on and ``expect`` retries. Only an execution that goes red is followed by the settle
+and the step's ``tries``. Code about to be judged (a candidate, a steering turn) runs on a
+settled page, as its request's snapshot saw it.
+
 Whatever the code does, the outcome is a record: ``green``, ``red`` (the error text, a bound
 that was hit, a page that never settled) or ``policy violation``. Every text is redacted of
 secret values before it leaves here.
@@ -41,10 +46,14 @@ def page_url(page: Page) -> str:
     return "(closed)" if page.is_closed() else page.url
 
 
-def execute(test: TestState, spec: StepSpec, code: str, secrets: Secrets) -> Attempt:
+def execute(
+    test: TestState, spec: StepSpec, code: str, secrets: Secrets, at_once: bool = False
+) -> Attempt:
     """Check, settle, run and re-run while ``spec.tries`` last; one record of the outcome.
 
-    A navigation outside the test's bounds makes the outcome red.
+    ``at_once`` (a replay) runs the code before any settle; a red execution then settles and
+    runs the ``tries`` as ever, so only a step that went red waits for the page. A navigation
+    outside the test's bounds makes the outcome red.
     """
     started_on, url_before = test.page, page_url(test.page)
     try:
@@ -52,8 +61,9 @@ def execute(test: TestState, spec: StepSpec, code: str, secrets: Secrets) -> Att
     except CodePolicyError as exc:
         text = secrets.redact(f"CodePolicyError: {exc}")
         return Attempt(Outcome.POLICY_VIOLATION, url_before, url_before, secrets.redact(code), text)
-    for attempt_no in range(1, spec.tries + 1):
-        settled = test.settler.settle(test.config.settle_ms)  # lets late events arrive too
+    for attempt_no in range(0 if at_once else 1, spec.tries + 1):
+        # the settle lets late events arrive too; execution 0 is the replay's, before any wait
+        settled = attempt_no == 0 or test.settler.settle(test.config.settle_ms)
         _earlier_blocks(test, spec, secrets)
         error: Exception | None = None
         stop = ExecutionStop(lambda: test.tabs.open_pages, _stop_reason(budget))
@@ -79,7 +89,13 @@ def execute(test: TestState, spec: StepSpec, code: str, secrets: Secrets) -> Att
                 Outcome.GREEN, url_before, page_url(test.page), code, "\n".join(test.notes)
             )
         if attempt_no < spec.tries and bound is None and not stop.fired:
-            record(logging.DEBUG, "step_retry", "red execution %d of %d", attempt_no, spec.tries)
+            done = f"execution {attempt_no} of {spec.tries}" if attempt_no else "the replay"
+            record(
+                logging.DEBUG,
+                "step_retry",
+                "%s went red: the page settles, the step runs again",
+                done,
+            )
             continue
         return _red(test, spec, code, (started_on, url_before), error, bound, settled, secrets)
     raise AssertionError("unreachable: tries >= 1")

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 from collections.abc import Callable
+from types import CodeType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CodePolicyError
@@ -106,6 +108,15 @@ class _Bound(ast.NodeTransformer):
         return ast.copy_location(ast.Call(_helper("call_method"), args, node.keywords), node)
 
 
+@functools.lru_cache(maxsize=1024)
+def _checked_and_bounded(code: str) -> CodeType:
+    """The policy's check and the bounded rewrite of one text, compiled: once per text, since a
+    replay runs the same code in scenario after scenario (a refusal is not kept: it raises)."""
+    check_code(code)
+    tree = ast.fix_missing_locations(_Bound().visit(ast.parse(code, "<step>")))
+    return compile(tree, "<step>", "exec", dont_inherit=True)
+
+
 def compile_step(
     code: str, *, secret: Callable[[str], object] | None = None, budget: Budget | None = None
 ) -> StepFunction:
@@ -114,9 +125,8 @@ def compile_step(
 
     ``secret`` resolves ``secret("NAME")`` calls; without it they raise CodePolicyError.
     """
-    check_code(code)
+    compiled = _checked_and_bounded(code)
     budget = budget or Budget(60_000)
-    tree = ast.fix_missing_locations(_Bound().visit(ast.parse(code, "<step>")))
     namespace: dict[str, object] = {
         "__builtins__": dict(_BUILTINS),
         "expect": expect_for_steps,
@@ -129,7 +139,7 @@ def compile_step(
         "__call_method__": call_method,
         "__budget__": budget,
     }
-    exec(compile(tree, "<step>", "exec", dont_inherit=True), namespace)
+    exec(compiled, namespace)
     step = namespace["step"]
     assert callable(step)
     return step

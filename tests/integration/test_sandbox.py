@@ -202,3 +202,29 @@ def test_namespace_holds_only_the_allowlist(page: Page, monkeypatch: pytest.Monk
         step = compile_step(f"def step(page):\n    {body}\n")
         with pytest.raises(error):
             call_step(step, page)
+
+
+def test_one_text_compiled_twice_keeps_each_compile_its_own_secrets_and_budget() -> None:
+    """The check and rewrite of a text are done once; each compile still gets its own
+    namespace, so one test's secret resolver never serves another's step."""
+    code = 'def step(page) -> None:\n    page.locator("#token").fill(secret("TOKEN"))\n'
+    first = compile_step(code, secret={"TOKEN": "one"}.__getitem__)
+    second = compile_step(code, secret={"TOKEN": "two"}.__getitem__)
+    assert first.__code__ is second.__code__  # the same compiled text
+    assert sandbox._namespace(first)["__budget__"] is not sandbox._namespace(second)["__budget__"]
+    filled: list[object] = []
+
+    class Field:  # stands for the page here: only what the code calls
+        def locator(self, selector: str) -> Field:
+            return self
+
+        def fill(self, value: object) -> None:
+            filled.append(value)
+
+    first(Field())
+    second(Field())
+    assert filled == ["one", "two"]
+    refused = "def step(page) -> None:\n    __import__('os')\n"
+    for _ in range(2):  # a refusal is never remembered as a pass
+        with pytest.raises(CodePolicyError):
+            compile_step(refused)
