@@ -29,8 +29,11 @@ import re
 import time
 import weakref
 from collections.abc import Iterable
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urljoin
+
+from playwright.sync_api import Error as PlaywrightError
 
 from ..config import origin_of
 from ..vocabulary import words
@@ -142,9 +145,13 @@ class NavigationGuard:
             return None
         return self._watch.targets.count(self._context_id)
 
-    def take(self) -> list[str]:
-        """The URLs refused since the last call (a window opened since has been judged)."""
+    def take(self, catch_up: bool = False) -> list[str]:
+        """The URLs refused since the last call (a window opened since has been judged);
+        ``catch_up`` first handles every refusal the browser has made up to now (one round
+        trip), where nothing else has waited on the browser since (a replay run at once)."""
         if self._watch is not None and self._context_id is not None:
+            if catch_up:
+                self._watch.catch_up()
             self._watch.settle_windows(self._context_id)
         blocked, self.blocked = self.blocked, []
         return blocked
@@ -337,6 +344,12 @@ class DocumentWatch:
             and info.get("browserContextId") not in (None, *self.guards)
         ]
         return found[0] if len(found) == 1 else None
+
+    def catch_up(self) -> None:
+        """Handle every event the browser sent before now: its answer comes after them. A
+        browser that is gone sent nothing more (the step's own call says what happened)."""
+        with suppress(PlaywrightError):
+            self._session.send("Browser.getVersion")
 
     def settle_windows(self, context_id: str, timeout_s: float = 2.0) -> None:
         """Wait until every new window of the context has had its first document judged."""

@@ -102,8 +102,8 @@ class Settler:
         its first settle, so a test whose steps never wait (a green replay) runs no script of
         prettyplay's in its pages; the document a settle meets without it gets it there."""
         if context not in cls._clocked:
-            cls._clocked.add(context)
             context.add_init_script(_MUTATION_CLOCK)
+            cls._clocked.add(context)
 
     def _started(self, request: Request) -> None:
         if request.resource_type in WATCHED_REQUESTS:
@@ -136,7 +136,8 @@ class Settler:
         """
         if window_ms <= 0 or (self._blank and self.page.url == "about:blank"):
             return True
-        self.install(self.page.context)
+        with suppress(PlaywrightError):  # a crashed page's context: the loop below ends the wait
+            self.install(self.page.context)
         deadline = time.monotonic() + window_ms / 1000
         while True:
             if self._crashed or self.page.is_closed():

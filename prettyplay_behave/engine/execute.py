@@ -179,7 +179,7 @@ def _earlier_blocks(test: TestState, spec: StepSpec, secrets: Secrets) -> None:
     the browser reported late, a page's own timer): logged, never this step's failure."""
     if test.guard is None:
         return
-    late = test.guard.take()
+    late = test.guard.take(catch_up=True)
     for url in late:
         record(
             logging.WARNING,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -46,7 +47,7 @@ class TwoOrigins:
         self.pages: dict[str, str] = {}
         self.redirects: dict[str, str] = {}
         self.dynamic: dict[str, Callable[[str], str]] = {}  # path -> page of the request path
-        self.flaky: set[str] = set()  # paths whose first request loses its connection
+        self.flaky: Counter[str] = Counter()  # path -> how many requests lose their connection
         self.protected: dict[str, str] = {}  # path -> "user:password" of HTTP basic auth
         self.hits: list[str] = []
         origins = self
@@ -54,8 +55,8 @@ class TwoOrigins:
         class App(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 path = self.path.split("?")[0]
-                if path in origins.flaky:
-                    origins.flaky.discard(path)
+                if origins.flaky[path] > 0:
+                    origins.flaky[path] -= 1
                     self.close_connection = True
                     self.connection.shutdown(2)
                     return
