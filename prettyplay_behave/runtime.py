@@ -7,6 +7,8 @@ from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from playwright.sync_api import Error as PlaywrightError
+
 from .browser.guard import NavigationGuard
 from .browser.session import BrowserSession
 from .browser.tabs import Tabs
@@ -14,6 +16,7 @@ from .cache import DEFAULT_CACHE_DIR, CacheStore
 from .config import PrettyConfig
 from .engine.advisor import Advisor
 from .engine.cycle import Engine
+from .engine.execute import late_blocks
 from .engine.state import TestState
 from .events import Events, log
 from .interactive import TerminalSteering
@@ -147,6 +150,8 @@ class Runtime:
         """Keep a test's artifacts, close what the test opened, then keep its videos (which
         Playwright writes as the context closes)."""
         try:
+            with suppress(PlaywrightError):  # a browser that is gone refuses nothing more
+                late_blocks(test, self.secrets, "as the test ended")  # none goes unsaid
             if self.artifacts is not None:
                 self.artifacts.finish(test)
         finally:

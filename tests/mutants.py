@@ -325,6 +325,8 @@ MUTANTS = (
     Mutant("browser: the caller's Playwright stopped with the run", f"{PACKAGE}/browser/session.py",
            "if self._playwright is not None and self._owns_playwright:",
            "if self._playwright is not None:", ("tests/integration/test_python_api.py",)),
+    Mutant("bounds: a refusal after the test's last step goes unsaid", f"{PACKAGE}/runtime.py",
+           'late_blocks(test, self.secrets, "as the test ended")', "None", BOUNDS_TESTS),
     Mutant("replay: cached code waits for a settle before it runs", f"{PACKAGE}/engine/execute.py",
            "range(0 if at_once else 1,", "range(1,", ("tests/integration/test_settle.py",)),
     Mutant("replay: a red replay fails without a settle and a second run",

@@ -177,19 +177,25 @@ def _services(test: TestState, stop: ExecutionStop, secrets: Secrets) -> PageSer
 def _earlier_blocks(test: TestState, spec: StepSpec, secrets: Secrets) -> None:
     """Blocks judged since the last step ended belong to what ran before this step (a window
     the browser reported late, a page's own timer): logged, never this step's failure."""
+    if late_blocks(test, secrets, f"before {spec.text!r} ran"):
+        follow_tabs(test)  # a refused window is closed: the page it took the focus from is back
+
+
+def late_blocks(test: TestState, secrets: Secrets, when: str) -> list[str]:
+    """Log the navigations refused since the last step's own check (each a warning that says
+    ``when`` it was found), the browser's events up to now handled first; the URLs."""
     if test.guard is None:
-        return
+        return []
     late = test.guard.take(catch_up=True)
     for url in late:
         record(
             logging.WARNING,
             "late_block",
-            "before %r ran, a navigation set off earlier was blocked: %s (outside allowed_origins)",
-            spec.text,
+            "%s, a navigation set off earlier was blocked: %s (outside allowed_origins)",
+            when,
             secrets.redact(url),
         )
-    if late:
-        follow_tabs(test)  # a refused window is closed: the page it took the focus from is back
+    return late
 
 
 def _bound_hit(test: TestState) -> str | None:

@@ -106,7 +106,8 @@ def test_no_window_and_no_redirect_hop_reaches_another_origin(
         outcome.error
     )
     # the attack goes red for it; only a new window that the browser reported after the
-    # attack's own check (a loaded machine) is refused with a warning before the next step
+    # attack's own check (a loaded machine) is refused with a warning, before the next step or
+    # as the test ends
     late = [r.getMessage() for r in caplog.records if getattr(r, "event", "") == "late_block"]
     if how in SAME_WINDOW:
         assert refused, outcome
@@ -136,6 +137,24 @@ def test_a_navigation_a_page_sets_off_after_its_step_is_refused_and_blames_no_la
     assert origins.hits == []
     late = [r.getMessage() for r in caplog.records if getattr(r, "event", "") == "late_block"]
     assert len(late) == 1 and "/late" in late[0] and "'the heading shows'" in late[0], late
+
+
+def test_a_navigation_refused_after_the_last_step_is_said_as_the_test_ends(
+    origins: TwoOrigins, tmp_path: Path, browser, caplog: pytest.LogCaptureFixture
+) -> None:
+    origins.pages["/later"] = LATER_PAGE
+    cache = tmp_path / "cache"
+    press = step('page.get_by_role("button", name="Later").click()')
+    plant(cache, ("step", "I open the later page", step('page.goto("/later")')),
+          ("step", "I press Later", press))  # fmt: skip
+    config = PrettyConfig(base_url=origins.app, cache_dir=str(cache), strict=True)
+    with PrettyPlay(TEST, config=config, browser=browser) as t:
+        t.step("I open the later page")
+        t.step("I press Later")  # green: the page navigates only 200 ms later
+        time.sleep(1.0)  # meanwhile the browser refuses that navigation; no step comes after
+    assert origins.hits == []
+    late = [r.getMessage() for r in caplog.records if getattr(r, "event", "") == "late_block"]
+    assert len(late) == 1 and late[0].startswith("as the test ended") and "/late" in late[0], late
 
 
 OPENER_PAGE = """<title>Opener</title><h1>Opener</h1>
