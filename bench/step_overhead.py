@@ -6,8 +6,8 @@ this process with the plain formatter, so that every part can be timed where it 
 
 - behave's step (``Step.run``: behave's own work, its hooks, the formatter and the step);
 - prettyplay's step (``Engine.perform``), and inside it the step code on the page (``call_step``:
-  the page's own time), the settle wait, the code checks and compile, the cache look-up, the
-  tabs follow-up and the event hooks;
+  the page's own time), the settle waits (how many: a green replay has none), the code checks
+  and compile, the cache look-up, the tabs follow-up and the event hooks;
 - the navigation bound's judgement of each document request (Python's part of it);
 - page snapshots (none should be taken on a green replay);
 - prettyplay's behave hooks (``before_step``, ``after_step``; per scenario ``before_scenario``,
@@ -70,7 +70,9 @@ def instrument() -> None:
     )
     advisor.capture = timing("snapshot", snapshot.capture)
     for name in ("before_step", "after_step", "before_scenario", "after_scenario"):
-        hooks._OURS[name] = timing(name, hooks._OURS[name])
+        # use_prettyplay takes before_scenario by its module name, the others from _OURS
+        hooks._OURS[name] = timing(name, getattr(hooks, name))
+        setattr(hooks, name, hooks._OURS[name])
     plain = behave.formatter.plain.PlainFormatter
     for method in ("feature", "scenario", "step", "match", "result", "eof"):
         setattr(plain, method, timing("formatter", getattr(plain, method)))
@@ -145,7 +147,9 @@ def main() -> None:
             column["prettyplay's own (prettyplay step − page)"] = f"{engine / steps:.2f}"
             for name in ("before_scenario", "after_scenario"):
                 column[f"{name}, per scenario"] = f"{sum(TIMES[name]) / tests:.1f}"
-            column["settle, median of the steps"] = f"{statistics.median(TIMES['settle']):.2f}"
+            settles = TIMES["settle"]
+            column["settles, per step"] = f"{len(settles) / steps:.2f}"
+            column["settle, median"] = f"{statistics.median(settles):.2f}" if settles else "none"
             column["documents judged, per step"] = f"{len(TIMES['document judgement']) / steps:.2f}"
             column["snapshots taken"] = str(len(TIMES["snapshot"]))
             columns[scenarios] = column
