@@ -114,6 +114,7 @@ def large_page_request(items: int) -> tuple[int, bool]:
     messages = Prompts().render(
         "generate", step=StepSpec(Kind.ACTION, "click Checkout"), base_url="http://shop.test",
         page=state, scenario=[], history=[], group=None, instructions="",
+        verdict=None, guidance="", restored="",
     )  # fmt: skip
     text = "\n".join(m["content"] for m in messages)
     return estimate_tokens(text), 'button "Checkout"' in text
@@ -139,10 +140,14 @@ def large_page_judgments(items: int) -> tuple[int, int]:
     ran = SimpleNamespace(url_before="http://shop.test/", url_after="http://shop.test/p/3")
     scenario = [
         SimpleNamespace(kind=Kind.ACTION, sentence=f"I open product {n}", outcome="passed",
-                        group=None, code=code, origin="replayed", history=[ran])
+                        group=None, code=code, origin="replayed", history=[ran], seen=(),
+                        findings=())
         for n in range(20)
     ]  # fmt: skip
-    spent = sum(estimate_tokens(e.code) + advisor.SCENARIO_LINE_TOKENS for e in scenario)
+    spent = sum(
+        estimate_tokens(e.code + "".join(e.seen + e.findings)) + advisor.SCENARIO_LINE_TOKENS
+        for e in scenario
+    )
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=find_system_chromium(), args=list(CHROMIUM_ARGS)
@@ -159,10 +164,11 @@ def large_page_judgments(items: int) -> tuple[int, int]:
     common = {"step": step, "base_url": "http://shop.test", "scenario": scenario, "history": [],
               "group": None, "instructions": ""}  # fmt: skip
     prompts = Prompts()
-    classify = prompts.render("classify", page=classify_page, **common)
+    classify = prompts.render("classify", page=classify_page, earlier=None, **common)
     gate = prompts.render(
         "gate", page=after, change=page_change(before, after, advisor.CHANGE_TOKENS),
-        candidate=code, candidate_outcome="green", verdict=None, guidance="", **common,
+        candidate=code, candidate_outcome="green", verdict=None, guidance="", batch=[],
+        renames=[], **common,
     )  # fmt: skip
     return tuple(  # type: ignore[return-value]
         estimate_tokens("\n".join(m["content"] for m in messages)) for messages in (classify, gate)
