@@ -162,6 +162,8 @@ class Secrets:
     def found_in(self, code: str) -> str | None:
         """The name of a secret whose value (in any spelling) a string literal of ``code``
         holds."""
+        if not self._values:  # no secret named yet: nothing to find (and no parse per replay)
+            return None
         try:
             tree = ast.parse(code)
         except SyntaxError:  # the policy reports it
