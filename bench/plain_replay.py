@@ -37,15 +37,23 @@ Scenario = list[tuple[str, list[str]]]  # each step's code and the values it is 
 
 
 def browser_options() -> dict[str, Any]:
-    """The binary and arguments prettyplay launches for a headless run, sandbox as it decides."""
+    """The browser prettyplay launches for a headless run: Playwright's own Chromium where it is
+    installed, else the system's headless shell; its arguments, the sandbox as it decides."""
+    from playwright.sync_api import sync_playwright
+
     from prettyplay_behave.browser.session import (
         CHROMIUM_ARGS,
         find_system_chromium,
         sandbox_problem,
     )
 
+    with sync_playwright() as playwright:
+        bundled = playwright.chromium.executable_path
+    executable = bundled if Path(bundled).exists() else find_system_chromium(True)
+    if not executable:
+        raise SystemExit("no Chromium here: neither Playwright's nor a system one")
     return {
-        "executable_path": find_system_chromium(True),
+        "executable_path": executable,
         "args": list(CHROMIUM_ARGS),
         "chromium_sandbox": sandbox_problem() is None,
     }

@@ -304,9 +304,13 @@ def timed(side: Side, steps: int, extra_env: dict[str, str] | None = None) -> fl
     """The wall time of one run of ``side``; it must pass ``steps`` steps, or the bench stops."""
     started = time.perf_counter()
     completed = subprocess.run(
-        side.command, cwd=side.cwd, env={**side.env, **(extra_env or {})},
-        capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
+        side.command,
+        cwd=side.cwd,
+        env={**side.env, **(extra_env or {})},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     elapsed = time.perf_counter() - started
     output = completed.stdout + completed.stderr
     passed = STEPS_PASSED.search(output)
@@ -390,29 +394,18 @@ def run_case(name: str, package: Path, rounds: int, browser: dict[str, Any]) -> 
     return met
 
 
-def prettyplays_browser() -> dict[str, Any]:
-    """The browser prettyplay launches for a headless run: Playwright's own Chromium where it is
-    installed, else the system's headless shell; with its arguments and sandbox."""
-    from playwright.sync_api import sync_playwright
-
-    browser = plain_replay.browser_options()
-    with sync_playwright() as playwright:
-        bundled = playwright.chromium.executable_path
-    if Path(bundled).exists():
-        browser["executable_path"] = bundled
-    if not browser["executable_path"]:
-        raise SystemExit("no Chromium here: neither Playwright's nor a system one")
-    return browser
-
-
 def check_package(package: Path) -> None:
     """That the prettyplay side imports the package measured, not this checkout's install."""
     code = "import prettyplay_behave; print(prettyplay_behave.__file__)"
     env = {**clean_env(), "PYTHONPATH": str(package)}
     found = subprocess.run(
-        [sys.executable, "-c", code], cwd=tempfile.gettempdir(), env=env,
-        capture_output=True, text=True, check=True,
-    ).stdout.strip()  # fmt: skip
+        [sys.executable, "-c", code],
+        cwd=tempfile.gettempdir(),
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     if not Path(found).is_relative_to(package):
         raise SystemExit(f"the prettyplay side would import {found}, not {package}")
 
@@ -429,7 +422,7 @@ def main() -> int:
     if not (package / "prettyplay_behave").is_dir():
         parser.error(f"{package}: no prettyplay_behave there")
     check_package(package)
-    browser = prettyplays_browser()
+    browser = plain_replay.browser_options()
     print(f"prettyplay from {package}")
     print(f"browser on every side: {browser['executable_path']} {' '.join(browser['args'])}")
     print(f"{args.rounds} rounds, sides in turn; Python {sys.version.split()[0]}")
