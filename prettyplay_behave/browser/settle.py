@@ -99,8 +99,8 @@ class Settler:
     @classmethod
     def install(cls, context: BrowserContext) -> None:
         """The mutation clock in every later document of ``context``, once per context: added at
-        its first settle, so a test whose steps never wait (a green replay) runs no script of
-        prettyplay's in its pages; the document a settle meets without it gets it there."""
+        its first settle, so the pages of a test whose steps never wait (a green replay) never carry
+        it; the document a settle meets without it gets it there."""
         if context not in cls._clocked:
             context.add_init_script(_MUTATION_CLOCK)
             cls._clocked.add(context)

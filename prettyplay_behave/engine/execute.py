@@ -13,8 +13,11 @@ secret values before it leaves here.
 from __future__ import annotations
 
 import logging
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from playwright.sync_api import Error as PlaywrightError
 
 from ..browser.guard import BLANK
 from ..browser.stop import ExecutionStop
@@ -186,6 +189,10 @@ def late_blocks(test: TestState, secrets: Secrets, when: str) -> list[str]:
     ``when`` it was found), the browser's events up to now handled first; the URLs."""
     if test.guard is None:
         return []
+    # what the page set off before now (a form sent to a new window, a timer's navigation) first
+    # reaches the browser: one round trip through the page, then one through the browser
+    with suppress(PlaywrightError):
+        test.page.evaluate("0")
     late = test.guard.take(catch_up=True)
     for url in late:
         record(
