@@ -88,12 +88,11 @@ class PrettyPlay(Steps):
             browser=browser,
             playwright=playwright,
             steering=steering,
+            report_name=f"report-{folder_name(name)}.html",  # a test on its own has its own
         )
         if isinstance(config, PrettyConfig):
             config = config.for_test()
         self.config: TestConfig = config or self.runtime.config.for_test()
-        if self._owns_runtime:  # a test on its own writes a report of its own
-            self.runtime.report_name = f"report-{folder_name(name)}.html"
         self._page = page
         self._state: TestState | None = None
 
@@ -115,20 +114,17 @@ class PrettyPlay(Steps):
         """Whether the test's context and page are open (they open on first use)."""
         return self._state is not None
 
-    def mark_failed(self) -> None:
-        """Something outside prettyplay (a user's own step) failed this test."""
-        if self._state is not None:  # a test that never opened has nothing to mark
-            self._state.mark_failed()
-
-    def touched_elsewhere(self) -> None:
+    def used_elsewhere(self) -> None:
         """Something outside prettyplay (a user's own step) used the page: a clean page for a
         later attempt can no longer be rebuilt from the steps' code."""
-        if self._state is not None:
-            self._state.touched_elsewhere()
+        if self._state is not None:  # a test that never opened has no page to speak of
+            self.runtime.used_elsewhere(self._state)
 
-    def close(self) -> None:
+    def close(self, failed: bool = False) -> None:
+        """Finish the test; ``failed``: something outside prettyplay (a user's own step)
+        failed it."""
         if self._state is not None:
-            self.runtime.finish_test(self._state)
+            self.runtime.finish_test(self._state, failed_elsewhere=failed)
             self._state = None
         if self._owns_runtime:
             self.runtime.close()

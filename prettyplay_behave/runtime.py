@@ -48,9 +48,11 @@ class Runtime:
         browser: Browser | None = None,
         playwright: Playwright | None = None,
         steering: Steering | None = None,
+        report_name: str | None = None,
     ) -> None:
         """``steering`` is the part behind the steering gate: the terminal dialog unless
-        another is given (any object with ``steer(stuck) -> bool``)."""
+        another is given (any object with ``steer(stuck) -> bool``). ``report_name`` is the
+        HTML report's file name in ``report_dir`` (``report.html`` unless given)."""
         if browser is not None and playwright is not None:
             raise TypeError("hand in a browser or a Playwright, not both")
         self.config = config = config or PrettyConfig()
@@ -74,7 +76,7 @@ class Runtime:
         self.started = time.monotonic()
         self.report_dir = Path(config.report_dir) if config.report_dir else None
         self.artifacts = Artifacts(self.report_dir) if self.report_dir else None
-        self.report_name = REPORT_NAME
+        self.report_name = report_name or REPORT_NAME
 
     @property
     def session(self) -> BrowserSession:
@@ -104,7 +106,9 @@ class Runtime:
         )
         self.tests.append(test)
         if self.artifacts is not None:
-            self.artifacts.start(test)
+            artifacts = self.artifacts
+            test.on_secret(lambda: artifacts.secret_named(test))
+            artifacts.start(test)
         return test
 
     def _new_page(self, name: str, config: TestConfig) -> tuple[BrowserContext, Page]:
@@ -146,16 +150,24 @@ class Runtime:
         if self.artifacts is not None:
             self.artifacts.resume(test)
 
-    def finish_test(self, test: TestState) -> None:
+    def used_elsewhere(self, test: TestState) -> None:
+        """Something outside prettyplay (a user's own step or hook) used the test's page: a
+        clean page for a later attempt can no longer be rebuilt from the steps' code."""
+        test.touched_elsewhere()
+
+    def finish_test(self, test: TestState, failed_elsewhere: bool = False) -> None:
         """Keep a test's artifacts, close what the test opened, then keep its videos (which
-        Playwright writes as the context closes)."""
+        Playwright writes as the context closes). ``failed_elsewhere``: something outside
+        prettyplay (a user's own step) failed the test."""
+        if failed_elsewhere:
+            test.mark_failed()
         try:
             with suppress(PlaywrightError):  # a browser that is gone refuses nothing more
                 late_blocks(test, self.secrets, "as the test ended")  # none goes unsaid
             if self.artifacts is not None:
                 self.artifacts.finish(test)
         finally:
-            test.close()
+            test.conclude()
         if self.artifacts is not None:
             self.artifacts.keep_videos(test)
 

@@ -125,14 +125,20 @@ def before_all(context: Any, steering: Steering | None = None) -> None:
         default_cache_dir=features_dir / CACHE_FOLDER,
         default_files_dir=features_dir / "files",
         steering=steering,
+        report_name=report_name(context),
     )
     for hook in getattr(context, "prettyplay_hooks", []):
         runtime.events.add(hook)
-    worker = context.config.userdata.get("worker_id")
-    if worker is not None:
-        # BehaveX runs one behave run per task in each worker: each writes a report of its own
-        runtime.report_name = f"report-worker{worker}-{os.getpid()}-{time.time_ns()}.html"
     context.prettyplay = runtime
+
+
+def report_name(context: Any) -> str | None:
+    """The HTML report's file name, when not the usual one: BehaveX runs one behave run per
+    task in each worker, and each writes a report of its own."""
+    worker = context.config.userdata.get("worker_id")
+    if worker is None:
+        return None
+    return f"report-worker{worker}-{os.getpid()}-{time.time_ns()}.html"
 
 
 CONTEXT_ARGS_HOOK = "prettyplay_context_args"
@@ -196,7 +202,7 @@ def after_step(context: Any, step: Any) -> None:
     allure = attachments.allure_listening()
     run = state.test_state = state.test.state
     if state.ours is not step:
-        state.test.touched_elsewhere()
+        state.test.used_elsewhere()
     if allure is not None:
         attachments.attach_steps(allure, run, state.unattached(), runtime.secrets.redact)
     if not step.status.has_failed():
@@ -224,12 +230,10 @@ def after_scenario(context: Any, scenario: Any) -> None:
     if state is None:
         return
     try:
-        if failed:
-            state.test.mark_failed()  # a user's own step may have failed it
         if state.group is not None:
             state.group.finish(failed)
     finally:
-        state.test.close()
+        state.test.close(failed=failed)  # a user's own step may have failed it
         allure = attachments.allure_listening()
         if allure is not None and state.test_state is not None:
             attachments.add_cost(allure, state.test_state)

@@ -180,8 +180,8 @@ class Tabs:
                 f"with {kind.example} before the action that opens it)"
             )
 
-    def take_notes(self) -> list[str]:
-        notes, self.notes = self.notes, []
+    def take_notes(self) -> tuple[str, ...]:
+        notes, self.notes = tuple(self.notes), []
         return notes
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -94,6 +95,8 @@ class Engine:
         self.spread: set[tuple[str, str]] = set()  # the locator changes already spread
         # the last verdict of each failure signature in this run: (sentence, verdict)
         self.judged: dict[tuple[str, str], tuple[str, Verdict]] = {}
+        # the recovery cycles each group prompt of each test had: (test, prompt) -> cycles
+        self.recovery_cycles: Counter[tuple[str, str]] = Counter()
 
     def perform(self, test: TestState, spec: StepSpec, group: str | None = None) -> ScenarioEntry:
         """Perform one step of ``test`` (a member of ``group``, when given); its scenario
@@ -118,7 +121,7 @@ class Engine:
                 self.remember(test, entry, exc)
             raise
         finally:
-            test.record(entry)
+            test.add_step(entry)
             self.events.emit("on_step_finished", spec.sentence, entry.outcome)
         return entry
 
@@ -171,7 +174,18 @@ class Engine:
         return [next(f for f in found if f[1] == code) for code in unique]
 
     def execute(self, test: TestState, spec: StepSpec, code: str, at_once: bool = False) -> Attempt:
-        return execute(test, spec, code, self.secrets, at_once)
+        attempt = execute(test, spec, code, self.secrets, at_once)
+        if attempt.outcome is not Outcome.POLICY_VIOLATION:  # code that never ran met nothing
+            test.met(attempt.notes)
+        return attempt
+
+    def next_recovery_cycle(self, test: TestState, prompt: str) -> bool:
+        """Start one more recovery cycle of the group ``prompt`` in ``test``; False once the
+        test's ``healing_attempts`` cycles for that prompt are spent."""
+        if self.recovery_cycles[test.name, prompt] >= test.config.healing_attempts:
+            return False
+        self.recovery_cycles[test.name, prompt] += 1
+        return True
 
     def write(self, test: TestState, entry: ScenarioEntry, code: str, origin: Origin) -> None:
         """Keep ``code`` as the step's cache entry, with its origin: in the feature's library,

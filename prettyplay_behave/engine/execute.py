@@ -86,10 +86,11 @@ def execute(
             test.tabs.ensure_open()  # the test goes on, on a fresh page of its context
         follow_tabs(test)  # a page the step opened is the page of what comes next
         bound = _bound_hit(test)  # once a window the step opened asked for its document
-        test.take_notes()
+        notes = test.tabs.take_notes()
         if error is None and bound is None:
+            url_after = page_url(test.page)
             return Attempt(
-                Outcome.GREEN, url_before, page_url(test.page), code, "\n".join(test.notes)
+                Outcome.GREEN, url_before, url_after, code, "\n".join(notes), notes=notes
             )
         if attempt_no < spec.tries and bound is None and not stop.fired:
             done = f"execution {attempt_no} of {spec.tries}" if attempt_no else "the replay"
@@ -100,7 +101,9 @@ def execute(
                 done,
             )
             continue
-        return _red(test, spec, code, (started_on, url_before), error, bound, settled, secrets)
+        return _red(
+            test, spec, code, (started_on, url_before), error, bound, settled, secrets, notes
+        )
     raise AssertionError("unreachable: tries >= 1")
 
 
@@ -237,6 +240,7 @@ def _red(
     bound: str | None,
     settled: bool,
     secrets: Secrets,
+    notes: tuple[str, ...],
 ) -> Attempt:
     started_on, url_before = before
     texts = [bound] if bound else []
@@ -249,9 +253,10 @@ def _red(
         texts.append(describe_exception(error)[1])
     if not settled:
         texts.append(f"(the page never settled within settle_ms={test.config.settle_ms})")
-    texts += list(test.notes)
+    texts += notes
     # a failed assertion of a check or a precondition: the product may be at fault
     asserts = spec.meaning is not Meaning.ACTION
     failed_check = asserts and isinstance(error, AssertionError) and not bound
     text = secrets.redact("\n".join(texts))
-    return Attempt(Outcome.RED, url_before, page_url(test.page), code, text, failed_check)
+    url_after = page_url(test.page)
+    return Attempt(Outcome.RED, url_before, url_after, code, text, failed_check, notes)

@@ -136,9 +136,7 @@ class GroupBlock:
 
     def _cycles(self, test: TestState, failed: ScenarioEntry, failure: StepFailedError) -> None:
         self._last_failed = failed
-        cap = test.config.healing_attempts
-        while test.cycles(self.prompt) < cap:
-            test.next_cycle(self.prompt)
+        while self.engine.next_recovery_cycle(test, self.prompt):
             try:
                 verdict = self.engine.advisor.diagnose(test, self.prompt, self.traces, failed)
             except ProviderUnavailableError as down:
@@ -148,6 +146,7 @@ class GroupBlock:
                 return
             failed, failure = repeat
             self._last_failed = failed
+        cap = test.config.healing_attempts
         raise failure.recast(type(failure), f"the group's recovery cycles are exhausted ({cap})")
 
     def _row(

@@ -19,6 +19,7 @@ class Attempt:
     code: str
     text: str
     failed_check: bool = False  # a check whose assertion failed: the product may be at fault
+    notes: tuple[str, ...] = ()  # what the execution met on the page: dialogs nobody handled
 
     @property
     def headline(self) -> str:

@@ -1,9 +1,12 @@
-"""The state of one test while it runs, written through its own methods only.
+"""The state of one test while it runs, written through its own methods only, and only by two
+modules: the engine's step cycle (``engine/cycle.py``: the steps, what they met, the secrets
+they named) and the runtime (``runtime.py``: opening, renewing and closing the test, and what
+happened to it outside prettyplay's steps). Everyone else reads.
 
 ``TestState`` owns a test's page and instruments (its tabs, its navigation guard), the scenario
-so far, the occurrence counts of the cache address, the recovery cycles of its groups, what the
-last execution met on the page, and whether a step named a secret. Whoever must know of a
-secret (the artifacts stop a trace) listens with ``on_secret``.
+so far, the occurrence counts of the cache address, what the last execution met on the page,
+and whether a step named a secret. Whoever must know of a secret (the artifacts stop a trace)
+listens with ``on_secret``.
 """
 
 from __future__ import annotations
@@ -49,12 +52,11 @@ class TestState:
     started: float = field(default_factory=time.monotonic)
     duration: float = 0.0
     scenario: list[ScenarioEntry] = field(default_factory=list)
-    _notes: list[str] = field(default_factory=list)
+    _notes: tuple[str, ...] = ()
     _failed_elsewhere: bool = False
     _touched_elsewhere: bool = False
     _uses_secrets: bool = False
     _secret_listeners: list[Callable[[], None]] = field(default_factory=list)
-    _recovery_cycles: dict[str, int] = field(default_factory=dict)
     _seen: dict[tuple[Kind, str, str], int] = field(default_factory=dict)
 
     @property
@@ -73,7 +75,7 @@ class TestState:
         occurrence = self._seen[spec.identity]
         return CacheKey(self.name, spec.kind, spec.sentence, spec.data, occurrence, spec.outline)
 
-    def record(self, entry: ScenarioEntry) -> None:
+    def add_step(self, entry: ScenarioEntry) -> None:
         """A step that ran joins the scenario, whatever its outcome."""
         self.scenario.append(entry)
 
@@ -109,25 +111,16 @@ class TestState:
             with suppress(PlaywrightError):  # a context the browser lost has nothing to close
                 old.close()
 
-    def next_cycle(self, prompt: str) -> int:
-        """Count one recovery cycle of the group ``prompt``; how many it has had now."""
-        self._recovery_cycles[prompt] = self._recovery_cycles.get(prompt, 0) + 1
-        return self._recovery_cycles[prompt]
-
-    def cycles(self, prompt: str) -> int:
-        return self._recovery_cycles.get(prompt, 0)
-
     # -- what the page met -----------------------------------------------------------------------
 
     @property
     def notes(self) -> tuple[str, ...]:
         """What the last execution met on the page: dialogs nobody handled."""
-        return tuple(self._notes)
+        return self._notes
 
-    def take_notes(self) -> tuple[str, ...]:
+    def met(self, notes: tuple[str, ...]) -> None:
         """After an execution: what its pages noted is this test's last notes."""
-        self._notes = self.tabs.take_notes()
-        return self.notes
+        self._notes = notes
 
     # -- secrets ---------------------------------------------------------------------------------
 
@@ -150,8 +143,9 @@ class TestState:
 
     # -- the end ---------------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Close the context this test opened (a page handed in stays open)."""
+    def conclude(self) -> None:
+        """Take the test's duration and close the context it opened (a page handed in stays
+        open)."""
         self.duration = time.monotonic() - self.started
         if self.guard is not None:
             self.guard.uninstall()

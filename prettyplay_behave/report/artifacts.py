@@ -71,7 +71,6 @@ class Artifacts:
 
     def start(self, test: TestState) -> None:
         state = self._of[id(test)] = TestArtifacts()
-        test.on_secret(lambda: self._secret_named(test))
         if test.config.trace == "off":
             return
         test.page.context.tracing.start(title=test.name, screenshots=True, snapshots=True)
@@ -97,7 +96,7 @@ class Artifacts:
             test.page.context.tracing.start(title=test.name, screenshots=True, snapshots=True)
             state.tracing = True
 
-    def _secret_named(self, test: TestState) -> None:
+    def secret_named(self, test: TestState) -> None:
         """A step names a secret: stop and discard the trace unless ``trace=on`` (a picture of
         the page cannot be redacted; screenshots and videos follow their own policies)."""
         state = self.of(test)

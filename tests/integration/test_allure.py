@@ -256,7 +256,7 @@ def test_every_attachment_text_is_redacted(browser) -> None:
             failure=FailureKind.INCURABLE,
         )  # fmt: skip
         entry.verdicts.append(Verdict(StepLabel.INCURABLE, f"it shows {canary}", canary, canary))
-        test.record(entry)
+        test.add_step(entry)
         texts = dict(step_texts(test, entry, secrets.redact))
     finally:
         page.close()

@@ -353,7 +353,7 @@ def test_the_html_report_redacts_every_text_it_shows(browser, tmp_path: Path) ->
             failure=FailureKind.INCURABLE,
         )  # fmt: skip
         entry.verdicts.append(Verdict(StepLabel.INCURABLE, f"it shows {canary}", f"type {canary}"))
-        test.record(entry)
+        test.add_step(entry)
         summary = RunSummary.of([test], {}, 0, None, 1.0)
         html = write_report(tmp_path, [test], summary, secrets.redact).read_text()
     finally:

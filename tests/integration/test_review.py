@@ -368,7 +368,7 @@ def test_the_report_shows_a_steered_change_and_a_row_recovered_without_its_own_v
                 spec, CacheKey(test.name, spec.kind, sentence), group=group,
                 outcome=StepStatus.PASSED, origin=origin, code=new, replaced=old,
             )  # fmt: skip
-            test.record(made)
+            test.add_step(made)
             return made
 
         hostile = (
@@ -417,7 +417,7 @@ def test_the_diff_of_a_rewrite_is_redacted(browser, tmp_path: Path) -> None:
     try:
         test = TestState("login.feature::In", PrettyConfig().for_test(), Tabs(page))
         spec = step.StepSpec(Kind.ACTION, "log in with ${TOKEN}")
-        test.record(
+        test.add_step(
             step.ScenarioEntry(
                 spec, CacheKey(test.name, spec.kind, spec.sentence), outcome=StepStatus.PASSED,
                 origin=Origin.HEALED, replaced=f'def step(page) -> None:\n    x = "{canary}"\n',

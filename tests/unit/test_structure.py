@@ -146,6 +146,55 @@ def test_the_test_state_is_written_through_its_own_methods() -> None:
     assert found == []
 
 
+TEST_STATE_WRITERS = {f"{PACKAGE}.engine.cycle", f"{PACKAGE}.runtime"}
+
+
+def state_writers() -> set[str]:
+    """The methods of TestState that change it: those that assign to it or add to its lists."""
+    tree = ast.parse((ROOT / "engine" / "state.py").read_text(encoding="utf-8"))
+    state = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "TestState")
+    writers = set()
+    for method in state.body:
+        if not isinstance(method, ast.FunctionDef) or method.name.startswith("_"):
+            continue
+        for node in ast.walk(method):
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            targets += [node.target] if isinstance(node, ast.AugAssign) else []
+            for target in targets:
+                for part in target.elts if isinstance(target, ast.Tuple) else [target]:
+                    while isinstance(part, (ast.Attribute, ast.Subscript)):
+                        part = part.value
+                    if isinstance(part, ast.Name) and part.id == "self":
+                        writers.add(method.name)
+            call = node.func if isinstance(node, ast.Call) else None
+            if isinstance(call, ast.Attribute) and call.attr == "append":
+                writers.add(method.name)
+    return writers
+
+
+def test_the_test_state_is_changed_by_two_modules_only() -> None:
+    writers = state_writers()
+    assert {"add_step", "met", "mark_failed", "replace_context", "conclude"} <= writers
+    # a writer's name is its own in the package, so a call by that name is a call to it
+    elsewhere = [
+        f"{name}:{node.lineno} {node.name}"
+        for name, path in MODULES.items()
+        if name != f"{PACKAGE}.engine.state"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef) and node.name in writers
+    ]
+    assert elsewhere == []
+    callers = {
+        name
+        for name, path in MODULES.items()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in writers
+    }
+    assert callers - {f"{PACKAGE}.engine.state"} == TEST_STATE_WRITERS
+
+
 def test_the_formatter_lays_out_the_code_but_for_a_few_tables() -> None:
     exemptions = [
         f"{name}:{number}"
