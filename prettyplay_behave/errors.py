@@ -1,6 +1,6 @@
-"""The public exceptions and the terminal render of a failed step.
+"""The public exceptions and the render of a failed step's final error.
 
-A terminal error reads the same everywhere (behave's output, JUnit, the steering banner)::
+A final error reads the same everywhere (behave's output, JUnit, the steering banner)::
 
     IncurableStepError: the generation budget is exhausted
     ---
@@ -57,7 +57,7 @@ class ProviderUnavailableError(PrettyPlayError):
 
 
 class StepFailedError(PrettyPlayError):
-    """Base of the terminal step failures; renders the sections of the terminal error."""
+    """Base of the final step failures; renders the sections of the final error."""
 
     def __init__(
         self,
@@ -73,7 +73,7 @@ class StepFailedError(PrettyPlayError):
         then: str = "",
     ) -> None:
         self.headline = headline
-        self.label = label  # the verdict that made it terminal, when one did (and could be read)
+        self.label = label  # the verdict that made it final, when one did (and could be read)
         self.sentence = sentence
         self.error = error
         self.details = details
@@ -130,12 +130,12 @@ class StepFailedError(PrettyPlayError):
         return self.recast(type(self), self.headline, then=then)
 
     def render(self) -> str:
-        """The full terminal render, headed by the exception's name."""
+        """The full render of the final error, headed by the exception's name."""
         return f"{type(self).__name__}: {self.body}"
 
 
 class _BehaveFailure(StepFailedError, AssertionError):
-    """A terminal failure that is the app's own answer to a step: an AssertionError, so behave
+    """A final failure that is the app's own answer to a step: an AssertionError, so behave
     counts the step *failed* (JUnit ``failures``, Allure ``failed``, the JSON formatter's
     ``error_message``), where any other exception is an *error*."""
 
@@ -166,7 +166,7 @@ def describe_exception(exc: BaseException) -> tuple[str, str]:
 
 
 def rendered(exc: BaseException) -> str:
-    """The whole text of the error a step ended with: the terminal render, or the exception."""
+    """The whole text of the error a step ended with: the final error's render, or the exception."""
     return exc.render() if isinstance(exc, StepFailedError) else describe_exception(exc)[1]
 
 

@@ -305,8 +305,8 @@ MUTANTS = (
     # -- reading answers ------------------------------------------------------------------------
     Mutant("answers: reasoning read as the answer", f"{PACKAGE}/llm/answers.py",
            "    final = text.rfind(_FINAL_CHANNEL)\n", "    return text\n", ANSWER_TESTS),
-    Mutant("answers: a repair may lose findings", f"{PACKAGE}/llm/answers.py",
-           "Shape(_gate_verdict, _check_kept_findings)", "Shape(_gate_verdict)", ANSWER_TESTS),
+    Mutant("answers: a repair may lose findings", f"{PACKAGE}/llm/verdicts.py",
+           "    _gate_verdict,\n    _check_kept_findings,\n", "    _gate_verdict,\n", ANSWER_TESTS),
     Mutant("answers: a truncated object is completed", f"{PACKAGE}/llm/answers.py",
            "    return spans, depth > 0", "    return spans + [text[start:]] * (depth > 0), False",
            ANSWER_TESTS),

@@ -3,8 +3,8 @@
 A code request (generate, heal, steer) gives code or an ``unparseable answer`` record. A verdict
 request (classify, diagnose) gives a :class:`Verdict`; a garbage answer degrades to
 ``incurable`` with the raw answer logged, never a retry. The gate gives the candidate back green
-or as a ``gate violation``; a gate that cannot judge is terminal. Every request is rendered from
-its template and redacted of secret values before it leaves.
+or as a ``gate violation``; a gate that cannot judge ends the step with a final error. Every
+request is rendered from its template and redacted of secret values before it leaves.
 """
 
 from __future__ import annotations
@@ -369,7 +369,7 @@ def _neutralised(text: str, page: PageState | None) -> str:
 
 
 def verdict_failure(verdict: Verdict, headline: str, failure: StepFailedError) -> StepFailedError:
-    """The terminal error a verdict calls for: a product defect (never healed), or the
+    """The final error a verdict calls for: a product defect (never healed), or the
     ``failure`` under ``headline`` (an incurable step, a failure when its red is the app's
     answer), both carrying the verdict."""
     if verdict.label == StepLabel.PRODUCT_DEFECT:

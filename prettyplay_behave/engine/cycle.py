@@ -10,9 +10,9 @@ Routing of one step::
     cache miss -> strict: IncurableStepError naming the step and the cache file
                -> the generation loop -> policy -> execute -> gate -> write
                   (a failed check is classified at once; an exhausted budget is classified)
-    terminal   -> the steering gate -> IncurableStepError / ProductDefectError
+    final      -> the steering gate -> IncurableStepError / ProductDefectError
 
-A terminal error whose red is the app's answer (a failed assertion of a check or precondition, a
+A final error whose red is the app's answer (a failed assertion of a check or precondition, a
 red replay under strict) is a ``RedStepError``, an ``AssertionError``: behave counts it *failed*.
 
 Every non-green attempt joins the step's attempt history, which rides every later request of
@@ -765,7 +765,7 @@ class StepCycle:
     def healable(verdict: Verdict) -> bool:
         return isinstance(verdict.label, StepLabel) and verdict.label.healable
 
-    # -- terminal errors -----------------------------------------------------------------------
+    # -- final errors --------------------------------------------------------------------------
 
     @contextmanager
     def asking(self, headline: str, request: str) -> Iterator[None]:
@@ -791,14 +791,14 @@ class StepCycle:
         )
 
     def terminal_type(self, attempt: Attempt) -> type[IncurableStepError]:
-        """What a terminal error about ``attempt`` is to behave: a failure (``RedStepError``)
+        """What a final error about ``attempt`` is to behave: a failure (``RedStepError``)
         when its red is the app's answer (a failed assertion of a check or a precondition, a
         cached step red under strict replay), else an error."""
         replayed_red = self.config.strict and attempt.outcome is Outcome.RED
         return RedStepError if attempt.failed_check or replayed_red else IncurableStepError
 
     def verdict_failure(self, verdict: Verdict, headline: str) -> StepFailedError:
-        """The terminal error a verdict calls for, about the step's last attempt."""
+        """The final error a verdict calls for, about the step's last attempt."""
         failure = verdict_failure(verdict, headline, self.incurable(headline, self.history[-1]))
         if self.config.strict:
             failure = failure.recast(type(failure), failure.headline + STRICT)

@@ -6,7 +6,7 @@ the traces, the page and the failed step's history) decides ``recoverable | prod
 incurable``; for ``recoverable`` every step from the root step through the failed one heals as
 its own unit with a fresh healing counter. A repeat failure starts a fresh diagnosis while
 cycles remain; cycles are capped per group prompt per test by ``healing_attempts``. A group
-that stays terminal passes the steering gate with its group context before it propagates.
+that stays failed passes the steering gate with its group context before it propagates.
 """
 
 from __future__ import annotations
@@ -123,15 +123,16 @@ class GroupBlock:
     # -- recovery ------------------------------------------------------------------------------
 
     def recover(self, test: TestState, failed: ScenarioEntry, failure: StepFailedError) -> None:
-        """Recover from ``failure`` of ``failed``, or raise the terminal error.
+        """Recover from ``failure`` of ``failed``, or raise the final error.
 
-        A terminal (not a product defect) passes the steering gate with the group context first.
+        A final failure (not a product defect) passes the steering gate with the group context
+        first.
         """
         try:
             self._cycles(test, failed, failure)
-        except IncurableStepError as terminal:
+        except IncurableStepError as final:
             stuck = self._last_failed or failed
-            if not self.engine.steer(test, stuck, terminal):
+            if not self.engine.steer(test, stuck, final):
                 raise
 
     def _cycles(self, test: TestState, failed: ScenarioEntry, failure: StepFailedError) -> None:

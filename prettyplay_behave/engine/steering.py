@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class StuckStep:
-    """A step about to fail terminally, and the engine's services a steering part may use."""
+    """A step about to end with a final error, and the engine's services a steering part may use."""
 
     entry: ScenarioEntry  # its spec, its history (every turn joins it) and its group
     failure: IncurableStepError  # what propagates unless a turn goes green

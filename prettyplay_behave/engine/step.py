@@ -81,7 +81,7 @@ class ScenarioEntry:
     history: list[Attempt] = field(default_factory=list)
     verdicts: list[Verdict] = field(default_factory=list)  # classifications and diagnoses
     failure: FailureKind | None = None
-    error: str = ""  # the terminal error a failed step ended with, as rendered
+    error: str = ""  # the final error a failed step ended with, as rendered
     requests: int = 0  # LLM requests made for this step
     tokens: int = 0
     replaced: str | None = None  # the code a rewrite of this run replaced (heal, recovery, steer)

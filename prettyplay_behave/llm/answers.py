@@ -36,8 +36,6 @@ MAX_JSON_DEPTH = 32
 # The JSON objects of an answer tried as its verdict, first to last.
 MAX_JSON_OBJECTS = 100
 
-DIMENSIONS = ("instructions", "adequacy")
-SEVERITIES = ("high", "medium", "low")
 PYTHON_MARKS = ("", "python", "py", "python3", "py3")
 
 # Reasoning tags: <think> </think>, <thinking>, <reasoning>, <thought>, the <|...|> spellings
@@ -50,7 +48,6 @@ _REASONING_TAG = re.compile(
 )
 _FINAL_CHANNEL = "<|channel|>final<|message|>"  # gpt-oss's harmony format, unparsed by a server
 _JSON_TOKEN = re.compile(r'[{}"\\]')
-_SEVERITY_KEY = re.compile(r"""["']?severity["']?[ \t]*:""", re.IGNORECASE)
 
 
 class UnparseableAnswer(ValueError):
@@ -374,49 +371,25 @@ def _loads(span: str, budget: list[int]) -> tuple[Any, bool]:
     return data, True
 
 
-# Field names as the readers expect them, by their matching form (``Root Step`` -> root_step).
-_FIELDS = {
-    _norm(name): name
-    for name in (
-        "label",
-        "explanation",
-        "recommendation",
-        "root_step",
-        "findings",
-        "dimension",
-        "severity",
-        "message",
-        "entry",
-    )
-}
-
-
-def _canonical(data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` with field names spelled as the readers expect, where no exact one is given."""
+def _canonical(data: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with field names spelled as ``schema`` names them, where no exact one is given
+    (``Root Step`` -> ``root_step``), and so the objects of its lists."""
+    properties: dict[str, Any] = schema.get("properties", {})
+    names = {_norm(name): name for name in properties}
     renamed = dict(data)
     for key in data:
-        name = _FIELDS.get(_norm(key)) if isinstance(key, str) else None
+        name = names.get(_norm(key)) if isinstance(key, str) else None
         if name and name not in renamed:
             renamed[name] = renamed.pop(key)
-    if isinstance(renamed.get("findings"), list):
-        renamed["findings"] = [
-            _canonical(item) if isinstance(item, dict) else item for item in renamed["findings"]
-        ]
+    for name, field in properties.items():
+        items, value = field.get("items"), renamed.get(name)
+        if isinstance(items, dict) and "properties" in items and isinstance(value, list):
+            renamed[name] = [_canonical(i, items) if isinstance(i, dict) else i for i in value]
     return renamed
 
 
-def _check_kept_findings(span: str, data: dict[str, Any]) -> None:
-    """A repaired gate verdict must keep every finding the text holds: a repair that dropped a
-    broken finding could drop a blocking one."""
-    findings = data.get("findings")
-    kept = sum(1 for f in findings if isinstance(f, dict)) if isinstance(findings, list) else 0
-    if len(_SEVERITY_KEY.findall(span)) > kept:
-        raise UnparseableAnswer(
-            "the gate verdict is broken JSON whose repair loses findings; expected valid JSON"
-        )
-
-
-def _text(data: dict[str, Any], key: str, where: str = "the verdict") -> str:
+def text_field(data: dict[str, Any], key: str, where: str = "the verdict") -> str:
+    """The string ``data[key]``; UnparseableAnswer, naming ``where``, when it is not one."""
     if key not in data:
         raise UnparseableAnswer(f"{where} lacks the field {key!r}")
     value = data[key]
@@ -425,8 +398,9 @@ def _text(data: dict[str, Any], key: str, where: str = "the verdict") -> str:
     return value
 
 
-def _choice(data: dict[str, Any], key: str, allowed: Iterable[str], where: str) -> str:
-    value = _norm(_text(data, key, where))
+def choice_field(data: dict[str, Any], key: str, allowed: Iterable[str], where: str) -> str:
+    """The word of ``allowed`` that ``data[key]`` spells, whatever its case and separators."""
+    value = _norm(text_field(data, key, where))
     allowed = [str(word) for word in allowed]
     for word in allowed:
         if _norm(word) == value:
@@ -434,93 +408,23 @@ def _choice(data: dict[str, Any], key: str, allowed: Iterable[str], where: str) 
     raise UnparseableAnswer(f"{where}: {key} {data[key]!r} is not one of {', '.join(allowed)}")
 
 
-def _step_verdict(data: dict[str, Any]) -> Verdict:
-    return Verdict(
-        label=StepLabel(_choice(data, "label", StepLabel, "the verdict")),
-        explanation=_text(data, "explanation"),
-        recommendation=_text(data, "recommendation"),
-        root_step=_root(data, "the verdict", required=False),
-    )
-
-
-def _root(data: dict[str, Any], where: str, required: bool) -> str | None:
-    """The ``root_step`` of a verdict, stripped; None when it is null, empty or absent."""
-    if "root_step" not in data:
-        if required:
-            raise UnparseableAnswer(f"{where} lacks the field 'root_step'")
-        return None
-    root = data["root_step"]
-    if root is not None and not isinstance(root, str):
-        raise UnparseableAnswer(f"{where}: the field 'root_step' must be a string")
-    return root.strip() if root and root.strip() else None
-
-
-def _group_verdict(data: dict[str, Any]) -> Verdict:
-    label = GroupLabel(_choice(data, "label", GroupLabel, "the diagnosis"))
-    root = _root(data, "the diagnosis", required=True)
-    if label is GroupLabel.RECOVERABLE and root is None:
-        raise UnparseableAnswer("a recoverable diagnosis must name its root_step")
-    return Verdict(
-        label=label,
-        explanation=_text(data, "explanation", "the diagnosis"),
-        recommendation=_text(data, "recommendation", "the diagnosis"),
-        root_step=root,
-    )
-
-
-def _entry_number(item: dict[str, Any], where: str) -> int | None:
-    """The proposal a finding of a batch is about; None (about all) when it names none."""
-    value = item.get("entry")
-    if value is None:
-        return None
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value)
-    if type(value) is not int:
-        raise UnparseableAnswer(f"{where}: 'entry' must be a number, not {value!r}")
-    return value
-
-
-def _gate_verdict(data: dict[str, Any]) -> GateVerdict:
-    if "findings" not in data:
-        raise UnparseableAnswer("the gate verdict lacks the field 'findings'")
-    items = data["findings"]
-    if not isinstance(items, list):
-        raise UnparseableAnswer("the gate verdict: 'findings' must be a list")
-    findings = []
-    for number, item in enumerate(items):
-        where = f"gate finding {number}"
-        if not isinstance(item, dict):
-            raise UnparseableAnswer(f"{where} is not an object")
-        findings.append(
-            Finding(
-                dimension=_choice(item, "dimension", DIMENSIONS, where),
-                severity=_choice(item, "severity", SEVERITIES, where),
-                message=_text(item, "message", where),
-                entry=_entry_number(item, where),
-            )
-        )
-    return GateVerdict(tuple(findings))
-
-
 @dataclass(frozen=True)
 class Shape:
-    """The shape of one kind of verdict: how its fields are read from the JSON object, and
-    what a repaired object must still hold (a repair must not lose a finding)."""
+    """The shape of one kind of verdict (``llm/verdicts.py`` holds them): its JSON schema, which
+    a server that constrains answers is asked for and whose field names are matched in any
+    spelling; how its fields are read from the JSON object; and what a repaired object must
+    still hold (a repair must not lose a finding)."""
 
+    schema: dict[str, Any]
     read: Callable[[dict[str, Any]], Verdict | GateVerdict]
     check_repair: Callable[[str, dict[str, Any]], None] = lambda span, data: None
-
-
-CLASSIFICATION = Shape(_step_verdict)
-DIAGNOSIS = Shape(_group_verdict)
-GATE_VERDICT = Shape(_gate_verdict, _check_kept_findings)
 
 
 def _fitting(span: str, shape: Shape, budget: list[int]) -> Verdict | GateVerdict:
     data, repaired = _loads(span, budget)
     if not isinstance(data, dict):
         raise UnparseableAnswer(f"the answer is a JSON {type(data).__name__}; expected an object")
-    data = _canonical(data)
+    data = _canonical(data, shape.schema)
     if repaired:
         shape.check_repair(span, data)
     return shape.read(data)

@@ -12,13 +12,11 @@ Adding a purpose is one member below and its template; see docs/contributing.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from ..vocabulary import Word
-from .answers import CLASSIFICATION, DIAGNOSIS, GATE_VERDICT, extract_code, read_verdict
-from .schemas import CLASSIFICATION_SCHEMA, DIAGNOSIS_SCHEMA, GATE_SCHEMA, response_format
+from .answers import Shape, extract_code, read_verdict
+from .verdicts import CLASSIFICATION, DIAGNOSIS, GATE_VERDICT
 
 
 class Unreadable(Word):
@@ -26,15 +24,14 @@ class Unreadable(Word):
 
     RECORDED = "a red attempt (unparseable answer) in the step's history; the loop goes on"
     INCURABLE = "taken as incurable, the raw answer logged; never a retry"
-    TERMINAL = "nothing is written and the step ends terminally"
+    FINAL = "nothing is written and the step ends with a final error"
 
 
 class Purpose(Word):
     """What an LLM request is for, and all that follows from it (see the module docstring)."""
 
     task: str  # what it asks, for the docs' table
-    read: Callable[[str], Any]  # the answer as code (str) or a verdict; UnparseableAnswer else
-    schema: dict[str, Any] | None  # the JSON schema of a verdict's answer
+    shape: Shape | None  # a verdict's shape (its schema and reader, llm/verdicts.py); None: code
     unreadable: Unreadable
     subject: str  # what its answer is, in messages: "code", "classification", ...
     degraded_event: str  # the log event of an answer taken as incurable
@@ -43,8 +40,7 @@ class Purpose(Word):
         cls,
         value: str,
         task: str,
-        read: Callable[[str], Any],
-        schema: dict[str, Any] | None,
+        shape: Shape | None,
         unreadable: Unreadable,
         subject: str,
         degraded_event: str = "",
@@ -52,29 +48,24 @@ class Purpose(Word):
         member = str.__new__(cls, value)
         member._value_ = value
         member.task = task
-        member.read = read
-        member.schema = schema
+        member.shape = shape
         member.unreadable = unreadable
         member.subject = subject
         member.degraded_event = degraded_event
         return member
 
     # fmt: off
-    GENERATE = ("generate", "write a step's code", extract_code, None, Unreadable.RECORDED,
-                "code")
-    HEAL = ("heal", "rewrite a step's failed code, given a verdict", extract_code, None,
-            Unreadable.RECORDED, "code")
+    GENERATE = ("generate", "write a step's code", None, Unreadable.RECORDED, "code")
+    HEAL = ("heal", "rewrite a step's failed code, given a verdict", None, Unreadable.RECORDED,
+            "code")
     CLASSIFY = ("classify", "label a red step product_defect, rot, fixable or incurable",
-                partial(read_verdict, shape=CLASSIFICATION), CLASSIFICATION_SCHEMA,
-                Unreadable.INCURABLE, "classification", "classification_degraded")
-    DIAGNOSE = ("diagnose", "diagnose a failed group and name its root step",
-                partial(read_verdict, shape=DIAGNOSIS), DIAGNOSIS_SCHEMA, Unreadable.INCURABLE,
-                "diagnosis", "group_diagnosis_degraded")
+                CLASSIFICATION, Unreadable.INCURABLE, "classification", "classification_degraded")
+    DIAGNOSE = ("diagnose", "diagnose a failed group and name its root step", DIAGNOSIS,
+                Unreadable.INCURABLE, "diagnosis", "group_diagnosis_degraded")
     GATE = ("gate", "review a green candidate (project rules and adequacy) before it is cached",
-            partial(read_verdict, shape=GATE_VERDICT), GATE_SCHEMA, Unreadable.TERMINAL,
-            "gate verdict")
-    STEER = ("steer", "rewrite a stuck step's code with an engineer's guidance", extract_code,
-             None, Unreadable.RECORDED, "code")
+            GATE_VERDICT, Unreadable.FINAL, "gate verdict")
+    STEER = ("steer", "rewrite a stuck step's code with an engineer's guidance", None,
+             Unreadable.RECORDED, "code")
     # fmt: on
 
     @classmethod
@@ -88,7 +79,16 @@ class Purpose(Word):
     @property
     def verdict(self) -> bool:
         """Whether its answer is a verdict (JSON, from the classification model) or code."""
-        return self.schema is not None
+        return self.shape is not None
+
+    @property
+    def schema(self) -> dict[str, Any] | None:
+        """The JSON schema of a verdict's answer; None for code."""
+        return None if self.shape is None else self.shape.schema
+
+    def read(self, text: str) -> Any:
+        """The answer ``text`` as code (str) or a verdict; UnparseableAnswer when it is not one."""
+        return extract_code(text) if self.shape is None else read_verdict(text, self.shape)
 
     @property
     def template(self) -> str:
@@ -98,7 +98,12 @@ class Purpose(Word):
     @property
     def response_format(self) -> dict[str, Any] | None:
         """What a verdict request carries in ``response_format``; None for code."""
-        return None if self.schema is None else response_format(self.value, self.schema)
+        if self.schema is None:
+            return None
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": f"prettyplay_{self}", "schema": self.schema, "strict": False},
+        }
 
 
 def docs_row(purpose: Purpose) -> str:

@@ -39,7 +39,7 @@ COLUMNS, ROWS = 160, 400
 
 @pytest.fixture
 def stuck(project: BehaveProject, llm: ScriptedLLMServer) -> BehaveProject:
-    """A run whose second step is terminally stuck: red replay, classified incurable."""
+    """A run whose second step is stuck for good: red replay, classified incurable."""
     project.write("features/shop.feature", FEATURE)
     store = CacheStore(project.cache_dir, validate=check_code)
     for kind, sentence, code in [

@@ -107,6 +107,19 @@ def test_a_purpose_is_told_apart_only_where_it_is_defined() -> None:
     assert found == []
 
 
+def test_a_verdict_is_shaped_only_beside_its_reader() -> None:
+    """A verdict's JSON schema is written in llm/verdicts.py, beside the reader of its fields,
+    and nowhere else; the field names answers are matched against come from the schema."""
+    found = [
+        f"{name}:{node.lineno}"
+        for name, path in MODULES.items()
+        if name != f"{PACKAGE}.llm.verdicts"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and node.value in ("additionalProperties", "enum")
+    ]
+    assert found == []
+
+
 def test_a_page_event_kind_is_named_only_in_its_table() -> None:
     """The name of a page event (``"dialog"``) is written in page_events.py alone: the policy,
     the proxy, the tabs and the code contract read it from there."""
