@@ -25,6 +25,7 @@ from ..config import origin_of
 from ..errors import CodePolicyError, StepTimeoutError, describe_exception
 from ..events import record
 from ..safety.limits import MEMORY_HEADROOM, Budget
+from ..safety.policy import only_reads
 from ..safety.proxy import PageServices
 from ..safety.sandbox import call_step, compile_step, step_parameters
 from ..safety.secrets import Secrets, secret_names
@@ -64,10 +65,11 @@ def execute(
     except CodePolicyError as exc:
         text = secrets.redact(f"CodePolicyError: {exc}")
         return Attempt(Outcome.POLICY_VIOLATION, url_before, url_before, secrets.redact(code), text)
+    acts = not only_reads(code)
     for attempt_no in range(0 if at_once else 1, spec.tries + 1):
         # the settle lets late events arrive too; execution 0 is the replay's, before any wait
         settled = attempt_no == 0 or test.settler.settle(test.config.settle_ms)
-        _earlier_blocks(test, spec, secrets)
+        _earlier_blocks(test, spec, secrets, catch_up=attempt_no > 0 or test.acted)
         error: Exception | None = None
         stop = ExecutionStop(lambda: test.tabs.open_pages, _stop_reason(budget))
         try:
@@ -89,9 +91,8 @@ def execute(
         notes = test.tabs.take_notes()
         if error is None and bound is None:
             url_after = page_url(test.page)
-            return Attempt(
-                Outcome.GREEN, url_before, url_after, code, "\n".join(notes), notes=notes
-            )
+            text = "\n".join(notes)
+            return Attempt(Outcome.GREEN, url_before, url_after, code, text, False, notes, acts)
         if attempt_no < spec.tries and bound is None and not stop.fired:
             done = f"execution {attempt_no} of {spec.tries}" if attempt_no else "the replay"
             record(
@@ -101,9 +102,8 @@ def execute(
                 done,
             )
             continue
-        return _red(
-            test, spec, code, (started_on, url_before), error, bound, settled, secrets, notes
-        )
+        before = (started_on, url_before)
+        return _red(test, spec, code, before, error, bound, settled, secrets, notes, acts)
     raise AssertionError("unreachable: tries >= 1")
 
 
@@ -180,23 +180,27 @@ def _services(test: TestState, stop: ExecutionStop, secrets: Secrets) -> PageSer
     )
 
 
-def _earlier_blocks(test: TestState, spec: StepSpec, secrets: Secrets) -> None:
+def _earlier_blocks(test: TestState, spec: StepSpec, secrets: Secrets, catch_up: bool) -> None:
     """Blocks judged since the last step ended belong to what ran before this step (a window
-    the browser reported late, a page's own timer): logged, never this step's failure."""
-    if late_blocks(test, secrets, f"before {spec.text!r} ran"):
+    the browser reported late, a page's own timer): logged, never this step's failure.
+    ``catch_up``: what ran before may have acted on the page (see ``late_blocks``)."""
+    if late_blocks(test, secrets, f"before {spec.text!r} ran", catch_up):
         follow_tabs(test)  # a refused window is closed: the page it took the focus from is back
 
 
-def late_blocks(test: TestState, secrets: Secrets, when: str) -> list[str]:
+def late_blocks(test: TestState, secrets: Secrets, when: str, catch_up: bool = True) -> list[str]:
     """Log the navigations refused since the last step's own check (each a warning that says
-    ``when`` it was found), the browser's events up to now handled first; the URLs."""
+    ``when`` it was found); the URLs. With ``catch_up`` the browser's events up to now are
+    handled first, for what code that acted on the page set off (a form sent to a new window)
+    may still be on its way; after code that only read the page nothing is."""
     if test.guard is None:
         return []
-    # what the page set off before now (a form sent to a new window, a timer's navigation) first
-    # reaches the browser: one round trip through the page, then one through the browser
-    with suppress(PlaywrightError):
-        test.page.evaluate("0")
-    late = test.guard.take(catch_up=True)
+    if catch_up:
+        # what the page set off before now first reaches the browser: one round trip through
+        # the page, then one through the browser
+        with suppress(PlaywrightError):
+            test.page.evaluate("0")
+    late = test.guard.take(catch_up=catch_up)
     for url in late:
         record(
             logging.WARNING,
@@ -241,6 +245,7 @@ def _red(
     settled: bool,
     secrets: Secrets,
     notes: tuple[str, ...],
+    acts: bool,
 ) -> Attempt:
     started_on, url_before = before
     texts = [bound] if bound else []
@@ -259,4 +264,4 @@ def _red(
     failed_check = asserts and isinstance(error, AssertionError) and not bound
     text = secrets.redact("\n".join(texts))
     url_after = page_url(test.page)
-    return Attempt(Outcome.RED, url_before, url_after, code, text, failed_check, notes)
+    return Attempt(Outcome.RED, url_before, url_after, code, text, failed_check, notes, acts)

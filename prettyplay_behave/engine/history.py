@@ -20,6 +20,7 @@ class Attempt:
     text: str
     failed_check: bool = False  # a check whose assertion failed: the product may be at fault
     notes: tuple[str, ...] = ()  # what the execution met on the page: dialogs nobody handled
+    acted: bool = True  # whether its code may have acted on the page (not only read it)
 
     @property
     def headline(self) -> str:

@@ -53,6 +53,7 @@ class TestState:
     duration: float = 0.0
     scenario: list[ScenarioEntry] = field(default_factory=list)
     _notes: tuple[str, ...] = ()
+    _acted: bool = False
     _failed_elsewhere: bool = False
     _touched_elsewhere: bool = False
     _uses_secrets: bool = False
@@ -91,8 +92,10 @@ class TestState:
 
     def touched_elsewhere(self) -> None:
         """Something outside prettyplay used the page (a user's own step or hook): the page of
-        an earlier moment can no longer be rebuilt from the steps' code alone."""
+        an earlier moment can no longer be rebuilt from the steps' code alone, and what it did
+        may still be on its way."""
         self._touched_elsewhere = True
+        self._acted = True
 
     @property
     def renewable(self) -> bool:
@@ -104,6 +107,7 @@ class TestState:
     ) -> None:
         """Take ``context`` (and its tabs and guard) in place of the test's own, closing that."""
         old, self.owned_context = self.owned_context, context
+        self._acted = False  # nothing has run on the new context yet
         if self.guard is not None:
             self.guard.uninstall()
         self.tabs, self.guard = tabs, guard
@@ -118,9 +122,18 @@ class TestState:
         """What the last execution met on the page: dialogs nobody handled."""
         return self._notes
 
-    def met(self, notes: tuple[str, ...]) -> None:
-        """After an execution: what its pages noted is this test's last notes."""
+    @property
+    def acted(self) -> bool:
+        """Whether what ran on the page last (the last execution, or a user's own step or hook
+        since) may have acted on it: then a navigation or a window it set off may still be on
+        its way. An execution that only read the page did not."""
+        return self._acted
+
+    def met(self, notes: tuple[str, ...], acted: bool) -> None:
+        """After an execution: what its pages noted is this test's last notes; ``acted``:
+        whether its code may have acted on the page (see ``acted``)."""
         self._notes = notes
+        self._acted = acted
 
     # -- secrets ---------------------------------------------------------------------------------
 

@@ -130,6 +130,24 @@ ALLOWED_ATTRIBUTES = (
     | VALUE_METHODS
 )
 
+# What only reads the page (or values): a step made of these alone sets nothing off that could
+# still be on its way when it ends, such as a navigation or a window.
+READ_ONLY_ATTRIBUTES = (
+    LOCATING_METHODS
+    | FRAME_LOCATOR_ATTRIBUTES
+    | EXPECT_MATCHERS
+    | RE_NAMES
+    | VALUE_METHODS
+    | EVENT_INFO_ATTRIBUTES
+    | DOWNLOAD_ATTRIBUTES
+    | words(
+        "all all_inner_texts all_text_contents and_ content content_frame cookies count filter"
+        " first get_attribute get_json inner_text input_value is_checked is_disabled"
+        " is_editable is_enabled is_hidden is_visible last local_storage names nth or_"
+        " session_storage text_content title url wait_for wait_for_load_state wait_for_url"
+    )
+)
+
 # Never allowed; listed so that the refusal names them and a test can pin them down.
 REFUSED_ATTRIBUTES = words(
     "add_cookies add_init_script add_script_tag add_style_tag attrgetter context"
@@ -319,6 +337,20 @@ def check_code(code: str) -> None:
     except (ValueError, RecursionError, MemoryError) as exc:
         raise CodePolicyError(f"step code cannot be parsed: {exc}") from None
     _Checker().module(tree)
+
+
+@functools.lru_cache(maxsize=4096)
+def only_reads(code: str) -> bool:
+    """Whether ``code`` (which passed the policy) only reads the page: it names no attribute
+    but those of ``READ_ONLY_ATTRIBUTES`` and calls no name but ``expect``, ``re``,
+    ``secret`` and the builtins. Whatever else it touches may act on the page."""
+    for node in ast.walk(ast.parse(code, "<step>")):
+        if isinstance(node, ast.Attribute) and node.attr not in READ_ONLY_ATTRIBUTES:
+            return False
+        called = node.func if isinstance(node, ast.Call) else None
+        if isinstance(called, ast.Name) and called.id not in PROVIDED_NAMES | BUILTIN_NAMES:
+            return False
+    return True
 
 
 def _instead(name: str) -> str:

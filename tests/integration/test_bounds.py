@@ -157,6 +157,38 @@ def test_a_navigation_refused_after_the_last_step_is_said_as_the_test_ends(
     assert len(late) == 1 and late[0].startswith("as the test ended") and "/late" in late[0], late
 
 
+def test_the_browser_is_caught_up_with_only_after_code_that_acted_on_the_page(
+    origins: TwoOrigins, tmp_path: Path, browser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before a replayed step and as the test ends, the round trips that let a late refusal
+    arrive are paid only where something may still be on its way: after a step or a user's own
+    code that acted on the page, never after a step that only read it, nor on a fresh page."""
+    stage = ["before the first step"]
+    caught_up: list[str] = []
+    take = NavigationGuard.take
+
+    def counted(guard: NavigationGuard, catch_up: bool = False) -> list[str]:
+        if catch_up:
+            caught_up.append(stage[0])
+        return take(guard, catch_up)
+
+    monkeypatch.setattr(NavigationGuard, "take", counted)
+    cache = tmp_path / "cache"
+    plant(cache, ("step", "I open the later page", step('page.goto("/later")')),
+          ("expect", "the heading shows", HEADING))  # fmt: skip
+    origins.pages["/later"] = LATER_PAGE
+    config = PrettyConfig(base_url=origins.app, cache_dir=str(cache), strict=True)
+    with PrettyPlay(TEST, config=config, browser=browser) as t:
+        t.step("I open the later page")
+        for stage[0] in ("after the goto", "after a check", "after a second check"):
+            assert t.expect("the heading shows").outcome == "passed"
+        t.used_elsewhere()  # a user's own step had the page
+        stage[0] = "after a user's own step"
+        assert t.expect("the heading shows").outcome == "passed"
+        stage[0] = "as the test ends, after a check"
+    assert caught_up == ["after the goto", "after a user's own step"]
+
+
 OPENER_PAGE = """<title>Opener</title><h1>Opener</h1>
 <button onclick="const tab = window.open();
   setTimeout(() => { tab.location.href = location.origin + '/target'; }, 50)">Open</button>"""

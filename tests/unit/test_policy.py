@@ -317,3 +317,37 @@ def test_refused_names_are_never_allowed() -> None:
 
 def test_a_step_with_parameters_takes_them_after_page_and_may_use_them() -> None:
     check_code("def step(page, item, text):\n    page.get_by_label(text).fill(item)\n")
+
+
+READING = {
+    "an expect": 'expect(page.get_by_test_id("count")).to_have_text("2")',
+    "a text compared": 'assert page.locator("#a").inner_text().strip() == "A"',
+    "a count in a frame": 'assert page.frame_locator("#f").get_by_role("row").count() == 3',
+    "a url waited for": 'page.wait_for_url(re.compile("/done$"))',
+    "storage read": 'assert page.local_storage.get("token")',
+}
+ACTING = {
+    "a click": 'page.get_by_role("button").click()',
+    "a goto": 'page.goto("/")',
+    "typing": 'page.get_by_label("Name").fill("Ann")',
+    "the keyboard": 'page.keyboard.press("Enter")',
+    "a hover": 'page.get_by_text("Menu").hover()',
+    "a popup waited for": 'with page.expect_popup() as popup:\n        page.get_by_text("x").click()',
+    "storage written": 'page.local_storage.set("token", "1")',
+    "a dialog answered": "page.on_dialog(lambda dialog: dialog.accept())",
+}
+
+
+@pytest.mark.parametrize(
+    ("code", "reads"),
+    [(READING[name], True) for name in READING] + [(ACTING[name], False) for name in ACTING],
+    ids=[*READING, *ACTING],
+)
+def test_only_code_that_touches_nothing_but_reads_counts_as_reading(code: str, reads: bool) -> None:
+    assert policy.only_reads(f"def step(page) -> None:\n    {code}\n") is reads
+
+
+def test_what_only_reads_is_allowed_and_never_acts() -> None:
+    assert policy.READ_ONLY_ATTRIBUTES <= policy.ALLOWED_ATTRIBUTES
+    acting = {"click", "fill", "press", "type", "goto", "check", "select_option", "set", "hover"}
+    assert not acting & policy.READ_ONLY_ATTRIBUTES
