@@ -163,7 +163,7 @@ class Runtime:
             test.mark_failed()
         try:
             with suppress(PlaywrightError):  # a browser that is gone refuses nothing more
-                late_blocks(test, self.secrets, "as the test ended", test.acted)  # none unsaid
+                late_blocks(test, self.secrets, "as the test ended", test.reach)  # none unsaid
             if self.artifacts is not None:
                 self.artifacts.finish(test)
         finally:

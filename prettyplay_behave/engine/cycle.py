@@ -176,7 +176,7 @@ class Engine:
     def execute(self, test: TestState, spec: StepSpec, code: str, at_once: bool = False) -> Attempt:
         attempt = execute(test, spec, code, self.secrets, at_once)
         if attempt.outcome is not Outcome.POLICY_VIOLATION:  # code that never ran met nothing
-            test.met(attempt.notes, attempt.acted)
+            test.met(attempt.notes, attempt.reach)
         return attempt
 
     def next_recovery_cycle(self, test: TestState, prompt: str) -> bool:

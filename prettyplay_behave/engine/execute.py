@@ -25,7 +25,7 @@ from ..config import origin_of
 from ..errors import CodePolicyError, StepTimeoutError, describe_exception
 from ..events import record
 from ..safety.limits import MEMORY_HEADROOM, Budget
-from ..safety.policy import only_reads
+from ..safety.policy import Reach, reach
 from ..safety.proxy import PageServices
 from ..safety.sandbox import call_step, compile_step, step_parameters
 from ..safety.secrets import Secrets, secret_names
@@ -65,11 +65,11 @@ def execute(
     except CodePolicyError as exc:
         text = secrets.redact(f"CodePolicyError: {exc}")
         return Attempt(Outcome.POLICY_VIOLATION, url_before, url_before, secrets.redact(code), text)
-    acts = not only_reads(code)
+    reaches = reach(code)
     for attempt_no in range(0 if at_once else 1, spec.tries + 1):
         # the settle lets late events arrive too; execution 0 is the replay's, before any wait
         settled = attempt_no == 0 or test.settler.settle(test.config.settle_ms)
-        _earlier_blocks(test, spec, secrets, catch_up=attempt_no > 0 or test.acted)
+        _earlier_blocks(test, spec, secrets, Reach.ACTS if attempt_no else test.reach)
         error: Exception | None = None
         stop = ExecutionStop(lambda: test.tabs.open_pages, _stop_reason(budget))
         try:
@@ -92,7 +92,7 @@ def execute(
         if error is None and bound is None:
             url_after = page_url(test.page)
             text = "\n".join(notes)
-            return Attempt(Outcome.GREEN, url_before, url_after, code, text, False, notes, acts)
+            return Attempt(Outcome.GREEN, url_before, url_after, code, text, False, notes, reaches)
         if attempt_no < spec.tries and bound is None and not stop.fired:
             done = f"execution {attempt_no} of {spec.tries}" if attempt_no else "the replay"
             record(
@@ -103,7 +103,7 @@ def execute(
             )
             continue
         before = (started_on, url_before)
-        return _red(test, spec, code, before, error, bound, settled, secrets, notes, acts)
+        return _red(test, spec, code, before, error, bound, settled, secrets, notes, reaches)
     raise AssertionError("unreachable: tries >= 1")
 
 
@@ -180,27 +180,28 @@ def _services(test: TestState, stop: ExecutionStop, secrets: Secrets) -> PageSer
     )
 
 
-def _earlier_blocks(test: TestState, spec: StepSpec, secrets: Secrets, catch_up: bool) -> None:
+def _earlier_blocks(test: TestState, spec: StepSpec, secrets: Secrets, earlier: Reach) -> None:
     """Blocks judged since the last step ended belong to what ran before this step (a window
     the browser reported late, a page's own timer): logged, never this step's failure.
-    ``catch_up``: what ran before may have acted on the page (see ``late_blocks``)."""
-    if late_blocks(test, secrets, f"before {spec.text!r} ran", catch_up):
+    ``earlier``: how far what ran before may still be on its way (see ``late_blocks``)."""
+    if late_blocks(test, secrets, f"before {spec.text!r} ran", earlier):
         follow_tabs(test)  # a refused window is closed: the page it took the focus from is back
 
 
-def late_blocks(test: TestState, secrets: Secrets, when: str, catch_up: bool = True) -> list[str]:
+def late_blocks(
+    test: TestState, secrets: Secrets, when: str, earlier: Reach = Reach.ACTS
+) -> list[str]:
     """Log the navigations refused since the last step's own check (each a warning that says
-    ``when`` it was found); the URLs. With ``catch_up`` the browser's events up to now are
-    handled first, for what code that acted on the page set off (a form sent to a new window)
-    may still be on its way; after code that only read the page nothing is."""
+    ``when`` it was found); the URLs. What ran ``earlier`` may still be on its way, and is
+    waited for first: after code that acted in the page (a form sent to a new window), one
+    round trip through the page, then one through the browser; after a navigation Playwright
+    waited out, the browser's alone; after reads, none."""
     if test.guard is None:
         return []
-    if catch_up:
-        # what the page set off before now first reaches the browser: one round trip through
-        # the page, then one through the browser
-        with suppress(PlaywrightError):
+    if earlier is Reach.ACTS:
+        with suppress(PlaywrightError):  # what the page set off first reaches the browser
             test.page.evaluate("0")
-    late = test.guard.take(catch_up=catch_up)
+    late = test.guard.take(catch_up=earlier >= Reach.NAVIGATES)
     for url in late:
         record(
             logging.WARNING,
@@ -245,7 +246,7 @@ def _red(
     settled: bool,
     secrets: Secrets,
     notes: tuple[str, ...],
-    acts: bool,
+    reaches: Reach,
 ) -> Attempt:
     started_on, url_before = before
     texts = [bound] if bound else []
@@ -264,4 +265,4 @@ def _red(
     failed_check = asserts and isinstance(error, AssertionError) and not bound
     text = secrets.redact("\n".join(texts))
     url_after = page_url(test.page)
-    return Attempt(Outcome.RED, url_before, url_after, code, text, failed_check, notes, acts)
+    return Attempt(Outcome.RED, url_before, url_after, code, text, failed_check, notes, reaches)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..safety.policy import Reach
 from ..vocabulary import Outcome
 
 
@@ -20,7 +21,7 @@ class Attempt:
     text: str
     failed_check: bool = False  # a check whose assertion failed: the product may be at fault
     notes: tuple[str, ...] = ()  # what the execution met on the page: dialogs nobody handled
-    acted: bool = True  # whether its code may have acted on the page (not only read it)
+    reach: Reach = Reach.ACTS  # how far what its code did may still be on its way
 
     @property
     def headline(self) -> str:

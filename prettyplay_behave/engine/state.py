@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from playwright.sync_api import Error as PlaywrightError
 
 from ..cache import CacheKey
+from ..safety.policy import Reach
 from ..vocabulary import Kind, StepStatus
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ class TestState:
     duration: float = 0.0
     scenario: list[ScenarioEntry] = field(default_factory=list)
     _notes: tuple[str, ...] = ()
-    _acted: bool = False
+    _reach: Reach = Reach.READS
     _failed_elsewhere: bool = False
     _touched_elsewhere: bool = False
     _uses_secrets: bool = False
@@ -95,7 +96,7 @@ class TestState:
         an earlier moment can no longer be rebuilt from the steps' code alone, and what it did
         may still be on its way."""
         self._touched_elsewhere = True
-        self._acted = True
+        self._reach = Reach.ACTS
 
     @property
     def renewable(self) -> bool:
@@ -107,7 +108,7 @@ class TestState:
     ) -> None:
         """Take ``context`` (and its tabs and guard) in place of the test's own, closing that."""
         old, self.owned_context = self.owned_context, context
-        self._acted = False  # nothing has run on the new context yet
+        self._reach = Reach.READS  # nothing has run on the new context yet
         if self.guard is not None:
             self.guard.uninstall()
         self.tabs, self.guard = tabs, guard
@@ -123,17 +124,16 @@ class TestState:
         return self._notes
 
     @property
-    def acted(self) -> bool:
-        """Whether what ran on the page last (the last execution, or a user's own step or hook
-        since) may have acted on it: then a navigation or a window it set off may still be on
-        its way. An execution that only read the page did not."""
-        return self._acted
+    def reach(self) -> Reach:
+        """How far what ran on the page last (the last execution, or a user's own step or hook
+        since) may still be on its way: a navigation or a window it set off."""
+        return self._reach
 
-    def met(self, notes: tuple[str, ...], acted: bool) -> None:
-        """After an execution: what its pages noted is this test's last notes; ``acted``:
-        whether its code may have acted on the page (see ``acted``)."""
+    def met(self, notes: tuple[str, ...], reach: Reach) -> None:
+        """After an execution: what its pages noted is this test's last notes; ``reach``: how
+        far what its code did may still be on its way."""
         self._notes = notes
-        self._acted = acted
+        self._reach = reach
 
     # -- secrets ---------------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ source of truth: the runtime proxies in :mod:`.proxy` and the namespace built in
 from __future__ import annotations
 
 import ast
+import enum
 import functools
 import re
 
@@ -131,7 +132,8 @@ ALLOWED_ATTRIBUTES = (
 )
 
 # What only reads the page (or values): a step made of these alone sets nothing off that could
-# still be on its way when it ends, such as a navigation or a window.
+# still be on its way when it ends, such as a navigation or a window. A step that also
+# navigates, and whose navigation Playwright waits for, leaves only the browser's own events.
 READ_ONLY_ATTRIBUTES = (
     LOCATING_METHODS
     | FRAME_LOCATOR_ATTRIBUTES
@@ -147,6 +149,7 @@ READ_ONLY_ATTRIBUTES = (
         " session_storage text_content title url wait_for wait_for_load_state wait_for_url"
     )
 )
+NAVIGATING_ATTRIBUTES = words("go_back go_forward goto reload")
 
 # Never allowed; listed so that the refusal names them and a test can pin them down.
 REFUSED_ATTRIBUTES = words(
@@ -339,18 +342,31 @@ def check_code(code: str) -> None:
     _Checker().module(tree)
 
 
+class Reach(enum.IntEnum):
+    """How far what a step's code did may still be on its way once the code returns."""
+
+    READS = 0  # it only read the page: nothing it did is in flight
+    NAVIGATES = 1  # it navigated, and Playwright waited for the document: the browser's events
+    ACTS = 2  # it acted in the page (input, listeners): whatever the page's scripts set off
+
+
 @functools.lru_cache(maxsize=4096)
-def only_reads(code: str) -> bool:
-    """Whether ``code`` (which passed the policy) only reads the page: it names no attribute
-    but those of ``READ_ONLY_ATTRIBUTES`` and calls no name but ``expect``, ``re``,
-    ``secret`` and the builtins. Whatever else it touches may act on the page."""
+def reach(code: str) -> Reach:
+    """How far what ``code`` (which passed the policy) does may reach past its return: it
+    reads when it names no attribute but those of ``READ_ONLY_ATTRIBUTES`` and calls no name
+    but ``expect``, ``re``, ``secret`` and the builtins; it navigates when it adds no more than
+    ``NAVIGATING_ATTRIBUTES``; whatever else it touches may act in the page."""
+    found = Reach.READS
     for node in ast.walk(ast.parse(code, "<step>")):
-        if isinstance(node, ast.Attribute) and node.attr not in READ_ONLY_ATTRIBUTES:
-            return False
         called = node.func if isinstance(node, ast.Call) else None
         if isinstance(called, ast.Name) and called.id not in PROVIDED_NAMES | BUILTIN_NAMES:
-            return False
-    return True
+            return Reach.ACTS
+        if not isinstance(node, ast.Attribute) or node.attr in READ_ONLY_ATTRIBUTES:
+            continue
+        if node.attr not in NAVIGATING_ATTRIBUTES:
+            return Reach.ACTS
+        found = Reach.NAVIGATES
+    return found
 
 
 def _instead(name: str) -> str:

@@ -22,12 +22,14 @@ from prettyplay_behave import (
     PrettyConfig,
     PrettyPlay,
     PrettyPlayError,
+    runtime,
 )
 from prettyplay_behave.browser.guard import NavigationGuard
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.engine import execute
 from prettyplay_behave.engine.execute import MEMORY_PASSED
 from prettyplay_behave.safety import limits, sandbox
-from prettyplay_behave.safety.policy import check_code
+from prettyplay_behave.safety.policy import Reach, check_code
 from tests.support.attacks import (
     APP_PAGE,
     ATTACK,
@@ -48,6 +50,9 @@ from tests.support.origins import FRAME_TEXT, TwoOrigins
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
+
+    from prettyplay_behave.engine.state import TestState
+    from prettyplay_behave.safety.secrets import Secrets
 
 
 @pytest.fixture
@@ -157,36 +162,60 @@ def test_a_navigation_refused_after_the_last_step_is_said_as_the_test_ends(
     assert len(late) == 1 and late[0].startswith("as the test ended") and "/late" in late[0], late
 
 
-def test_the_browser_is_caught_up_with_only_after_code_that_acted_on_the_page(
+def test_the_browser_is_caught_up_with_only_as_far_as_the_last_code_may_reach(
     origins: TwoOrigins, tmp_path: Path, browser, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Before a replayed step and as the test ends, the round trips that let a late refusal
-    arrive are paid only where something may still be on its way: after a step or a user's own
-    code that acted on the page, never after a step that only read it, nor on a fresh page."""
+    arrive are paid only where something may still be on its way: through the page and the
+    browser after code that acted in the page (or a user's own step), through the browser after
+    a navigation, none after code that only read the page, nor on a fresh page."""
     stage = ["before the first step"]
+    seen: list[tuple[str, Reach]] = []
     caught_up: list[str] = []
-    take = NavigationGuard.take
+    late_blocks, take = execute.late_blocks, NavigationGuard.take
+
+    def told(
+        test: TestState, secrets: Secrets, when: str, earlier: Reach = Reach.ACTS
+    ) -> list[str]:
+        seen.append((stage[0], earlier))
+        return late_blocks(test, secrets, when, earlier)
 
     def counted(guard: NavigationGuard, catch_up: bool = False) -> list[str]:
         if catch_up:
             caught_up.append(stage[0])
         return take(guard, catch_up)
 
+    monkeypatch.setattr(execute, "late_blocks", told)
+    monkeypatch.setattr(runtime, "late_blocks", told)
     monkeypatch.setattr(NavigationGuard, "take", counted)
     cache = tmp_path / "cache"
     plant(cache, ("step", "I open the later page", step('page.goto("/later")')),
+          ("step", "I click the heading", step('page.get_by_role("heading").click()')),
           ("expect", "the heading shows", HEADING))  # fmt: skip
     origins.pages["/later"] = LATER_PAGE
     config = PrettyConfig(base_url=origins.app, cache_dir=str(cache), strict=True)
     with PrettyPlay(TEST, config=config, browser=browser) as t:
         t.step("I open the later page")
-        for stage[0] in ("after the goto", "after a check", "after a second check"):
+        for stage[0] in ("after the goto", "after a check"):
             assert t.expect("the heading shows").outcome == "passed"
+        stage[0] = "after a second check"
+        t.step("I click the heading")
+        stage[0] = "after a click"
+        assert t.expect("the heading shows").outcome == "passed"
         t.used_elsewhere()  # a user's own step had the page
         stage[0] = "after a user's own step"
         assert t.expect("the heading shows").outcome == "passed"
         stage[0] = "as the test ends, after a check"
-    assert caught_up == ["after the goto", "after a user's own step"]
+    assert seen == [
+        ("before the first step", Reach.READS),
+        ("after the goto", Reach.NAVIGATES),
+        ("after a check", Reach.READS),
+        ("after a second check", Reach.READS),
+        ("after a click", Reach.ACTS),
+        ("after a user's own step", Reach.ACTS),
+        ("as the test ends, after a check", Reach.READS),
+    ]
+    assert caught_up == ["after the goto", "after a click", "after a user's own step"]
 
 
 OPENER_PAGE = """<title>Opener</title><h1>Opener</h1>

@@ -326,28 +326,38 @@ READING = {
     "a url waited for": 'page.wait_for_url(re.compile("/done$"))',
     "storage read": 'assert page.local_storage.get("token")',
 }
+NAVIGATING = {
+    "a goto": 'page.goto("/")',
+    "a goto, then a check": 'page.goto("/cart")\n    expect(page).to_have_title("Cart")',
+    "back and reload": "page.go_back()\n    page.reload()",
+}
 ACTING = {
     "a click": 'page.get_by_role("button").click()',
-    "a goto": 'page.goto("/")',
-    "typing": 'page.get_by_label("Name").fill("Ann")',
+    "a goto, then typing": 'page.goto("/")\n    page.get_by_label("Name").fill("Ann")',
     "the keyboard": 'page.keyboard.press("Enter")',
     "a hover": 'page.get_by_text("Menu").hover()',
-    "a popup waited for": 'with page.expect_popup() as popup:\n        page.get_by_text("x").click()',
+    "a popup waited for": (
+        'with page.expect_popup() as popup:\n        page.get_by_text("x").click()'
+    ),
     "storage written": 'page.local_storage.set("token", "1")',
-    "a dialog answered": "page.on_dialog(lambda dialog: dialog.accept())",
+    "a dialog answered": 'page.once("dialog", lambda dialog: dialog.accept())',
 }
+REACHES = [
+    *((name, code, policy.Reach.READS) for name, code in READING.items()),
+    *((name, code, policy.Reach.NAVIGATES) for name, code in NAVIGATING.items()),
+    *((name, code, policy.Reach.ACTS) for name, code in ACTING.items()),
+]
 
 
-@pytest.mark.parametrize(
-    ("code", "reads"),
-    [(READING[name], True) for name in READING] + [(ACTING[name], False) for name in ACTING],
-    ids=[*READING, *ACTING],
-)
-def test_only_code_that_touches_nothing_but_reads_counts_as_reading(code: str, reads: bool) -> None:
-    assert policy.only_reads(f"def step(page) -> None:\n    {code}\n") is reads
+@pytest.mark.parametrize(("code", "reach"), [r[1:] for r in REACHES], ids=[r[0] for r in REACHES])
+def test_how_far_what_a_step_does_may_reach_past_its_return(code: str, reach: policy.Reach) -> None:
+    step = f"def step(page) -> None:\n    {code}\n"
+    check_code(step)
+    assert policy.reach(step) is reach
 
 
-def test_what_only_reads_is_allowed_and_never_acts() -> None:
-    assert policy.READ_ONLY_ATTRIBUTES <= policy.ALLOWED_ATTRIBUTES
-    acting = {"click", "fill", "press", "type", "goto", "check", "select_option", "set", "hover"}
-    assert not acting & policy.READ_ONLY_ATTRIBUTES
+def test_what_only_reads_or_navigates_is_allowed_and_never_acts_in_the_page() -> None:
+    quiet = policy.READ_ONLY_ATTRIBUTES | policy.NAVIGATING_ATTRIBUTES
+    assert quiet <= policy.ALLOWED_ATTRIBUTES
+    acting = {"click", "fill", "press", "type", "check", "select_option", "set", "hover", "once"}
+    assert not acting & quiet
