@@ -533,9 +533,10 @@ class StepCycle:
 
     def replay_red(self, cached: StepEntry) -> None:
         """A step remembered red replays with no request: still red, it fails with the stored
-        verdict; green, its entry turns green."""
+        verdict; green, its entry turns green. It settles first: its code is expected to go red,
+        and a run at once would only add one more red execution to wait out."""
         assert cached.verdict is not None
-        attempt = self.engine.execute(self.test, self.spec, cached.code, at_once=True)
+        attempt = self.engine.execute(self.test, self.spec, cached.code)
         self.entry.code, self.entry.origin = cached.code, Origin.REPLAYED
         self.entry.cached = cached
         self.entry.notes = list(self.test.notes)

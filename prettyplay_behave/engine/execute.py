@@ -13,6 +13,7 @@ secret values before it leaves here.
 from __future__ import annotations
 
 import logging
+import time
 from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -56,7 +57,9 @@ def execute(
     """Check, settle, run and re-run while ``spec.tries`` last; one record of the outcome.
 
     ``at_once`` (a replay) runs the code before any settle; a red execution then settles and
-    runs the ``tries`` as ever, so only a step that went red waits for the page. A navigation
+    runs the ``tries`` as ever, so only a step that went red waits for the page. A red
+    execution at once that waited as long as a settle would (``settle_ms``: an ``expect`` that
+    timed out) counts as the first try, for the page had that time to change. A navigation
     outside the test's bounds makes the outcome red.
     """
     started_on, url_before = test.page, page_url(test.page)
@@ -66,12 +69,14 @@ def execute(
         text = secrets.redact(f"CodePolicyError: {exc}")
         return Attempt(Outcome.POLICY_VIOLATION, url_before, url_before, secrets.redact(code), text)
     reaches = reach(code)
-    for attempt_no in range(0 if at_once else 1, spec.tries + 1):
+    attempt_no = 0 if at_once else 1
+    while True:
         # the settle lets late events arrive too; execution 0 is the replay's, before any wait
         settled = attempt_no == 0 or test.settler.settle(test.config.settle_ms)
         _earlier_blocks(test, spec, secrets, Reach.ACTS if attempt_no else test.reach)
         error: Exception | None = None
         stop = ExecutionStop(lambda: test.tabs.open_pages, _stop_reason(budget))
+        began = time.monotonic()
         try:
             with stop.armed(budget.limit_ms / 1000):
                 call_step(
@@ -82,6 +87,7 @@ def execute(
                 )
         except Exception as exc:  # a red outcome, whatever raised it
             error = exc
+        waited_out = time.monotonic() - began >= test.config.settle_ms / 1000
         if stop.fired:
             error = _stopped(budget, stop)
             stop.wait_closed()
@@ -93,18 +99,20 @@ def execute(
             url_after = page_url(test.page)
             text = "\n".join(notes)
             return Attempt(Outcome.GREEN, url_before, url_after, code, text, False, notes, reaches)
+        done = f"execution {attempt_no} of {spec.tries}" if attempt_no else "the replay"
+        if attempt_no == 0 and waited_out:
+            attempt_no = 1  # it waited as long as a settle would have: it was the first try
         if attempt_no < spec.tries and bound is None and not stop.fired:
-            done = f"execution {attempt_no} of {spec.tries}" if attempt_no else "the replay"
             record(
                 logging.DEBUG,
                 "step_retry",
                 "%s went red: the page settles, the step runs again",
                 done,
             )
+            attempt_no += 1
             continue
         before = (started_on, url_before)
         return _red(test, spec, code, before, error, bound, settled, secrets, notes, reaches)
-    raise AssertionError("unreachable: tries >= 1")
 
 
 def _compile(

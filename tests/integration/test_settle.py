@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from prettyplay_behave import PrettyConfig, PrettyPlay
+from prettyplay_behave import PrettyConfig, PrettyPlay, PrettyPlayError
 from prettyplay_behave.browser.settle import QUIET_MS, Settler
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
@@ -130,6 +130,9 @@ STEPS = {
         '    shown = page.locator("#status").inner_text()\n'
         '    assert shown == "Saved", shown\n'
     ),
+    "the note says Published": (
+        'def step(page) -> None:\n    expect(page.locator("#status")).to_have_text("Published")\n'
+    ),
     "the heading says Ticker": (
         'def step(page) -> None:\n    expect(page.get_by_role("heading")).to_have_text("Ticker")\n'
     ),
@@ -175,3 +178,23 @@ def test_a_green_replay_never_waits_for_the_page(
             assert test.expect("the heading says Ticker").outcome == "passed"
         # a settle would have put its mutation clock into the page, and waited all of settle_ms
         assert test.page.evaluate("typeof window.__prettyplayLastMutation") == "undefined"
+
+
+def test_a_red_replay_that_waited_out_its_expect_is_not_run_again(
+    pages: PageServer, browser: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An expect that timed out gave the page longer than a settle would: the replay counts as
+    the step's try, and the step is red after one timeout, not two."""
+    pages.pages["/"] = SAVING
+    steps = [("step", "open the notes"), ("expect", "the note says Published")]
+    config = replaying(
+        tmp_path, pages.url, "published", steps, settle_ms=300, expect_timeout_ms=600
+    )
+    caplog.set_level(logging.DEBUG, logger="prettyplay")
+    with PrettyPlay("published", config=config, browser=browser) as test:
+        test.step("open the notes")
+        with pytest.raises(PrettyPlayError) as raised:
+            test.expect("the note says Published")
+        assert "Published" in str(raised.value)
+    retries = [r for r in caplog.records if getattr(r, "event", "") == "step_retry"]
+    assert retries == []
