@@ -123,7 +123,7 @@ def test_a_changed_ui_heals_green_on_classifications_in_a_loose_form(
     result = BehaveProject(root).run(
         "features/shop/cart.feature", "-D", f"prettyplay.base_url={fresh_shop.url}",
         "-D", "prettyplay.report_dir=reports", "-D", "prettyplay.action_timeout_ms=2000",
-        env=llm.env,
+        "-D", "prettyplay.expect_timeout_ms=2000", env=llm.env,
     )  # fmt: skip
     assert result.returncode == 0, result
     assert "2 scenarios passed, 0 failed" in result.output

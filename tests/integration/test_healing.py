@@ -53,7 +53,13 @@ def cart_project(tmp_path: Path) -> BehaveProject:
 
 # An old control that is gone fails in 2 s instead of the default 10; the code that passes
 # needs far less, even on a loaded machine.
-QUICK_FAILURES = ("-D", "prettyplay.action_timeout_ms=2000")
+# a broken step waits out its action or expect timeout before it is red
+QUICK_FAILURES = (
+    "-D",
+    "prettyplay.action_timeout_ms=2000",
+    "-D",
+    "prettyplay.expect_timeout_ms=2000",
+)
 
 
 @pytest.mark.slow

@@ -43,8 +43,10 @@ def script_heals(llm: ScriptedLLMServer) -> None:
     llm.on("gate", CLEAN_GATE, repeat=True)
 
 
-# the options a healing run of the examples needs: one recovery cycle per broken group step
+# the options a healing run of the examples needs: one recovery cycle per broken group step; a
+# broken step waits out its action or expect timeout before it is red, so both are short
 HEALING_OPTIONS = (
     "-D", f"prettyplay.healing_attempts={len(CHECKOUT)}",
     "-D", "prettyplay.action_timeout_ms=2000",
+    "-D", "prettyplay.expect_timeout_ms=2000",
 )  # fmt: skip
