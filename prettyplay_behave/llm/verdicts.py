@@ -12,6 +12,7 @@ server made of it.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from ..vocabulary import GroupLabel, StepLabel
@@ -69,17 +70,15 @@ def _root(data: dict[str, Any], where: str, required: bool) -> str | None:
     return root.strip() if root and root.strip() else None
 
 
+def _labelled(labels: Iterable[object], required: list[str]) -> dict[str, Any]:
+    """The schema of a labelled verdict: one of ``labels``, why, what to do, the root step."""
+    label = {"type": "string", "enum": [str(word) for word in labels]}
+    fields = {"label": label, "explanation": _TEXT, "recommendation": _TEXT, "root_step": _ROOT}
+    return json_object(fields, required)
+
+
 CLASSIFICATION = Shape(
-    json_object(
-        {
-            "label": {"type": "string", "enum": [str(label) for label in StepLabel]},
-            "explanation": _TEXT,
-            "recommendation": _TEXT,
-            "root_step": _ROOT,
-        },
-        ["label", "explanation", "recommendation"],
-    ),
-    _step_verdict,
+    _labelled(StepLabel, ["label", "explanation", "recommendation"]), _step_verdict
 )
 
 
@@ -100,15 +99,7 @@ def _group_verdict(data: dict[str, Any]) -> Verdict:
 
 
 DIAGNOSIS = Shape(
-    json_object(
-        {
-            "label": {"type": "string", "enum": [str(label) for label in GroupLabel]},
-            "root_step": _ROOT,
-            "explanation": _TEXT,
-            "recommendation": _TEXT,
-        },
-        ["label", "root_step", "explanation", "recommendation"],
-    ),
+    _labelled(GroupLabel, ["label", "root_step", "explanation", "recommendation"]),
     _group_verdict,
 )
 
