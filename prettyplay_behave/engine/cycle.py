@@ -584,7 +584,7 @@ class StepCycle:
         if verdict.recommendation:
             advice += f"; {verdict.recommendation}"
         last = self.history[-1]
-        return self.terminal_type(last)(
+        return self.final_error_type(last)(
             "the failure starts at an earlier step" + (STRICT if self.config.strict else ""),
             sentence=self.spec.text,
             error=f"the classification traces it to the earlier step {root!r}",
@@ -783,7 +783,7 @@ class StepCycle:
             raise after_request(red, request, down) from down
 
     def incurable(self, headline: str, attempt: Attempt) -> IncurableStepError:
-        return self.terminal_type(attempt)(
+        return self.final_error_type(attempt)(
             headline,
             sentence=self.spec.text,
             error=attempt.headline,
@@ -791,7 +791,7 @@ class StepCycle:
             code=attempt.code,
         )
 
-    def terminal_type(self, attempt: Attempt) -> type[IncurableStepError]:
+    def final_error_type(self, attempt: Attempt) -> type[IncurableStepError]:
         """What a final error about ``attempt`` is to behave: a failure (``RedStepError``)
         when its red is the app's answer (a failed assertion of a check or a precondition, a
         cached step red under strict replay), else an error."""
