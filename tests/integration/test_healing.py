@@ -18,6 +18,7 @@ from prettyplay_behave import (
     RedStepError,
 )
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.runtime import Runtime
 from prettyplay_behave.safety.policy import check_code
 from tests.conftest import ROOT, BehaveProject
 from tests.support.caches import by_sentence, steps
@@ -51,9 +52,8 @@ def cart_project(tmp_path: Path) -> BehaveProject:
     return project
 
 
-# An old control that is gone fails in 2 s instead of the default 10; the code that passes
-# needs far less, even on a loaded machine.
-# a broken step waits out its action or expect timeout before it is red
+# An old control that is gone fails in 2 s instead of the default 10 (a check in 2 s, not 5);
+# the code that passes needs far less, even on a loaded machine.
 QUICK_FAILURES = (
     "-D",
     "prettyplay.action_timeout_ms=2000",
@@ -352,3 +352,41 @@ def test_strict_without_llm_makes_no_request(
             t.step("accept the cookie banner")
     assert llm.requests == []
     assert cache_file.read_bytes() == original
+
+
+# the cookie button by an id the shop never had: no rename of the other feature's code
+ELSEWHERE_ACCEPT = 'def step(page) -> None:\n    page.locator("#consent").click(timeout=300)\n'
+
+
+def test_a_heal_serves_the_same_step_of_another_feature_with_no_request(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
+) -> None:
+    """A red replay first tries the code that healed the same step earlier in the run, in
+    another feature's library too: green, it is healed with no request of its own."""
+    store = CacheStore(tmp_path / "cache", validate=check_code)
+    broken = {"a.feature::Shop": BROKEN_ACCEPT, "b.feature::Shop": ELSEWHERE_ACCEPT}
+    for test, code in broken.items():
+        store.write(CacheEntry(CacheKey(test, "step", "open the shop"), OPEN_SHOP, "generated"))
+        key = CacheKey(test, "step", "accept the cookie banner")
+        store.write(CacheEntry(key, code, "generated"))
+    llm_env.on("classify", verdict("rot", "the button was renamed"))
+    llm_env.on("heal", code_answer(ACCEPT))
+    llm_env.on("gate", CLEAN_GATE)
+    runtime = Runtime(api_config(shop, tmp_path), browser=browser)
+    healed = []
+    try:
+        for test in broken:
+            with PrettyPlay(test, runtime=runtime) as t:
+                t.step("open the shop")
+                healed.append(t.step("accept the cookie banner"))
+    finally:
+        runtime.close()
+    assert [r.purpose for r in llm_env.requests] == ["classify", "heal", "gate"]
+    assert [entry.origin for entry in healed] == ["healed", "healed"]
+    assert "healed with the code that healed this step in 'a.feature::Shop'" in (
+        healed[1].healed_by
+    )
+    assert (
+        by_sentence(tmp_path / "cache" / "b.feature.json")["accept the cookie banner"]["code"]
+        == ACCEPT.splitlines()
+    )

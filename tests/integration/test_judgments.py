@@ -43,6 +43,15 @@ Feature: Shop
     Then the cart link shows 1 item
     And the heading says Demo Shop
 """
+# another feature's library, after the shop's in the run: its steps are misses there, and go
+# green with the code the shop's steps went green with, with no request
+TOUR = """\
+Feature: Tour
+  Scenario: Look around once more
+    Given I open the shop
+    And I accept the cookie banner
+    Then the heading says Demo Shop
+"""
 ANSWERS = {
     "I open the shop": OPEN_SHOP,
     "I accept the cookie banner": ACCEPT,
@@ -57,6 +66,7 @@ def test_each_distinct_sentence_is_generated_and_gated_once_a_run(
     project: BehaveProject, shop, llm: ScriptedLLMServer
 ) -> None:
     project.write("features/shop.feature", SHARED)
+    project.write("features/tour.feature", TOUR)
     for sentence, code in ANSWERS.items():
         llm.on("generate", code_answer(code), step=sentence, repeat=True)
     llm.on("gate", CLEAN_GATE, repeat=True)
@@ -66,8 +76,11 @@ def test_each_distinct_sentence_is_generated_and_gated_once_a_run(
     assert generated == sorted(ANSWERS)
     assert sorted(request.step or "" for request in llm.requests_for("gate")) == sorted(ANSWERS)
     assert len(llm.requests) == 2 * len(ANSWERS)
-    # twelve steps: five generated, the seven repeats replayed from the feature's library
-    assert "12 steps: 7 replayed, 0 reused, 5 generated" in cold.output
+    # twelve steps: five generated, the seven repeats replayed from the feature's library; the
+    # tour's three reuse what went green in the shop
+    assert "15 steps: 7 replayed, 3 reused, 5 generated" in cold.output
+    tour = by_sentence(project.cache_dir / "tour.feature.json")
+    assert {e["origin"] for e in tour.values()} == {"reused"} and len(tour) == 3
     library = by_sentence(project.cache_dir / "shop.feature.json")
     assert {sentence: e["origin"] for sentence, e in library.items()} == dict.fromkeys(
         ANSWERS, "generated"
@@ -76,7 +89,7 @@ def test_each_distinct_sentence_is_generated_and_gated_once_a_run(
     again = project.run("-D", f"prettyplay.base_url={shop.url}", env=llm.env)
     assert again.returncode == 0, again
     assert llm.requests == []
-    assert "12 steps: 12 replayed, 0 reused, 0 generated" in again.output
+    assert "15 steps: 15 replayed, 0 reused, 0 generated" in again.output
 
 
 def config(shop, tmp_path: Path, **changes: object) -> PrettyConfig:
