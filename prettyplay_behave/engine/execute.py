@@ -196,9 +196,7 @@ def _earlier_blocks(test: TestState, spec: StepSpec, secrets: Secrets, earlier: 
         follow_tabs(test)  # a refused window is closed: the page it took the focus from is back
 
 
-def late_blocks(
-    test: TestState, secrets: Secrets, when: str, earlier: Reach = Reach.ACTS
-) -> list[str]:
+def late_blocks(test: TestState, secrets: Secrets, when: str, earlier: Reach) -> list[str]:
     """Log the navigations refused since the last step's own check (each a warning that says
     ``when`` it was found); the URLs. What ran ``earlier`` may still be on its way, and is
     waited for first: after code that acted in the page (a form sent to a new window), one

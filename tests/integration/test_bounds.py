@@ -174,9 +174,7 @@ def test_the_browser_is_caught_up_with_only_as_far_as_the_last_code_may_reach(
     caught_up: list[str] = []
     late_blocks, take = execute.late_blocks, NavigationGuard.take
 
-    def told(
-        test: TestState, secrets: Secrets, when: str, earlier: Reach = Reach.ACTS
-    ) -> list[str]:
+    def told(test: TestState, secrets: Secrets, when: str, earlier: Reach) -> list[str]:
         seen.append((stage[0], earlier))
         return late_blocks(test, secrets, when, earlier)
 
