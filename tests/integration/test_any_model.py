@@ -16,6 +16,7 @@ from prettyplay_behave import PrettyConfig, PrettyPlay
 from tests.conftest import BehaveProject, copy_examples
 from tests.support.caches import by_sentence, filled, steps
 from tests.support.changed_ui import CART
+from tests.support.healing_run import QUICK_REDS
 from tests.support.llm_server import RecordedRequest, ScriptedLLMServer
 from tests.support.shop_steps import OPEN_SHOP
 
@@ -122,8 +123,7 @@ def test_a_changed_ui_heals_green_on_classifications_in_a_loose_form(
     llm.on("gate", rotating(lambda request: GATE_SHAPES), repeat=True)
     result = BehaveProject(root).run(
         "features/shop/cart.feature", "-D", f"prettyplay.base_url={fresh_shop.url}",
-        "-D", "prettyplay.report_dir=reports", "-D", "prettyplay.action_timeout_ms=2000",
-        "-D", "prettyplay.expect_timeout_ms=2000", env=llm.env,
+        "-D", "prettyplay.report_dir=reports", *QUICK_REDS, env=llm.env,
     )  # fmt: skip
     assert result.returncode == 0, result
     assert "2 scenarios passed, 0 failed" in result.output

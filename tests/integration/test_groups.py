@@ -21,6 +21,7 @@ from prettyplay_behave.safety.policy import check_code
 from tests.conftest import BehaveProject, copy_examples
 from tests.support.caches import by_sentence, steps
 from tests.support.changed_ui import CHECKOUT
+from tests.support.healing_run import QUICK_REDS
 from tests.support.llm_server import (
     CLEAN_GATE,
     RecordedRequest,
@@ -397,7 +398,7 @@ def test_the_group_example_recovers_a_changed_ui_under_behave(
         "features/shop/checkout.feature",
         "-D", f"prettyplay.base_url={changed.url}",
         "-D", f"prettyplay.healing_attempts={len(CHECKOUT)}",
-        "-D", "prettyplay.action_timeout_ms=2000",
+        *QUICK_REDS,
         env=llm.env,
     )  # fmt: skip
     assert result.returncode == 0, result

@@ -23,6 +23,7 @@ from prettyplay_behave.safety.policy import check_code
 from tests.conftest import ROOT, BehaveProject
 from tests.support.caches import by_sentence, steps
 from tests.support.changed_ui import CART
+from tests.support.healing_run import QUICK_REDS
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.shop_steps import ACCEPT, BROKEN_ACCEPT, OPEN_SHOP, ORDER_A_TEA
 
@@ -52,16 +53,6 @@ def cart_project(tmp_path: Path) -> BehaveProject:
     return project
 
 
-# An old control that is gone fails in 2 s instead of the default 10 (a check in 2 s, not 5);
-# the code that passes needs far less, even on a loaded machine.
-QUICK_FAILURES = (
-    "-D",
-    "prettyplay.action_timeout_ms=2000",
-    "-D",
-    "prettyplay.expect_timeout_ms=2000",
-)
-
-
 @pytest.mark.slow
 def test_a_changed_ui_heals_and_the_next_run_replays(
     tmp_path: Path, fresh_shop, llm: ScriptedLLMServer
@@ -73,7 +64,7 @@ def test_a_changed_ui_heals_and_the_next_run_replays(
         llm.on("heal", code_answer(code), step=sentence, repeat=True)
     llm.on("gate", CLEAN_GATE, repeat=True)
     result = project.run(
-        "-D", f"prettyplay.base_url={fresh_shop.url}", *QUICK_FAILURES, env=llm.env
+        "-D", f"prettyplay.base_url={fresh_shop.url}", *QUICK_REDS, env=llm.env
     )  # fmt: skip
     assert result.returncode == 0, result
     # per broken step: one classify, one heal, one gate; the background step heals in the first

@@ -212,7 +212,7 @@ def test_prune_removes_exactly_the_obsolete_entries(tmp_path: Path) -> None:
     assert found is not None and found.scenario is None
     for name in ("login.feature.json", "shop/checkout.feature.json", "real_pages.feature.json"):
         assert (cache_dir / name).read_text() == before[cache_dir / name], name
-    again = project.run()
+    again = project.run("features/login.feature")  # a partial run counts as a whole one
     assert "prettyplay: cache: 0 entries written, 0 obsolete" in again.output
 
 

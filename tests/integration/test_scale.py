@@ -28,7 +28,7 @@ from tests.support.llm_server import (
 )
 from tests.support.processes import alive, descendants, kill_all
 
-SCENARIOS = 6
+SCENARIOS = 4
 
 
 def feature() -> str:

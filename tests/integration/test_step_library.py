@@ -139,20 +139,22 @@ def test_rows_swapped_and_added_a_scenario_renamed_one_tag_or_scenario_replay_wi
     assert llm.requests == []
 
 
-QUICK_RED = ("-D", "prettyplay.expect_timeout_ms=1000")
+# a red check waits 1 s for what it expects, not 5, and that is its one try: the settle window
+# is no longer
+RED_IN_A_SECOND = ("-D", "prettyplay.expect_timeout_ms=1000", "-D", "prettyplay.settle_ms=1000")
 
 
 def test_a_step_judged_a_product_defect_is_remembered_red_until_the_app_is_fixed(
     project: BehaveProject, app: PageServer, llm: ScriptedLLMServer
 ) -> None:
-    cache = todo_project(project, llm)  # a red check waits 1 s for what it expects, not 5
-    assert run(project, app, *QUICK_RED, llm=llm).returncode == 0
+    cache = todo_project(project, llm)
+    assert run(project, app, *RED_IN_A_SECOND, llm=llm).returncode == 0
     app.pages["/"] = todo_page("broken")
     defect = {"label": "product_defect", "explanation": "the counter counts one too many",
               "recommendation": "fix the counter"}  # fmt: skip
     llm.reset()
     llm.on("classify", json_answer(defect), repeat=True)
-    judged = run(project, app, *QUICK_RED, llm=llm)
+    judged = run(project, app, *RED_IN_A_SECOND, llm=llm)
     assert judged.returncode == 1, judged
     assert "ProductDefectError: the product does not do what the step says" in judged.output
     judgements = len(llm.requests_for("classify"))
@@ -162,7 +164,10 @@ def test_a_step_judged_a_product_defect_is_remembered_red_until_the_app_is_fixed
     assert {e["sentence"] for e in red} == {'the counter shows "{}"'}
 
     llm.reset()  # still broken: every red step fails with its stored verdict, and asks nothing
-    for again in (run(project, app, *QUICK_RED, llm=llm), strict(project, app, *QUICK_RED)):
+    for again in (
+        run(project, app, *RED_IN_A_SECOND, llm=llm),
+        strict(project, app, *RED_IN_A_SECOND),
+    ):
         assert again.returncode == 1, again
         assert "the verdict of an earlier run: no request was made" in again.output
         assert "explanation: the counter counts one too many" in again.output
@@ -175,7 +180,7 @@ def test_a_step_judged_a_product_defect_is_remembered_red_until_the_app_is_fixed
     assert "RED: product_defect: the counter counts one too many" in listed.stdout
 
     app.pages["/"] = todo_page("normal")  # fixed
-    fixed = run(project, app, *QUICK_RED, llm=llm)
+    fixed = run(project, app, *RED_IN_A_SECOND, llm=llm)
     assert fixed.returncode == 0, fixed
     assert "turned green (remembered red) todos.feature::" in fixed.output
     assert llm.requests == []

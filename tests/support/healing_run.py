@@ -43,10 +43,13 @@ def script_heals(llm: ScriptedLLMServer) -> None:
     llm.on("gate", CLEAN_GATE, repeat=True)
 
 
-# the options a healing run of the examples needs: one recovery cycle per broken group step; a
-# broken step waits out its action or expect timeout before it is red, so both are short
-HEALING_OPTIONS = (
-    "-D", f"prettyplay.healing_attempts={len(CHECKOUT)}",
+# A broken step waits out its action or expect timeout before it is red, so both are short, yet
+# long enough for the steps that pass on a loaded machine; they are as long as the settle window
+# (2 s), so that the red replay counts as the step's one try
+QUICK_REDS = (
     "-D", "prettyplay.action_timeout_ms=2000",
     "-D", "prettyplay.expect_timeout_ms=2000",
+    "-D", "prettyplay.settle_ms=2000",
 )  # fmt: skip
+# the options a healing run of the examples needs: one recovery cycle per broken group step
+HEALING_OPTIONS = ("-D", f"prettyplay.healing_attempts={len(CHECKOUT)}", *QUICK_REDS)
