@@ -76,8 +76,8 @@ def test_each_distinct_sentence_is_generated_and_gated_once_a_run(
     assert generated == sorted(ANSWERS)
     assert sorted(request.step or "" for request in llm.requests_for("gate")) == sorted(ANSWERS)
     assert len(llm.requests) == 2 * len(ANSWERS)
-    # twelve steps: five generated, the seven repeats replayed from the feature's library; the
-    # tour's three reuse what went green in the shop
+    # fifteen steps: five generated, the seven repeats replayed from the feature's library, and
+    # the tour's three reuse what went green in the shop
     assert "15 steps: 7 replayed, 3 reused, 5 generated" in cold.output
     tour = by_sentence(project.cache_dir / "tour.feature.json")
     assert {e["origin"] for e in tour.values()} == {"reused"} and len(tour) == 3
