@@ -83,10 +83,6 @@ case "${1:-}" in
     shift
     setup
     ensure_ffmpeg
-    # the suite starts some ninety Python processes (behave runs, the CLI) that import the
-    # package, and each of pytest's workers imports every test module: where the environment
-    # turns bytecode caching off, each of them would compile it all again
-    unset PYTHONDONTWRITEBYTECODE
     "$VENV/bin/ruff" check .
     "$VENV/bin/ruff" format --check .
     # the type check (some 20 s from a fresh clone) runs beside the suite and fails it as surely
