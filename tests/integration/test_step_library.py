@@ -140,7 +140,7 @@ def test_rows_swapped_and_added_a_scenario_renamed_one_tag_or_scenario_replay_wi
 
 
 # a red check waits 1 s for what it expects, not 5, and that is its one try: the settle window
-# is no longer
+# is as long
 RED_IN_A_SECOND = ("-D", "prettyplay.expect_timeout_ms=1000", "-D", "prettyplay.settle_ms=1000")
 
 
