@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from .engine.state import TestState
     from .engine.steering import Steering
+    from .llm.provider import Provider
 
 
 class Steps:
@@ -59,7 +60,8 @@ class PrettyPlay(Steps):
     ``playwright`` handed in launches the test's configured browser (its device too), which
     closes with the test while the Playwright keeps running. ``steering`` replaces the terminal
     dialog behind the steering gate: any object with ``steer(stuck) -> bool`` (see
-    ``engine/steering.py``).
+    ``engine/steering.py``); ``provider`` answers the LLM requests instead of the openai client
+    (see ``llm/provider.py``).
     """
 
     def __init__(
@@ -72,6 +74,7 @@ class PrettyPlay(Steps):
         browser: Browser | None = None,
         playwright: Playwright | None = None,
         steering: Steering | None = None,
+        provider: Provider | None = None,
     ) -> None:
         if not name.strip():
             raise ValueError("a test needs a name: it is the cache namespace")
@@ -79,8 +82,8 @@ class PrettyPlay(Steps):
             raise TypeError("a test that owns its runtime needs a PrettyConfig")
         if runtime is not None and (browser is not None or playwright is not None):
             raise TypeError("a test of a shared runtime uses that runtime's browser")
-        if runtime is not None and steering is not None:
-            raise TypeError("a test of a shared runtime uses that runtime's steering")
+        if runtime is not None and (steering is not None or provider is not None):
+            raise TypeError("a test of a shared runtime uses that runtime's steering and provider")
         self.name = name
         self._owns_runtime = runtime is None
         self.runtime = runtime or Runtime(
@@ -88,6 +91,7 @@ class PrettyPlay(Steps):
             browser=browser,
             playwright=playwright,
             steering=steering,
+            provider=provider,
             report_name=f"report-{folder_name(name)}.html",  # a test on its own has its own
         )
         if isinstance(config, PrettyConfig):

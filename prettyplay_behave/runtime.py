@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from .config import TestConfig
     from .engine.steering import Steering
+    from .llm.provider import Provider
 
 DEFAULT_FILES_DIR = Path("files")
 
@@ -49,10 +50,13 @@ class Runtime:
         playwright: Playwright | None = None,
         steering: Steering | None = None,
         report_name: str | None = None,
+        provider: Provider | None = None,
     ) -> None:
         """``steering`` is the part behind the steering gate: the terminal dialog unless
         another is given (any object with ``steer(stuck) -> bool``). ``report_name`` is the
-        HTML report's file name in ``report_dir`` (``report.html`` unless given)."""
+        HTML report's file name in ``report_dir`` (``report.html`` unless given). ``provider``
+        answers the LLM requests: the openai client unless another is given
+        (:class:`~.llm.provider.Provider`)."""
         if browser is not None and playwright is not None:
             raise TypeError("hand in a browser or a Playwright, not both")
         self.config = config = config or PrettyConfig()
@@ -61,7 +65,7 @@ class Runtime:
         self.events = Events(config.hooks)
         self.cache = CacheStore(Path(config.cache_dir or default_cache_dir), validate=check_code)
         self.default_files_dir = default_files_dir
-        self.llm = LLMClient(config)
+        self.llm = LLMClient(config, provider=provider)
         self.secrets = Secrets()
         self._redacting = RedactingFilter(self.secrets)
         log.addFilter(self._redacting)

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from ..engine.state import TestState
     from ..engine.steering import Steering
     from ..engine.step import ScenarioEntry
+    from ..llm.provider import Provider
     from ..runtime import Runtime
 
 Hook = Callable[..., None]
@@ -107,7 +108,9 @@ def check_scenario_tags(context: Any, config: PrettyConfig) -> None:
             config.for_test(scenario.effective_tags, scenario.name)
 
 
-def before_all(context: Any, steering: Steering | None = None) -> None:
+def before_all(
+    context: Any, steering: Steering | None = None, provider: Provider | None = None
+) -> None:
     # imported here, not at the top: a dry run never loads the engine and Playwright
     from ..runtime import Runtime
 
@@ -126,6 +129,7 @@ def before_all(context: Any, steering: Steering | None = None) -> None:
         default_files_dir=features_dir / "files",
         steering=steering,
         report_name=report_name(context),
+        provider=provider,
     )
     for hook in getattr(context, "prettyplay_hooks", []):
         runtime.events.add(hook)
@@ -325,14 +329,19 @@ def _combine(name: str, ours: Hook, theirs: Hook | None) -> Hook:
     return both
 
 
-def use_prettyplay(namespace: MutableMapping[str, Any], steering: Steering | None = None) -> None:
+def use_prettyplay(
+    namespace: MutableMapping[str, Any],
+    steering: Steering | None = None,
+    provider: Provider | None = None,
+) -> None:
     """Install prettyplay's hooks into an environment.py namespace, around the user's own.
 
     ``steering`` replaces the terminal dialog behind the steering gate (any object with
-    ``steer(stuck) -> bool``)."""
+    ``steer(stuck) -> bool``); ``provider`` answers the LLM requests instead of the openai client
+    (see ``llm/provider.py``)."""
     for name, ours in _OURS.items():
-        if name == "before_all" and steering is not None:
-            ours = functools.partial(before_all, steering=steering)
+        if name == "before_all" and (steering is not None or provider is not None):
+            ours = functools.partial(before_all, steering=steering, provider=provider)
         if name == "before_scenario":  # finds prettyplay_context_args, wherever it is defined
             ours = functools.partial(before_scenario, environment=namespace)
         namespace[name] = _combine(name, ours, namespace.get(name))

@@ -15,7 +15,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from prettyplay_behave.config import resolve_config
-from prettyplay_behave.llm.client import DEFAULT_BASE_URL, LLMClient
+from prettyplay_behave.llm.client import LLMClient
+from prettyplay_behave.llm.openai_provider import DEFAULT_BASE_URL, OpenAIProvider
 from prettyplay_behave.llm.purposes import Purpose
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer
 
@@ -87,7 +88,7 @@ def test_a_recipe_as_written_reaches_its_server(provider: str, llm: ScriptedLLMS
 def test_the_openai_recipe_leaves_the_default_endpoint() -> None:
     environ, _ = RECIPES["OpenAI"]
     assert "OPENAI_BASE_URL" not in environ
-    assert LLMClient(resolve_config(), environ=environ).base_url == "https://api.openai.com/v1"
+    assert OpenAIProvider(resolve_config(), environ=environ).base_url == "https://api.openai.com/v1"
 
 
 def test_the_local_recipes_give_small_models_time() -> None:

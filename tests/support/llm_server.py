@@ -36,6 +36,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeAlias
 from urllib.parse import unquote
 
+from typing_extensions import Self
+
 PURPOSE_HEADER = "X-Prettyplay-Purpose"
 STEP_HEADER = "X-Prettyplay-Step"
 TEST_KEY = "test-key"
@@ -240,16 +242,78 @@ def _estimate_tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
-class ScriptedLLMServer:
-    """The server; rules, fallback and recorded requests are safe to use from any thread."""
+class Scripted:
+    """Rules, a fallback and the recorded requests: what the server and the in-process provider
+    (:mod:`tests.support.scripted_provider`) answer from. Safe to use from any thread."""
 
-    def __init__(self, models: tuple[str, ...] = ("gpt-4.1-mini",)) -> None:
-        self.models = models
+    def __init__(self) -> None:
         self.fallback: Script | None = None
         self.refuse_response_format = False
         self._rules: list[_Rule] = []
         self._requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
+
+    # -- scripting ---------------------------------------------------------------------------
+
+    def on(
+        self, purpose: str | None, *replies: Script, step: str | None = None, repeat: bool = False
+    ) -> Self:
+        """Add a rule: requests of ``purpose`` about a step containing ``step`` get ``replies``."""
+        if not replies:
+            raise ValueError("a rule needs at least one reply")
+        with self._lock:
+            self._rules.append(_Rule(purpose, step, list(replies), repeat))
+        return self
+
+    def reset(self) -> None:
+        """Forget every rule, the fallback and the recorded requests."""
+        with self._lock:
+            self._rules.clear()
+            self._requests.clear()
+            self.fallback = None
+            self.refuse_response_format = False
+
+    @property
+    def pending(self) -> int:
+        """Scripted replies not used yet (repeating rules count one)."""
+        with self._lock:
+            return sum(len(rule.replies) for rule in self._rules)
+
+    # -- recorded requests -------------------------------------------------------------------
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Every chat completion request received, in order."""
+        with self._lock:
+            return list(self._requests)
+
+    def requests_for(self, purpose: str) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.purpose == purpose]
+
+    def _record(self, request: RecordedRequest) -> Reply:
+        with self._lock:
+            self._requests.append(request)
+            if self.refuse_response_format and "response_format" in request.body:
+                return response_format_refused()
+            rule = next((r for r in self._rules if r.matches(request)), None)
+            script = rule.take() if rule else self.fallback
+        if script is None:
+            return _unscripted(
+                f"no scripted answer for purpose={request.purpose} step={request.step}"
+            )
+        try:
+            reply = script(request) if callable(script) else script
+        except Exception as exc:
+            reply = _unscripted(f"the scripted reply raised {type(exc).__name__}: {exc}")
+        return answer(reply) if isinstance(reply, str) else reply
+
+
+class ScriptedLLMServer(Scripted):
+    """The server; rules, fallback and recorded requests are safe to use from any thread."""
+
+    def __init__(self, models: tuple[str, ...] = ("gpt-4.1-mini",)) -> None:
+        super().__init__()
+        self.models = models
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -305,61 +369,7 @@ class ScriptedLLMServer:
         """``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` for a client (or a subprocess)."""
         return {"OPENAI_BASE_URL": self.base_url, "OPENAI_API_KEY": TEST_KEY}
 
-    # -- scripting ---------------------------------------------------------------------------
-
-    def on(
-        self, purpose: str | None, *replies: Script, step: str | None = None, repeat: bool = False
-    ) -> ScriptedLLMServer:
-        """Add a rule: requests of ``purpose`` about a step containing ``step`` get ``replies``."""
-        if not replies:
-            raise ValueError("a rule needs at least one reply")
-        with self._lock:
-            self._rules.append(_Rule(purpose, step, list(replies), repeat))
-        return self
-
-    def reset(self) -> None:
-        """Forget every rule, the fallback and the recorded requests."""
-        with self._lock:
-            self._rules.clear()
-            self._requests.clear()
-            self.fallback = None
-            self.refuse_response_format = False
-
-    @property
-    def pending(self) -> int:
-        """Scripted replies not used yet (repeating rules count one)."""
-        with self._lock:
-            return sum(len(rule.replies) for rule in self._rules)
-
-    # -- recorded requests -------------------------------------------------------------------
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        """Every chat completion request received, in order."""
-        with self._lock:
-            return list(self._requests)
-
-    def requests_for(self, purpose: str) -> list[RecordedRequest]:
-        return [r for r in self.requests if r.purpose == purpose]
-
     # -- serving -----------------------------------------------------------------------------
-
-    def _record(self, request: RecordedRequest) -> Reply:
-        with self._lock:
-            self._requests.append(request)
-            if self.refuse_response_format and "response_format" in request.body:
-                return response_format_refused()
-            rule = next((r for r in self._rules if r.matches(request)), None)
-            script = rule.take() if rule else self.fallback
-        if script is None:
-            return _unscripted(
-                f"no scripted answer for purpose={request.purpose} step={request.step}"
-            )
-        try:
-            reply = script(request) if callable(script) else script
-        except Exception as exc:
-            reply = _unscripted(f"the scripted reply raised {type(exc).__name__}: {exc}")
-        return answer(reply) if isinstance(reply, str) else reply
 
     def _completion(self, request: RecordedRequest, reply: Reply) -> dict[str, Any]:
         with self._lock:

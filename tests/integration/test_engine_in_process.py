@@ -1,0 +1,137 @@
+"""The engine's rules on a real page with a scripted provider in process: routing, budgets,
+verdicts and groups, with no HTTP server and no openai client between the engine and the
+answers (the same rules over the wire are tested in test_healing.py and test_groups.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from prettyplay_behave import (
+    IncurableStepError,
+    PrettyConfig,
+    PrettyPlay,
+    ProductDefectError,
+    ProviderUnavailableError,
+)
+from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.safety.policy import check_code
+from tests.support.llm_server import CLEAN_GATE, code_answer, http_error, json_answer
+from tests.support.scripted_provider import ScriptedProvider
+from tests.support.shop_steps import ACCEPT, BROKEN_ACCEPT, HEADING, OPEN_SHOP
+
+
+def verdict(label: str, explanation: str = "judged") -> str:
+    return json_answer({"label": label, "explanation": explanation, "recommendation": "-"})
+
+
+def config(shop, tmp_path: Path, **changes: object) -> PrettyConfig:
+    return PrettyConfig(
+        base_url=shop.url, cache_dir=str(tmp_path / "cache"), action_timeout_ms=2_000,
+        **changes,  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+def plant(tmp_path: Path, *steps: tuple[str, str, str]) -> Path:
+    store = CacheStore(tmp_path / "cache", validate=check_code)
+    for kind, sentence, code in steps:
+        store.write(CacheEntry(CacheKey("t", kind, sentence), code, "generated"))
+    return tmp_path / "cache" / "t.json"
+
+
+@pytest.fixture
+def provider() -> ScriptedProvider:
+    return ScriptedProvider()
+
+
+def test_a_miss_is_generated_gated_and_written_then_replayed_with_no_request(
+    shop, tmp_path: Path, provider: ScriptedProvider, browser
+) -> None:
+    provider.on("generate", code_answer(OPEN_SHOP), code_answer(HEADING))
+    provider.on("gate", CLEAN_GATE, repeat=True)
+    for run in ("cold", "warm"):
+        with PrettyPlay("t", config(shop, tmp_path), browser=browser, provider=provider) as t:
+            opened = t.step("open the shop")
+            checked = t.expect("the heading says Demo Shop")
+        origins = [opened.origin, checked.origin]
+        assert origins == (["generated"] * 2 if run == "cold" else ["replayed"] * 2), run
+    assert [r.purpose for r in provider.requests] == ["generate", "gate", "generate", "gate"]
+    assert provider.requests_for("generate")[0].model == "gpt-4.1-mini"
+    assert provider.requests_for("gate")[0].response_format is not None  # a verdict's schema
+
+
+def test_the_generation_budget_bounds_the_requests(
+    shop, tmp_path: Path, provider: ScriptedProvider, browser
+) -> None:
+    provider.on("generate", "no code", "still no code", "never asked")
+    provider.on("classify", verdict("incurable", "the answers never held code"))
+    settings = config(shop, tmp_path, generation_attempts=2)
+    with PrettyPlay("t", settings, browser=browser, provider=provider) as t:
+        with pytest.raises(IncurableStepError, match="the generation budget is exhausted"):
+            t.step("open the shop")
+    assert [r.purpose for r in provider.requests] == ["generate", "generate", "classify"]
+    assert provider.pending == 1
+
+
+def test_a_product_defect_is_never_healed(
+    shop, tmp_path: Path, provider: ScriptedProvider, browser
+) -> None:
+    cache = plant(tmp_path, ("step", "open the shop", OPEN_SHOP), ("step", "accept", BROKEN_ACCEPT))
+    before = cache.read_bytes()
+    provider.on("classify", verdict("product_defect", "the banner lost its button"))
+    with PrettyPlay("t", config(shop, tmp_path), browser=browser, provider=provider) as t:
+        t.step("open the shop")
+        with pytest.raises(ProductDefectError, match="the banner lost its button"):
+            t.step("accept")
+    assert [r.purpose for r in provider.requests] == ["classify"]
+    assert b'"product_defect"' in cache.read_bytes() and cache.read_bytes() != before
+
+
+def test_rot_heals_within_the_budget_and_is_written_healed(
+    shop, tmp_path: Path, provider: ScriptedProvider, browser
+) -> None:
+    cache = plant(tmp_path, ("step", "open the shop", OPEN_SHOP), ("step", "accept", BROKEN_ACCEPT))
+    provider.on("classify", verdict("rot", "the button was renamed"))
+    provider.on("heal", code_answer(BROKEN_ACCEPT), code_answer(ACCEPT))
+    provider.on("gate", CLEAN_GATE)
+    with PrettyPlay("t", config(shop, tmp_path), browser=browser, provider=provider) as t:
+        t.step("open the shop")
+        healed = t.step("accept")
+    assert healed.origin == "healed"
+    assert [a.outcome for a in healed.history] == ["red", "red"]
+    assert [r.purpose for r in provider.requests] == ["classify", "heal", "heal", "gate"]
+    assert "Accept cookies" in cache.read_text()
+
+
+def test_a_group_failure_is_diagnosed_with_its_group_and_recovered(
+    shop, tmp_path: Path, provider: ScriptedProvider, browser
+) -> None:
+    plant(tmp_path, ("step", "open the shop", OPEN_SHOP), ("step", "accept", BROKEN_ACCEPT))
+    diagnosis = {
+        "label": "recoverable",
+        "root_step": "accept",
+        "explanation": "the banner's button was renamed",
+        "recommendation": "-",
+    }
+    provider.on("diagnose", json_answer(diagnosis))
+    provider.on("heal", code_answer(ACCEPT))
+    provider.on("gate", CLEAN_GATE, repeat=True)
+    with PrettyPlay("t", config(shop, tmp_path), browser=browser, provider=provider) as t:
+        with t.group("enter the shop") as g:
+            g.step("open the shop")
+            recovered = g.step("accept")
+    assert recovered.origin == "recovered"
+    purposes = [r.purpose for r in provider.requests]
+    assert purposes[0] == "diagnose" and "classify" not in purposes
+    assert "enter the shop" in provider.requests_for("diagnose")[0].text
+
+
+def test_a_provider_that_is_down_fails_the_step_as_unavailable(
+    shop, tmp_path: Path, provider: ScriptedProvider, browser
+) -> None:
+    provider.on("generate", http_error(503, "overloaded"))
+    with PrettyPlay("t", config(shop, tmp_path), browser=browser, provider=provider) as t:
+        with pytest.raises(ProviderUnavailableError, match="HTTP 503: overloaded"):
+            t.step("open the shop")
+    assert not (tmp_path / "cache" / "t.json").exists()  # nothing written
