@@ -182,3 +182,45 @@ def test_a_screenshot_that_cannot_be_taken_is_said(browser, tmp_path: Path, capl
         page.close()
     said = [r.getMessage() for r in caplog.records if getattr(r, "event", "") == "artifact_lost"]
     assert said and said[0].startswith("the screenshot of crashed could not be kept: "), said
+
+
+PROVIDER_ENVIRONMENT = """\
+from prettyplay_behave.behave import use_prettyplay
+from prettyplay_behave.llm.provider import Answer
+
+CODE = {
+    "generate": "```python\\ndef step(page) -> None:\\n    page.goto('/')\\n```",
+    "gate": '{"findings": []}',
+}
+
+
+class Canned:
+    \"\"\"A provider of the project's own: no openai client, no key, no server.\"\"\"
+
+    where = "a canned provider"
+
+    def unavailable_reason(self):
+        return None
+
+    def complete(self, completion):
+        with open("asked.txt", "a") as asked:
+            asked.write(f"{completion.purpose} {completion.model} {completion.step}\\n")
+        return Answer(CODE[str(completion.purpose)], "stop", 10, 5)
+
+
+use_prettyplay(globals(), provider=Canned())
+"""
+
+
+def test_a_behave_run_takes_its_provider_from_environment_py(project, shop) -> None:
+    project.write("features/environment.py", PROVIDER_ENVIRONMENT)
+    project.write(
+        "features/shop.feature", "Feature: Shop\n  Scenario: Visit\n    Given I open the shop\n"
+    )
+    result = project.run("-D", f"prettyplay.base_url={shop.url}")  # no OPENAI_ variable at all
+    assert result.returncode == 0, result
+    assert (project.root / "asked.txt").read_text().splitlines() == [
+        "generate gpt-4.1-mini I open the shop",
+        "gate gpt-4.1-mini I open the shop",
+    ]
+    assert "LLM: 2 requests, 30 tokens" in result.output
