@@ -17,6 +17,7 @@ from playwright.sync_api import Error as PlaywrightError
 
 from prettyplay_behave import IncurableStepError, PrettyPlay, PrettyPlayError
 from prettyplay_behave.runtime import Runtime
+from prettyplay_behave.vocabulary import Origin
 from tests.conftest import BehaveProject
 from tests.faults.support import (
     NEVER,
@@ -188,9 +189,22 @@ def test_a_browser_that_died_after_the_last_step_does_not_fail_the_test(
     runtime = make_runtime()
     before = descendants(os.getpid())
     test = PrettyPlay("next", runtime=runtime)
-    test.step("open the shop")
-    kill_and_wait(browser_processes(before))
-    test.close()
+    assert test.step("open the shop").outcome == "passed"
+    killed = browser_processes(before)
+    assert killed, "no browser process found"
+    kill_and_wait(killed)
+    test.close()  # closing what a dead browser held raises nothing
+    assert not test.opened
+    summary = runtime.summary()
+    assert (summary.tests, summary.tests_failed, summary.steps[Origin.REPLAYED]) == (1, 0, 1)
+    assert sum(summary.failed.values()) == 0
+    # the run goes on: its next test gets a browser of its own
+    with PrettyPlay("next", runtime=runtime) as following:
+        assert following.step("open the shop").origin == "replayed"
+        assert following.expect("the heading says Demo Shop").outcome == "passed"
+        relaunched = browser_processes(before)
+    assert relaunched and not relaunched & killed
+    assert runtime.summary().tests_failed == 0
 
 
 @pytest.mark.parametrize("with_llm", [False, True], ids=["no LLM", "LLM"])

@@ -33,6 +33,7 @@ from prettyplay_behave.safety.policy import Reach, check_code
 from tests.support.attacks import (
     APP_PAGE,
     ATTACK,
+    BARRIER,
     FRAMED_PAGE,
     HEADING,
     INCURABLE,
@@ -104,9 +105,8 @@ def test_no_window_and_no_redirect_hop_reaches_another_origin(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     code = step(origins.fill(NAVIGATIONS[how]))
-    outcome = attack(mode, code, origins, tmp_path, llm, monkeypatch, browser)
-    time.sleep(0.3)  # let a window that slipped out make its request
-    assert origins.hits == []
+    outcome = attack(mode, code, origins, tmp_path, llm, monkeypatch, browser, barrier=True)
+    assert origins.hits == [BARRIER]  # a window that slipped out had its chance to arrive first
     refused = outcome.error is not None and "was blocked: its origin is outside" in str(
         outcome.error
     )

@@ -15,11 +15,12 @@ import pytest
 from prettyplay_behave import PrettyConfig, PrettyPlay, PrettyPlayError
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
+from tests.support.code import step as step  # the attack tests' step code comes from here
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.origins import TwoOrigins
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser
+    from playwright.sync_api import Browser, Page
 
 MODES = ["generated", "planted"]
 TEST = "bounds"
@@ -59,10 +60,6 @@ def plant(cache: Path, *steps: tuple[str, str, str]) -> None:
         store.write(CacheEntry(CacheKey(TEST, kind, sentence), code, "generated"))
 
 
-def step(body: str) -> str:
-    return "def step(page) -> None:\n" + "".join(f"    {line}\n" for line in body.splitlines())
-
-
 def attack(
     mode: str,
     code: str,
@@ -72,12 +69,15 @@ def attack(
     monkeypatch: pytest.MonkeyPatch,
     browser: Browser,
     sentence: str = ATTACK,
+    barrier: bool = False,
     **settings: object,
 ) -> Outcome:
     """Open the app, run ``code`` as one step (generated, or planted and replayed strictly),
     then one more step; what became of it. Each attack has a fresh context of the module's
     browser, as each test of a run has. ``sentence`` is the attack step's (it names the
-    secrets its code may type)."""
+    secrets its code may type). With ``barrier``, the outside origin then receives
+    ``BARRIER`` from the same context (see ``reach_outside``) before the next step: a request
+    the attack sent has had its chance to arrive, and ``origins.hits`` holds ``BARRIER``."""
     cache = tmp_path / "cache"
     plant(cache, ("step", "I open the app", OPEN_APP), ("expect", "the heading shows", HEADING))
     if mode == "planted":
@@ -109,6 +109,25 @@ def attack(
         finally:
             faulthandler.cancel_dump_traceback_later()
         seconds = time.monotonic() - started
+        if barrier:
+            reach_outside(t.page, origins)
         t.page.goto("/")
         went_on = t.expect("the heading shows").outcome == "passed"
     return Outcome(error, seconds, went_on)
+
+
+BARRIER = "/frame?barrier"
+
+
+def reach_outside(page: Page, origins: TwoOrigins) -> None:
+    """Load an app page that frames the outside origin (a frame may show another origin) and
+    check that its request, ``BARRIER``, arrived: the page's load waits for its frame, whose
+    request the outside origin records before it answers. Any request the browser sent before
+    has had a round trip's time to arrive, and the outside origin is shown to be listening."""
+    origins.pages["/barrier"] = (
+        f'<title>Barrier</title><iframe src="{{outside}}{BARRIER}"></iframe>'
+    )
+    page.goto("/barrier")
+    assert BARRIER in origins.hits, (
+        f"the frame's request never reached the outside origin: {origins.hits}"
+    )
