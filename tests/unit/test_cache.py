@@ -535,7 +535,14 @@ def test_a_failed_load_fails_every_later_lookup(tmp_path: Path) -> None:
 
 def test_the_valid_fixture_loads(tmp_path: Path) -> None:
     write_raw(tmp_path, VALID)
-    assert store(tmp_path).lookup(entry("open the shop").key) is not None
+    loaded = store(tmp_path).lookup(entry("open the shop").key)
+    assert loaded is not None
+    assert (loaded.kind, loaded.sentence, loaded.code, loaded.origin) == (
+        "action", "open the shop", "def step(page):\n    pass\n", "generated"
+    )  # fmt: skip
+    assert not loaded.parameters and loaded.values is None  # the code spells out no values
+    assert loaded.scenario is None and loaded.verdict is None  # a library entry, green
+    assert store(tmp_path).lookup(entry("close the shop").key) is None
 
 
 # --- writing ---
