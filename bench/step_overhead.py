@@ -34,10 +34,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from prettyplay_behave import cache, events  # noqa: E402
+from prettyplay_behave import cache  # noqa: E402
 from prettyplay_behave.behave import hooks  # noqa: E402
 from prettyplay_behave.browser import guard, settle, snapshot, tabs  # noqa: E402
 from prettyplay_behave.engine import advisor, cycle, execute  # noqa: E402
+from prettyplay_behave.engine import hooks as hook_events  # noqa: E402
 
 TIMES: dict[str, list[float]] = defaultdict(list)
 
@@ -64,7 +65,7 @@ def instrument() -> None:
     settle.Settler.settle = timing("settle", settle.Settler.settle)  # type: ignore[method-assign]
     cache.CacheStore.lookup = timing("cache look-up", cache.CacheStore.lookup)  # type: ignore[method-assign]
     tabs.Tabs.follow = timing("tabs follow-up", tabs.Tabs.follow)  # type: ignore[method-assign]
-    events.Events.emit = timing("event hooks", events.Events.emit)  # type: ignore[method-assign]
+    hook_events.Events._emit = timing("event hooks", hook_events.Events._emit)  # type: ignore[method-assign]
     guard.DocumentWatch._paused = timing(  # type: ignore[method-assign]
         "document judgement", guard.DocumentWatch._paused
     )

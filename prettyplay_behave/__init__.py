@@ -3,6 +3,7 @@
 from typing import TYPE_CHECKING, Any
 
 from .config import PrettyConfig
+from .engine.hooks import Hooks
 from .errors import (
     CacheError,
     CodePolicyError,
@@ -37,6 +38,7 @@ __all__ = [
     "CodePolicyError",
     "ConfigError",
     "Group",
+    "Hooks",
     "IncurableStepError",
     "PageCaptureError",
     "PrettyConfig",

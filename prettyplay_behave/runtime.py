@@ -17,8 +17,9 @@ from .config import PrettyConfig
 from .engine.advisor import Advisor
 from .engine.cycle import Engine
 from .engine.execute import late_blocks
+from .engine.hooks import Events
 from .engine.state import TestState
-from .events import Events, log
+from .events import log
 from .interactive import TerminalSteering
 from .llm.client import LLMClient
 from .llm.prompts import Prompts

@@ -44,7 +44,7 @@ from ..errors import (
     failure_kind,
     rendered,
 )
-from ..events import Events, record
+from ..events import record
 from ..llm.answers import CannotAnswer, Verdict
 from ..llm.purposes import Purpose
 from ..parameters import code_parameters
@@ -53,6 +53,7 @@ from ..vocabulary import Origin, Outcome, StepLabel, StepStatus
 from .advisor import Advisor, verdict_failure
 from .execute import execute, follow_tabs
 from .history import Attempt
+from .hooks import Events
 from .renames import Proposal, Rename, apply, locator_changes, renamed_here
 from .state import TestState
 from .steering import Steering, StuckStep, steering_allowed
@@ -104,7 +105,7 @@ class Engine:
         entry = ScenarioEntry(spec, test.key_for(spec), group)
         if not test.scenario and test.page.url != "about:blank":
             test.touched_elsewhere()  # a hook had the page before the first step
-        self.events.emit("on_step_started", spec.sentence)
+        self.events.on_step_started(sentence=spec.sentence, step=entry, test=test)
         try:
             with self.booked(entry):
                 if spec.delay:
@@ -122,7 +123,9 @@ class Engine:
             raise
         finally:
             test.add_step(entry)
-            self.events.emit("on_step_finished", spec.sentence, entry.outcome)
+            self.events.on_step_finished(
+                sentence=spec.sentence, outcome=entry.outcome, step=entry, test=test
+            )
         return entry
 
     @contextmanager
@@ -372,7 +375,13 @@ class Engine:
             entry.guidance = guidance  # for the report; never in the cache
             self.write(test, entry, code, Origin.STEERED)
             explanation = f"healed interactively with the engineer's guidance: {guidance}"
-            self.events.emit("on_healed", entry.sentence, explanation)
+            self.events.on_healed(
+                sentence=entry.sentence,
+                explanation=explanation,
+                step=entry,
+                test=test,
+                verdict=None,
+            )
 
         return StuckStep(
             entry=entry,
@@ -528,8 +537,18 @@ class StepCycle:
         self.entry.healed_by = explanation
         record(logging.INFO, "healing", "%r %s", self.spec.sentence, explanation)
         self.engine.write(self.test, self.entry, rename.code, Origin.HEALED)
-        self.engine.events.emit("on_healed", self.spec.sentence, explanation)
+        self.healed(explanation, None)
         return True
+
+    def healed(self, explanation: str, verdict: Verdict | None) -> None:
+        """Tell the hooks that this step's new code was written."""
+        self.engine.events.on_healed(
+            sentence=self.spec.sentence,
+            explanation=explanation,
+            step=self.entry,
+            test=self.test,
+            verdict=verdict,
+        )
 
     def replay_red(self, cached: StepEntry) -> None:
         """A step remembered red replays with no request: still red, it fails with the stored
@@ -633,7 +652,7 @@ class StepCycle:
         self.entry.healed_by = explanation
         record(logging.INFO, "healing", "%r %s", self.spec.sentence, explanation)
         self.engine.write(self.test, self.entry, code, Origin.HEALED)
-        self.engine.events.emit("on_healed", self.spec.sentence, explanation)
+        self.healed(explanation, None)
         return True
 
     # -- the loops ---------------------------------------------------------------------------
@@ -664,7 +683,13 @@ class StepCycle:
         The verdict is a classification (``rot``/``fixable``) or, for a row step of a group,
         the group diagnosis (``recoverable``).
         """
-        self.engine.events.emit("on_healing_started", self.spec.sentence, verdict.label)
+        self.engine.events.on_healing_started(
+            sentence=self.spec.sentence,
+            category=verdict.label,
+            step=self.entry,
+            test=self.test,
+            verdict=verdict,
+        )
         origin = Origin.RECOVERED if self.in_recoverable_group else Origin.HEALED
         budget = self.config.healing_attempts
         for number in range(1, budget + 1):
@@ -679,7 +704,7 @@ class StepCycle:
             )
             if self.attempt(Purpose.HEAL, verdict, origin):
                 explanation = f"healed ({verdict.label}): {verdict.explanation}"
-                self.engine.events.emit("on_healed", self.spec.sentence, explanation)
+                self.healed(explanation, verdict)
                 return
         raise self.verdict_failure(verdict, "the healing budget is exhausted")
 

@@ -23,10 +23,11 @@ from ..errors import (
     failure_kind,
     rendered,
 )
-from ..events import Events, record
+from ..events import record
 from ..vocabulary import GroupLabel, StepStatus
 from .advisor import verdict_failure
 from .cycle import StepCycle, after_request, pause
+from .hooks import Events
 from .step import GroupStepRecord, ScenarioEntry
 
 if TYPE_CHECKING:
@@ -66,11 +67,14 @@ class GroupBlock:
     # -- the lifecycle -----------------------------------------------------------------------
 
     def start(self) -> None:
-        self.events.emit("on_group_started", self.prompt)
+        self.events.on_group_started(prompt=self.prompt, steps=list(self.members))
 
     def finish(self, failed: bool) -> None:
-        self.events.emit("on_group_failed" if failed else "on_group_passed", self.prompt)
-        self.events.emit("on_group_finished", self.prompt)
+        if failed:
+            self.events.on_group_failed(prompt=self.prompt, steps=list(self.members))
+        else:
+            self.events.on_group_passed(prompt=self.prompt, steps=list(self.members))
+        self.events.on_group_finished(prompt=self.prompt, steps=list(self.members))
 
     # -- a step of the group -----------------------------------------------------------------
 

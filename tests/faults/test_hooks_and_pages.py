@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from prettyplay_behave import IncurableStepError, PrettyPlay
-from prettyplay_behave.events import HOOK_EVENTS
+from prettyplay_behave.engine.hooks import HOOK_EVENTS
 from tests.conftest import BehaveProject
 from tests.faults.support import api_config, folder_bytes, plant
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer

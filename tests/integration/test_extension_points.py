@@ -15,12 +15,13 @@ from prettyplay_behave import IncurableStepError, PrettyConfig, PrettyPlay
 from prettyplay_behave.browser.settle import Settler
 from prettyplay_behave.browser.tabs import Tabs
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.engine.hooks import Events, Hooks
 from prettyplay_behave.engine.state import TestState
 from prettyplay_behave.engine.steering import StuckStep
-from prettyplay_behave.events import Events, Hooks
+from prettyplay_behave.engine.step import ScenarioEntry
 from prettyplay_behave.report.artifacts import Artifacts
 from prettyplay_behave.safety.policy import check_code
-from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, json_answer
+from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.shop_steps import ACCEPT, BROKEN_ACCEPT, OPEN_SHOP
 
 INCURABLE = json_answer({"label": "incurable", "explanation": "gone", "recommendation": "-"})
@@ -146,7 +147,9 @@ def test_a_hook_method_that_no_event_calls_is_warned_about_with_the_name_meant(c
 
 def test_the_hooks_class_names_every_event_and_a_subclass_is_quiet(caplog) -> None:
     class Mine(Hooks):
-        def on_step_finished(self, sentence: str, outcome: str) -> None: ...
+        def on_step_finished(
+            self, sentence: str, outcome: str, step: ScenarioEntry, test: TestState
+        ) -> None: ...
 
     with caplog.at_level(logging.WARNING, "prettyplay"):
         Events([Mine()])
@@ -224,3 +227,66 @@ def test_a_behave_run_takes_its_provider_from_environment_py(project, shop) -> N
         "gate gpt-4.1-mini I open the shop",
     ]
     assert "LLM: 2 requests, 30 tokens" in result.output
+
+
+class Objects:
+    """A hook that takes the objects behind an event, by name."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, ...]] = []
+
+    def on_step_finished(self, step, test) -> None:
+        self.seen.append(("finished", step.sentence, step.origin, test.name, test.page.url))
+
+    def on_healing_started(self, verdict, step) -> None:
+        self.seen.append(("healing", verdict.label, verdict.explanation, step.sentence))
+
+    def on_healed(self, step, verdict, explanation) -> None:
+        self.seen.append(("healed", step.code.splitlines()[1].strip(), verdict.label, explanation))
+
+
+def test_a_hook_takes_the_step_the_test_and_the_verdict_by_name(
+    shop, tmp_path: Path, browser, llm_env: ScriptedLLMServer
+) -> None:
+    cache = tmp_path / "cache"
+    plant(cache, "shop", ("I open the shop", OPEN_SHOP), ("I accept the cookies", BROKEN_ACCEPT))
+    llm_env.on("classify", json_answer({"label": "rot", "explanation": "renamed",
+                                        "recommendation": "-"}))  # fmt: skip
+    llm_env.on("heal", code_answer(ACCEPT))
+    llm_env.on("gate", CLEAN_GATE)
+    hook = Objects()
+    config = PrettyConfig(base_url=shop.url, cache_dir=str(cache), hooks=(hook,))
+    with PrettyPlay("shop", config=config, browser=browser) as t:
+        t.step("I open the shop")
+        t.step("I accept the cookies")
+    assert hook.seen == [
+        ("finished", "I open the shop", "replayed", "shop", shop.url + "/"),
+        ("healing", "rot", "renamed", "I accept the cookies"),
+        ("healed", 'page.get_by_role("button", name="Accept cookies").click()', "rot",
+         "healed (rot): renamed"),
+        ("finished", "I accept the cookies", "healed", "shop", shop.url + "/"),
+    ]  # fmt: skip
+
+
+class AsksTooMuch:
+    def on_step_finished(self, sentence, duration) -> None: ...
+
+
+class ByPosition:
+    def on_healed(self, sentence, /) -> None: ...
+
+
+@pytest.mark.parametrize(
+    ("hook", "message"),
+    [
+        (AsksTooMuch(), "hook AsksTooMuch.on_step_finished asks for 'duration', which the event "
+         "does not give; it gives: sentence, outcome, step, test"),
+        (ByPosition(), "hook ByPosition.on_healed takes 'sentence' by position only; hook methods "
+         "take their values by name, of: sentence, explanation, step, test, verdict"),
+    ],
+    ids=["an unknown value", "by position"],
+)  # fmt: skip
+def test_a_hook_is_checked_when_it_is_added(hook: object, message: str) -> None:
+    with pytest.raises(TypeError) as caught:
+        Events([hook])
+    assert str(caught.value) == message

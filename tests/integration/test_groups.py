@@ -22,6 +22,7 @@ from tests.conftest import BehaveProject, copy_examples
 from tests.support.caches import by_sentence, steps
 from tests.support.changed_ui import CHECKOUT
 from tests.support.healing_run import QUICK_REDS
+from tests.support.hooks import Recorder
 from tests.support.llm_server import (
     CLEAN_GATE,
     RecordedRequest,
@@ -69,16 +70,6 @@ def diagnosis(label: str, root: str | None, explanation: str = "", recommendatio
 
 def root_is_the_failed_step(request: RecordedRequest) -> str:
     return diagnosis("recoverable", request.step, "the controls were relabelled")
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[tuple[str, ...]] = []
-
-    def __getattr__(self, name: str):
-        if not name.startswith("on_"):
-            raise AttributeError(name)
-        return lambda *args: self.events.append((name, *map(str, args)))
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ from prettyplay_behave.browser.guard import NavigationGuard
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
 from tests.conftest import launch_chromium
+from tests.support.hooks import Recorder
 from tests.support.shop_steps import ORDER_A_TEA
 
 STEPS = {
@@ -38,16 +39,6 @@ STEPS = {
         '    expect(page.get_by_role("heading", level=1)).to_have_text("Demo Shop")\n'
     ),
 }
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[tuple[str, ...]] = []
-
-    def __getattr__(self, name: str):
-        if not name.startswith("on_"):
-            raise AttributeError(name)
-        return lambda *args: self.events.append((name, *map(str, args)))
 
 
 def config_for(shop, tmp_path: Path, **changes) -> PrettyConfig:

@@ -216,3 +216,18 @@ def test_the_formatter_lays_out_the_code_but_for_a_few_tables() -> None:
         if "fmt: skip" in line or "fmt: off" in line
     ]
     assert len(exemptions) <= MAX_FORMAT_EXEMPTIONS, exemptions
+
+
+def test_every_hook_event_is_called_as_its_typed_method_by_name() -> None:
+    from prettyplay_behave.engine.hooks import HOOK_EVENTS
+
+    called: set[str] = set()
+    for path in MODULES.values():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+                continue
+            assert node.func.attr != "emit", f"{path.name}: an event called by its name as text"
+            if node.func.attr in HOOK_EVENTS:
+                assert not node.args, f"{path.name}: {node.func.attr} is called by position"
+                called.add(node.func.attr)
+    assert called == set(HOOK_EVENTS)
