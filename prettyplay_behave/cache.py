@@ -40,6 +40,15 @@ Format 1 (an entry per scenario and occurrence) is read as before and rewritten 
 the first write or by ``prettyplay cache migrate``, nothing lost: equal code of the same step
 becomes one entry, other code a pin of its scenario. Writes are locked (``<file>.lock``) and
 atomic; every load checks the syntax, the format, each entry's shape and its code.
+
+A file is input nobody vouches for (it comes in with a pull request): whatever it holds, a load
+raises a CacheError naming the file, never another exception (JSON nested past any stack, a
+value too big or too deep to print in the message). The text an entry only describes itself
+with (a red verdict's explanation and recommendation, ``model``, ``written``) is read with its
+control characters escaped, so no output shows them raw; the text a step is matched by
+(sentence, data, values, scenario) is kept as written and escaped where it is shown. A lock file
+is never followed through a symbolic link (nor opened when another name shares its file): such
+a lock is refused with a CacheError naming it, and the file it points to is untouched.
 """
 
 from __future__ import annotations
@@ -49,14 +58,16 @@ import datetime
 import json
 import os
 import re
+import reprlib
 import secrets
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from .errors import CacheError, CodePolicyError
+from .errors import CacheError, CodePolicyError, escape_controls
 from .parameters import Parameters, code_parameters, parameterize
 from .vocabulary import Kind, Origin
 
@@ -88,6 +99,14 @@ _CONFLICT_MARKERS = ("<<<<<<<", "=======", ">>>>>>>")
 _HOSTILE = re.compile(r'[<>:"\\|?*\x00-\x1f]')
 
 Validate = Callable[[str], None]
+
+# What a message quotes of a value the file holds: a few levels and items, whatever its size.
+_QUOTE = reprlib.Repr()
+_QUOTE.maxlevel, _QUOTE.maxlist, _QUOTE.maxdict, _QUOTE.maxstring = 2, 4, 4, 200
+
+
+def _quoted(value: object) -> str:
+    return _QUOTE.repr(value)
 
 
 @dataclass(frozen=True)
@@ -124,6 +143,11 @@ class RedVerdict:
     explanation: str
     recommendation: str = ""
 
+    def __post_init__(self) -> None:
+        # the LLM's words, or a planted file's: kept (and shown) with control characters escaped
+        for name in ("explanation", "recommendation"):
+            object.__setattr__(self, name, escape_controls(getattr(self, name)))
+
 
 @dataclass(frozen=True)
 class StepEntry:
@@ -157,12 +181,12 @@ class StepEntry:
         return self.verdict is not None
 
     def describe(self) -> str:
-        parts = [f"{self.kind} {self.sentence!r}"]
+        parts = [f"{self.kind} {_quoted(self.sentence)}"]
         if self.values is not None:
             parts.append(f"for {', '.join(map(repr, self.values))}")
         if self.scenario is not None:
             occurrence = f" #{self.occurrence}" if self.occurrence > 1 else ""
-            parts.append(f"in {self.scenario!r}{occurrence}")
+            parts.append(f"in {_quoted(self.scenario)}{occurrence}")
         return " ".join(parts)
 
 
@@ -333,7 +357,12 @@ def parse(path: Path, raw: bytes, validate: Validate) -> Library:
             f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
         ) from exc
     except _DuplicateKeyError as exc:
-        raise CacheError(f"{path}: the key {exc.args[0]!r} appears twice in one object") from exc
+        raise CacheError(
+            f"{path}: the key {_quoted(exc.args[0])} appears twice in one object"
+        ) from exc
+    except RecursionError:
+        # json's parser recurses per level; a file of arrays in arrays runs out of stack.
+        raise CacheError(f"{path}: the JSON nests too deeply to be a cache file") from None
     return _parse_document(path, document, validate)
 
 
@@ -360,7 +389,7 @@ def _parse_document(path: Path, document: Any, validate: Validate) -> Library:
     if type(version) is not int or version not in READS:
         newer = type(version) is int and version > FORMAT
         raise CacheError(
-            f"{path}: cache format {version!r} "
+            f"{path}: cache format {_quoted(version)} "
             + ("is newer than this prettyplay reads" if newer else "is unknown")
             + f" (it reads formats {' and '.join(map(str, READS))}"
             + ("; upgrade prettyplay-behave to read this file)" if newer else ")")
@@ -369,7 +398,7 @@ def _parse_document(path: Path, document: Any, validate: Validate) -> Library:
         return Library(_parse_v1(path, document, validate), format=1)
     unknown = set(document) - {"format", "steps"}
     if unknown:
-        raise CacheError(f"{path}: unknown top-level fields {sorted(unknown)}")
+        raise CacheError(f"{path}: unknown top-level fields {_quoted(sorted(unknown))}")
     steps = document.get("steps")
     if not isinstance(steps, list):
         raise CacheError(f"{path}: 'steps' must be a list of entries")
@@ -407,12 +436,14 @@ def _kind(where: str, text: str) -> str:
         return str(Kind(text))
     except ValueError:
         kinds = ", ".join(str(kind) for kind in Kind)
-        raise CacheError(f"{where}: unknown kind {text!r} (expected one of {kinds})") from None
+        raise CacheError(
+            f"{where}: unknown kind {_quoted(text)} (expected one of {kinds})"
+        ) from None
 
 
 def _origin(where: str, text: str) -> str:
     if text not in ORIGINS:
-        raise CacheError(f"{where}: unknown origin {text!r} (expected one of {ORIGINS})")
+        raise CacheError(f"{where}: unknown origin {_quoted(text)} (expected one of {ORIGINS})")
     return text
 
 
@@ -436,7 +467,7 @@ def _parse_entry(where: str, raw: Any, validate: Validate) -> StepEntry:
         raise CacheError(f"{where}: expected an object")
     unknown = sorted(set(raw) - _FIELDS)
     if unknown:
-        raise CacheError(f"{where}: unknown fields {unknown}")
+        raise CacheError(f"{where}: unknown fields {_quoted(unknown)}")
     missing = sorted({"code", "kind", "origin", "sentence"} - set(raw))
     if missing:
         raise CacheError(f"{where}: missing fields {missing}")
@@ -444,7 +475,9 @@ def _parse_entry(where: str, raw: Any, validate: Validate) -> StepEntry:
     scenario = _text(where, raw, "scenario") if "scenario" in raw else None
     occurrence = raw.get("occurrence", 1)
     if type(occurrence) is not int or occurrence < 1:
-        raise CacheError(f"{where}: 'occurrence' must be a whole number from 1, not {occurrence!r}")
+        raise CacheError(
+            f"{where}: 'occurrence' must be a whole number from 1, not {_quoted(occurrence)}"
+        )
     if "occurrence" in raw and scenario is None:
         raise CacheError(f"{where}: 'occurrence' belongs to an entry pinned to a 'scenario'")
     verdict = _verdict(where, raw["verdict"]) if "verdict" in raw else None
@@ -460,8 +493,8 @@ def _parse_entry(where: str, raw: Any, validate: Validate) -> StepEntry:
         values=values,
         scenario=scenario,
         occurrence=occurrence,
-        model=_text(where, raw, "model", required=False),
-        written=_text(where, raw, "written", required=False),
+        model=escape_controls(_text(where, raw, "model", required=False)),
+        written=escape_controls(_text(where, raw, "written", required=False)),
         verdict=verdict,
     )
     return _checked(where, entry, validate)
@@ -472,7 +505,9 @@ def _verdict(where: str, raw: Any) -> RedVerdict:
         raise CacheError(f"{where}: 'verdict' must hold label, explanation and recommendation")
     label = _text(where, raw, "label")
     if label not in RED_LABELS:
-        raise CacheError(f"{where}: a red entry's label is one of {RED_LABELS}, not {label!r}")
+        raise CacheError(
+            f"{where}: a red entry's label is one of {RED_LABELS}, not {_quoted(label)}"
+        )
     return RedVerdict(
         label, _text(where, raw, "explanation"), _text(where, raw, "recommendation", False)
     )
@@ -483,17 +518,17 @@ def _parse_v1(path: Path, document: dict[str, Any], validate: Validate) -> list[
     equal code of one step is one entry; other code of it is pinned to its scenario."""
     unknown = set(document) - {"format", "tests"}
     if unknown:
-        raise CacheError(f"{path}: unknown top-level fields {sorted(unknown)}")
+        raise CacheError(f"{path}: unknown top-level fields {_quoted(sorted(unknown))}")
     tests = document.get("tests")
     if not isinstance(tests, dict):
         raise CacheError(f"{path}: 'tests' must be an object of test name -> list of entries")
     library = Library()
     for scenario, raw_entries in tests.items():
         if not isinstance(raw_entries, list):
-            raise CacheError(f"{path}: test {scenario!r}: expected a list of entries")
+            raise CacheError(f"{path}: test {_quoted(scenario)}: expected a list of entries")
         seen: set[tuple[str, str, str, int]] = set()
         for index, raw in enumerate(raw_entries, start=1):
-            where = f"{path}: test {scenario!r}, entry {index}"
+            where = f"{path}: test {_quoted(scenario)}, entry {index}"
             key, code, origin = _parse_v1_entry(where, raw)
             if (key.kind, key.sentence, key.data, key.occurrence) in seen:
                 raise CacheError(
@@ -518,10 +553,12 @@ def _parse_v1_entry(where: str, raw: Any) -> tuple[CacheKey, str, str]:
         raise CacheError(f"{where}: missing fields {missing}")
     unknown = sorted(set(raw) - _V1_FIELDS)
     if unknown:
-        raise CacheError(f"{where}: unknown fields {unknown}")
+        raise CacheError(f"{where}: unknown fields {_quoted(unknown)}")
     occurrence = raw["occurrence"]
     if type(occurrence) is not int or occurrence < 1:
-        raise CacheError(f"{where}: 'occurrence' must be a whole number from 1, not {occurrence!r}")
+        raise CacheError(
+            f"{where}: 'occurrence' must be a whole number from 1, not {_quoted(occurrence)}"
+        )
     key = CacheKey(
         "_",
         _kind(where, _text(where, raw, "kind")),
@@ -591,6 +628,7 @@ def update(
     lock_path = Path(f"{path}.lock")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        _refuse_shared(lock_path)
         with filelock.FileLock(lock_path, timeout=lock_timeout):
             old = path.read_bytes() if path.exists() else None
             library = parse(path, old, validate) if old is not None else Library()
@@ -614,6 +652,26 @@ def update(
         ) from exc
     except OSError as exc:
         raise CacheError(f"{path}: cannot write: {exc}") from exc
+
+
+def _refuse_shared(lock_path: Path) -> None:
+    """Refuse a lock file that is a symbolic link or shares its file with another name: opening
+    it to lock (filelock truncates it) would reach a file outside the cache. The dependency's
+    floor opens lock files without following links; this check holds whatever version runs."""
+    try:
+        found = os.lstat(lock_path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(found.st_mode):
+        raise CacheError(
+            f"{lock_path}: the lock file is a symbolic link (to {os.readlink(lock_path)}); "
+            "prettyplay never follows one: delete the link"
+        )
+    if not stat.S_ISREG(found.st_mode) or found.st_nlink > 1:
+        raise CacheError(
+            f"{lock_path}: the lock file is not a file of its own (a hard link or not a regular "
+            "file); prettyplay never opens one: delete it"
+        )
 
 
 def _replace(path: Path, content: bytes) -> None:

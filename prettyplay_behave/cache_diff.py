@@ -3,7 +3,8 @@
 A pull request that touches ``features/.prettyplay`` shows its changes as JSON lines of quoted
 code. This reads both sides with the cache module's own parser (the code policy included) and
 prints, per entry whose code changed, the feature, the step, its origin and a unified diff of
-the code: entries added, removed and changed, in files new, deleted or changed.
+the code: entries added, removed and changed, in files new, deleted or changed. The files' text
+(code, sentences, paths) is shown with its control characters escaped.
 
 Exit status: 0 when nothing changed, 1 when something did, 2 when the comparison cannot be
 made (not a git repository, an unknown ref, a cache folder neither side has, a cache file that
@@ -22,7 +23,7 @@ from typing import TextIO
 from colorama import Fore, Style
 
 from .cache import Library, StepEntry, parse
-from .errors import CacheError
+from .errors import CacheError, escape_controls
 from .report.diffs import unified_diff
 from .safety.policy import check_code
 from .vocabulary import counted
@@ -149,6 +150,8 @@ class Printer:
     ref: str
 
     def paint(self, text: str, tint: str) -> str:
+        # the file's text escaped before any colour of ours is added
+        text = escape_controls(text)
         return f"{tint}{text}{Style.RESET_ALL}" if self.colour and tint else text
 
     def file(self, path: PurePosixPath, feature: str, state: str) -> None:
@@ -157,8 +160,8 @@ class Printer:
 
     def change(self, change: EntryChange, first_of_place: bool) -> None:
         if first_of_place:
-            self.out.write(f"  {change.place}\n")
-        self.out.write(f"    {change.headline()}\n")
+            self.out.write(f"  {self.paint(change.place, '')}\n")
+        self.out.write(f"    {self.paint(change.headline(), '')}\n")
         old = change.old.code if change.old else ""
         new = change.new.code if change.new else ""
         for line in unified_diff(old, new, self.ref, WORKING_TREE):

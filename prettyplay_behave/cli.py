@@ -21,7 +21,7 @@ compare (not a git repository, an unknown ref, a file that fails to load). ``pla
 features as behave does (PATH, ``--tags``, ``--name``, ``--include``, ``--exclude``, ``-D``, the
 config file of the working directory) and exits 1 under strict (``--strict``, the ``strict``
 setting or a ``@strict`` tag) when a step has no cached code, 2 when behave cannot read the
-features.
+features. Whatever a cache file holds is printed with its control characters escaped.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from pathlib import Path
 
 from .cache import DEFAULT_CACHE_DIR, CacheStore, StepEntry, load_file, update
 from .cache_diff import DiffError, diff
-from .errors import CacheError, ConfigError
+from .errors import CacheError, ConfigError, escape_controls
 from .parameters import parameterize
 from .safety.policy import check_code
 from .scaffold import DEFAULT_BASE_URL, ScaffoldError, init
@@ -81,7 +81,7 @@ def describe(entry: StepEntry) -> str:
     if entry.verdict is not None:
         notes.append(f"RED: {entry.verdict.label}: {entry.verdict.explanation}")
     tail = f"  ({'; '.join(notes)})" if notes else ""
-    return f"    {entry.kind:<6} {entry.origin:<9} {entry.sentence}{tail}"
+    return escape_controls(f"    {entry.kind:<6} {entry.origin:<9} {entry.sentence}{tail}")
 
 
 def list_entries(paths: Sequence[Path]) -> int:
@@ -91,7 +91,8 @@ def list_entries(paths: Sequence[Path]) -> int:
         summary = ", ".join(f"{count} {origin}" for origin, count in sorted(origins.items()))
         red = sum(entry.red for entry in library.entries)
         old = " (format 1: prettyplay cache migrate rewrites it)" if library.format == 1 else ""
-        print(f"{path}: {summary or 'no entries'}" + (f", {red} red" if red else "") + old)
+        head = f"{path}: {summary or 'no entries'}" + (f", {red} red" if red else "") + old
+        print(escape_controls(head))
         for entry in library.entries:
             print(describe(entry))
     return 0
@@ -110,7 +111,7 @@ def prune_obsolete(cache_dir: Path, features_dir: Path | None, dry_run: bool) ->
     for found in dead:
         by_file.setdefault(found.path, []).append(found.entry)
     for path, entries in by_file.items():
-        print(f"{path}:")
+        print(escape_controls(f"{path}:"))
         for entry in entries:
             print(describe(entry))
     if dry_run:
@@ -132,14 +133,14 @@ def drop_sentence(cache_dir: Path, sentence: str, dry_run: bool) -> int:
         doomed = [e for e in store.library(path).entries if e.sentence in (template, sentence)]
         if not doomed:
             continue
-        print(f"{path}:")
+        print(escape_controls(f"{path}:"))
         for entry in doomed:
             print(describe(entry))
         dropped += len(doomed)
         if not dry_run:
             store.drop(path, doomed)
     verb = "would be deleted (dry run)" if dry_run else "deleted"
-    print(f"{counted(dropped, 'entry')} of {sentence!r} {verb}")
+    print(f"{counted(dropped, 'entry')} of {sentence!r} {verb}")  # repr escapes
     return 0 if dropped else 1
 
 
@@ -151,7 +152,8 @@ def migrate(paths: Sequence[Path]) -> int:
             continue
         update(path, lambda library: None, check_code)
         after = load_file(path, check_code)
-        print(f"{path}: migrated to format 2 ({counted(len(after.entries), 'entry')})")
+        entries = counted(len(after.entries), "entry")
+        print(escape_controls(f"{path}: migrated to format 2 ({entries})"))
         migrated += 1
     print(f"{counted(migrated, 'file')} migrated")
     return 0
@@ -244,7 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"prettyplay: {exc}", file=sys.stderr)
         return 1
     except (DiffError, ScaffoldError, ConfigError) as exc:
-        print(f"prettyplay: {exc}", file=sys.stderr)
+        print(f"prettyplay: {escape_controls(str(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the output went to a pager or ``head`` that stopped reading
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

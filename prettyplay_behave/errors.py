@@ -11,13 +11,54 @@ A final error reads the same everywhere (behave's output, JUnit, the steering ba
     ---
     explanation: ...
     recommendation: ...
+
+Every message and render shows control characters escaped (:func:`escape_controls`): text a
+cache file, a page or the LLM supplied never moves a terminal's cursor or makes JUnit XML
+ill-formed. So does every record of the ``prettyplay`` logger (behave copies the log into its
+output and JUnit), once this module is imported, as every module that logs imports it.
 """
 
 from __future__ import annotations
 
+import logging
+import re
+
 from .vocabulary import FailureKind
 
 SECTION = "---"
+
+# C0 but tab and newline, DEL, C1 (a lone 0x9b is a terminal's CSI), the line and paragraph
+# separators, the bidirectional overrides (text that reads other than it runs), lone surrogates
+# (which no UTF-8 output can encode) and the two non-characters XML refuses.
+_CONTROLS = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]"
+)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with each control character written as its escape (``\\x1b``, ``\\u202e``);
+    newlines and tabs kept. Text without any comes back as it is."""
+    return _CONTROLS.sub(_escaped, text)
+
+
+class _EscapeControls(logging.Filter):
+    """Escapes the control characters of a record's message: its arguments may be a page's
+    text, a verdict of the LLM or a cache file's."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        escaped = escape_controls(message)
+        if escaped != message:
+            record.msg, record.args = escaped, ()
+        return True
+
+
+logging.getLogger("prettyplay").addFilter(_EscapeControls())
 
 
 class PrettyPlayError(Exception):
@@ -25,6 +66,9 @@ class PrettyPlayError(Exception):
     step's scenario entry (``entry``), so whoever handles it knows which step failed."""
 
     entry: object | None = None
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(escape_controls(a) if isinstance(a, str) else a for a in args))
 
 
 class ConfigError(PrettyPlayError):
@@ -100,7 +144,7 @@ class StepFailedError(PrettyPlayError):
             sections.append("\n".join(lines))
         if self.then:
             sections.append(f"… and {self.then}")
-        return f"\n{SECTION}\n".join(sections)
+        return escape_controls(f"\n{SECTION}\n".join(sections))
 
     def recast(
         self,
@@ -159,7 +203,7 @@ class ProductDefectError(_BehaveFailure):
 
 def describe_exception(exc: BaseException) -> tuple[str, str]:
     """Split an exception into the one-line ``error:`` text and the full underlying text."""
-    text = str(exc).strip()
+    text = escape_controls(str(exc).strip())
     first = text.splitlines()[0] if text else ""
     name = type(exc).__name__
     return (f"{name}: {first}" if first else name), (f"{name}: {text}" if text else name)

@@ -14,7 +14,8 @@ looked up as a run looks it up:
 
 No browser starts, no hook runs and nothing is sent. Under strict (``--strict``, the
 ``strict`` setting or a ``@strict`` tag) a step that would need the LLM exits 1, so CI can fail
-before it starts a browser.
+before it starts a browser. Names, sentences and notes are printed with their control characters
+escaped.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any, TextIO
 
 from ..cache import CACHE_FOLDER, CacheKey, CacheStore, StepEntry
 from ..config import PrettyConfig, TestConfig
+from ..errors import escape_controls
 from ..parameters import code_parameters
 from ..safety.policy import check_code
 from ..vocabulary import Word, counted
@@ -89,12 +91,15 @@ def plan(behave_args: Sequence[str], strict: bool, out: TextIO) -> int:
         step for feature in planned for scenario in feature.scenarios for step in scenario.steps
     ]
     for feature in planned:
-        out.write(f"{feature.filename}  (cache: {_shown(feature.cache_file)})\n")
+        # names and notes come from feature and cache files: their control characters escaped
+        out.write(escape_controls(f"{feature.filename}  (cache: {_shown(feature.cache_file)})\n"))
         for scenario in feature.scenarios:
-            out.write(f"  {scenario.name}{'  (strict)' if scenario.strict else ''}\n")
+            strict_note = "  (strict)" if scenario.strict else ""
+            out.write(escape_controls(f"  {scenario.name}{strict_note}") + "\n")
             for step in scenario.steps:
                 note = f"  ({step.note})" if step.note else ""
-                out.write(f"    {step.fate:<11} {step.keyword} {step.sentence}{note}\n")
+                line = f"    {step.fate:<11} {step.keyword} {step.sentence}{note}"
+                out.write(escape_controls(line) + "\n")
     scenarios = sum(len(feature.scenarios) for feature in planned)
     counts = Counter(step.fate for step in steps)
     shown = (Fate.REPLAY, Fate.REUSE, Fate.GENERATE, Fate.REPLAY_RED)

@@ -1,4 +1,5 @@
-"""The HTML report: one self-contained file (screenshots inline, no outside assets)."""
+"""The HTML report: one self-contained file (screenshots inline, no outside assets). Every text
+it shows is redacted where it may hold a secret, and has its control characters escaped."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..errors import escape_controls
 from ..resources import templates_folder
 from ..vocabulary import counted
 from .artifacts import TestArtifacts
@@ -43,6 +45,8 @@ def write_report(
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        # every value a page, a cache file or the LLM gave shows its control characters escaped
+        finalize=lambda value: escape_controls(value) if isinstance(value, str) else value,
     )
     environment.filters["redact"] = redact
     environment.filters["inline_png"] = _inline_png

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from colorama import Fore, Style
 
+from ..errors import escape_controls
 from ..llm.prices import PRICES_TAKEN, format_cost
 from ..llm.purposes import Purpose
 from ..vocabulary import FailureKind, Origin, StepStatus, counted
@@ -111,7 +112,7 @@ class RunSummary:
         lines.append(f"wall time: {self.wall_time:.1f} s")
         lines += [rewrite.line() for rewrite in self.rewritten]
         lines += self.turned_green
-        return lines
+        return [escape_controls(line) for line in lines]  # names and sentences of the features
 
     def cost_of(self, purpose: Purpose) -> str:
         """``$0.0031`` for a priced purpose, an empty text for an unpriced one."""

@@ -1,0 +1,271 @@
+"""Cache files planted by an attacker (a pull request, an unpacked archive): whatever they hold,
+no output shows a control character raw, any structure gives a CacheError naming the file (and a
+run still ends with its summary), and a lock file that is a link never reaches what it points to.
+
+Each hostile text is tried as a planted entry replayed strictly with no API key and, where the
+LLM could say it, as the LLM's answer."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore, RedVerdict
+from prettyplay_behave.safety.policy import check_code
+from tests.conftest import ROOT, BehaveProject
+from tests.support.attacks import MODES
+from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
+from tests.support.shop_steps import OPEN_SHOP
+
+# A terminal's clear-screen, title and bell, a C1 CSI, a NUL, a bidirectional override and a
+# lone surrogate (which no UTF-8 output can encode): each breaks a terminal, XML or the encoder.
+HOSTILE = "shop\x1b[2J\x1b]0;owned\x07 gone\x9b31m \x00 \u202e \ud800 end"
+# what each output shows instead: the same characters escaped
+SHOWN = "shop\\x1b[2J\\x1b]0;owned\\x07 gone\\x9b31m \\x00 \\u202e \\ud800 end"
+RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+RAW_BYTES = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|\xe2\x80[\xaa-\xae]")
+
+FEATURE = """\
+Feature: Shop
+  Scenario: Visit
+    Given I open the shop
+    Then the shop is open
+"""
+TEST = "shop.feature::Visit"
+RED_CHECK = "def step(page) -> None:\n    assert False, 'the shop is closed'\n"
+
+
+def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """``prettyplay ARGS`` in a process of its own (prettyplay from this checkout), its output as
+    the bytes it wrote."""
+    return subprocess.run(
+        [sys.executable, "-m", "prettyplay_behave.cli", *args],
+        cwd=cwd, capture_output=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+
+
+def set_in_file(path: Path, change: object) -> None:
+    """Rewrite a cache file's JSON as an attacker would (ASCII escapes: any character fits)."""
+    document = json.loads(path.read_text(encoding="utf-8"))
+    change(document)  # type: ignore[operator]
+    path.write_text(json.dumps(document, indent=2), encoding="utf-8")
+
+
+def strings(value: object) -> Iterator[str]:
+    """Every string a decoded JSON document holds."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, (list, dict)):
+        for item in value.values() if isinstance(value, dict) else value:
+            yield from strings(item)
+
+
+def plant_red(cache_dir: Path) -> Path:
+    """The shop's steps, the check remembered red with a hostile verdict."""
+    store = CacheStore(cache_dir, validate=check_code)
+    store.write(CacheEntry(CacheKey(TEST, "step", "I open the shop"), OPEN_SHOP, "generated"))
+    verdict = RedVerdict("product_defect", "placeholder", "placeholder")
+    key = CacheKey(TEST, "expect", "the shop is open")
+    store.write(CacheEntry(key, RED_CHECK, "generated", verdict=verdict))
+    path = store.path_for(TEST)
+
+    def hostile(document: dict) -> None:
+        for entry in document["steps"]:
+            if "verdict" in entry:
+                entry["verdict"]["explanation"] = HOSTILE
+                entry["verdict"]["recommendation"] = HOSTILE
+
+    set_in_file(path, hostile)
+    assert "\\u001b" in path.read_text()  # the file holds the escape only as JSON spells it
+    return path
+
+
+# -- 1: control characters in stored text reach no output raw -----------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_hostile_verdict_reaches_no_output_raw(
+    mode: str, project: BehaveProject, shop, llm: ScriptedLLMServer
+) -> None:
+    project.write("features/shop.feature", FEATURE)
+    if mode == "planted":
+        plant_red(project.cache_dir)
+        env: dict[str, str] = {}
+        strict: tuple[str, ...] = ("-D", "prettyplay.strict=true")
+    else:
+        store = CacheStore(project.cache_dir, validate=check_code)
+        store.write(CacheEntry(CacheKey(TEST, "step", "I open the shop"), OPEN_SHOP, "generated"))
+        llm.on("generate", code_answer(RED_CHECK))
+        llm.on("gate", CLEAN_GATE, repeat=True)
+        verdict = {"label": "product_defect", "explanation": HOSTILE, "recommendation": HOSTILE}
+        llm.on("classify", json_answer(verdict), repeat=True)
+        env, strict = llm.env, ()
+    result = project.run(
+        "-o", "-", "-f", "json", "-o", "behave.json", "--junit", "--junit-directory=junit",
+        "-D", f"prettyplay.base_url={shop.url}", "-D", "prettyplay.report_dir=report",
+        "-D", "prettyplay.generation_attempts=1", *strict, env=env, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 1, result
+    if mode == "planted":
+        assert not llm.requests  # replayed red from the file, with no request
+    # the terminal: the verdict is there, escaped, and the run's summary follows it
+    assert "ProductDefectError" in result.output and SHOWN in result.output, result
+    assert "prettyplay: 1 test (1 failed)" in result.output, result
+    assert not RAW.search(result.output), repr(RAW.search(result.output))
+    # JUnit is well-formed XML and carries the escaped verdict
+    junit = list((project.root / "junit").glob("*.xml"))
+    assert junit
+    for path in junit:
+        ET.parse(path)  # raises on ill-formed XML
+    assert any(SHOWN in ET.tostring(ET.parse(p).getroot(), "unicode") for p in junit)
+    # behave's JSON: its error message decodes to the escaped text
+    texts = list(strings(json.loads((project.root / "behave.json").read_text(encoding="utf-8"))))
+    assert any(SHOWN in text for text in texts) and not any(RAW.search(t) for t in texts)
+    # every file the run wrote outside the cache holds no control character
+    files = [p for p in project.root.rglob("*") if p.is_file() and p.suffix in (".xml", ".json")]
+    files += [project.root / "report" / "report.html"]
+    for path in files:
+        assert not RAW_BYTES.search(path.read_bytes()), path
+    assert SHOWN in (project.root / "report" / "report.html").read_text(encoding="utf-8")
+    if mode == "planted":
+        return
+    # the cache keeps the LLM's verdict, its control characters escaped
+    stored = json.loads((project.cache_dir / "shop.feature.json").read_text(encoding="utf-8"))
+    assert [e["verdict"]["explanation"] for e in stored["steps"] if "verdict" in e] == [SHOWN]
+
+
+def test_cache_list_check_plan_and_diff_show_planted_text_escaped(
+    project: BehaveProject,
+) -> None:
+    project.write(
+        "features/shop.feature", FEATURE.replace("    Then", "    And I look around\n    Then")
+    )
+    plant_red(project.cache_dir)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], cwd=project.root, check=True)
+    subprocess.run([*git, "add", "features/shop.feature"], cwd=project.root, check=True)
+    subprocess.run([*git, "commit", "-qm", "features"], cwd=project.root, check=True)
+    # a second file, named and worded by the attacker, that serves a step of the feature
+    hostile_name = project.cache_dir / "x\x1b[2J\x07.feature.json"
+    CacheStore(project.cache_dir, validate=check_code).write(
+        CacheEntry(CacheKey("x\x1b[2J\x07.feature::Any", "step", "I look around"),
+                   'def step(page) -> None:\n    page.goto("/\x1b[2J")\n', "generated")
+    )  # fmt: skip
+    assert hostile_name.exists()
+    outputs = {
+        "cache list": cli(project.root, "cache", "list"),
+        "check": cli(project.root, "check"),
+        "plan": cli(project.root, "plan"),
+        "cache diff": cli(project.root, "cache", "diff"),
+    }
+    for name, done in outputs.items():
+        assert done.returncode in (0, 1), (name, done)
+        assert not RAW_BYTES.search(done.stdout + done.stderr), (name, done.stdout)
+    listed = outputs["cache list"].stdout.decode()
+    assert f"RED: product_defect: {SHOWN}" in listed, listed
+    assert "x\\x1b[2J\\x07.feature.json" in listed, listed
+    assert "2 cache files, 3 entries checked, 0 files refused" in outputs["check"].stdout.decode()
+    planned = outputs["plan"].stdout.decode()
+    assert "reuse       And I look around  (the entry of " in planned, planned
+    assert "x\\x1b[2J\\x07.feature.json)" in planned, planned
+    diffed = outputs["cache diff"].stdout.decode()
+    assert 'page.goto("/\\x1b[2J")' in diffed, diffed
+
+
+# -- 2: any structure gives a CacheError naming the file ----------------------------------------
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+
+
+def test_a_deeply_nested_file_is_a_cache_error_and_the_run_keeps_its_summary(
+    project: BehaveProject, shop
+) -> None:
+    project.write("features/shop.feature", FEATURE)
+    path = project.cache_dir / "shop.feature.json"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(DEEP)
+    result = project.run("-D", f"prettyplay.base_url={shop.url}", timeout=120)
+    assert result.returncode == 1, result
+    message = f"CacheError: {path.resolve()}: the JSON nests too deeply to be a cache file"
+    assert message in result.output, result
+    assert "RecursionError" not in result.output, result  # behave's traceback is of the CacheError
+    # after_all ran to its end: the summary, and why the obsolete entries are unknown
+    assert "prettyplay: 1 test (1 failed)" in result.output, result
+    assert "obsolete entries unknown: " in result.output, result
+    assert path.read_bytes() == DEEP
+    for args in (("check",), ("cache", "list"), ("plan",)):
+        done = cli(project.root, *args)
+        out = (done.stdout + done.stderr).decode()
+        assert done.returncode == 1, (args, out)
+        assert "the JSON nests too deeply to be a cache file" in out, (args, out)
+        assert "shop.feature.json" in out and "Traceback" not in out, (args, out)
+
+
+# -- 3: a lock file is never followed through a link --------------------------------------------
+
+
+@pytest.fixture
+def victim(tmp_path: Path) -> Path:
+    outside = tmp_path / "outside" / "precious.txt"
+    outside.parent.mkdir()
+    outside.write_text("the user's own file\n")
+    return outside
+
+
+def test_a_planted_lock_link_leaves_its_target_untouched_on_prune(
+    project: BehaveProject, victim: Path
+) -> None:
+    project.write("features/shop.feature", FEATURE)
+    store = CacheStore(project.cache_dir, validate=check_code)
+    store.write(CacheEntry(CacheKey(TEST, "step", "I open the shop"), OPEN_SHOP, "generated"))
+    store.write(CacheEntry(CacheKey(TEST, "step", "I left long ago"), OPEN_SHOP, "generated"))
+    lock = project.cache_dir / "shop.feature.json.lock"
+    lock.unlink()
+    lock.symlink_to(victim)
+    before = (project.cache_dir / "shop.feature.json").read_bytes()
+    done = cli(project.root, "cache", "prune")
+    err = done.stderr.decode()
+    assert done.returncode == 1, err
+    assert f"{Path('features/.prettyplay/shop.feature.json.lock')}: the lock file is a " in err
+    assert f"symbolic link (to {victim}); prettyplay never follows one: delete the link" in err
+    assert victim.read_text() == "the user's own file\n"
+    assert (project.cache_dir / "shop.feature.json").read_bytes() == before
+    assert lock.is_symlink()
+
+
+def test_a_planted_lock_link_leaves_its_target_untouched_on_generation(
+    project: BehaveProject, shop, llm: ScriptedLLMServer, victim: Path
+) -> None:
+    project.write("features/shop.feature", FEATURE.replace("    Then the shop is open\n", ""))
+    project.cache_dir.mkdir(parents=True)
+    lock = project.cache_dir / "shop.feature.json.lock"
+    lock.symlink_to(victim)
+    llm.on("generate", code_answer(OPEN_SHOP))
+    llm.on("gate", CLEAN_GATE, repeat=True)
+    result = project.run("-D", f"prettyplay.base_url={shop.url}", env=llm.env, timeout=120)
+    assert result.returncode == 1, result
+    assert "the lock file is a symbolic link" in result.output, result
+    assert victim.read_text() == "the user's own file\n"
+    assert not (project.cache_dir / "shop.feature.json").exists()
+    assert "prettyplay: 1 test (1 failed)" in result.output, result
+
+
+@pytest.mark.skipif(os.name == "nt", reason="hard links of a test's own files: POSIX")
+def test_a_lock_file_hard_linked_to_another_file_is_refused(tmp_path: Path, victim: Path) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    os.link(victim, cache / "bounds.json.lock")
+    store = CacheStore(cache, validate=check_code)
+    with pytest.raises(Exception, match="the lock file is not a file of its own"):
+        store.write(
+            CacheEntry(CacheKey("bounds", "step", "I open the shop"), OPEN_SHOP, "generated")
+        )
+    assert victim.read_text() == "the user's own file\n"
