@@ -363,6 +363,8 @@ def parse(path: Path, raw: bytes, validate: Validate) -> Library:
     except RecursionError:
         # json's parser recurses per level; a file of arrays in arrays runs out of stack.
         raise CacheError(f"{path}: the JSON nests too deeply to be a cache file") from None
+    except ValueError as exc:  # a number past the digits Python converts (sys.int_info)
+        raise CacheError(f"{path}: a value cannot be read: {exc}") from None
     return _parse_document(path, document, validate)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -608,3 +609,98 @@ def test_a_held_lock_times_out_with_a_cache_error(tmp_path: Path) -> None:
         store(tmp_path, lock_timeout=0.1).write(entry("open the shop"))
     assert lock in str(raised.value)
     assert not path.exists()
+
+
+# -- planted files: any structure a CacheError naming the file, text read escaped --------------
+
+NESTED = "[" * 100_000 + "]" * 100_000
+PLANTED = {
+    "arrays in arrays": (NESTED, "the JSON nests too deeply to be a cache file"),
+    "objects in objects": ('{"a":' * 100_000 + "1" + "}" * 100_000, "nests too deeply"),
+    "nested steps": (f'{{"format": 2, "steps": {NESTED}}}', "nests too deeply"),
+    "a number past Python's digits": pytest.param(
+        '{"format": ' + "9" * 5_000 + "}",
+        "a value cannot be read: Exceeds the limit",
+        marks=pytest.mark.skipif(
+            not hasattr(sys, "get_int_max_str_digits"), reason="Python before 3.10.7: no limit"
+        ),
+    ),
+    # parsed, but too deep or too big to print whole in the message
+    "a deep format": (
+        '{"format": ' + "[" * 900 + "]" * 900 + "}",
+        r"cache format \[\[\[\.\.\.\]\]\]",
+    ),
+    "a deep occurrence": (
+        document(raw_entry(scenario="S", occurrence=[[[[[[[1]]]]]]])),
+        r"not \[\[\[\.\.\.\]\]\]",
+    ),
+    "a long unknown kind": (
+        document(raw_entry(kind="k" * 100_000)),
+        r"unknown kind 'k{10,200}\.\.\.",
+    ),
+    "many unknown fields": (
+        document(raw_entry(**{f"f{n}": 1 for n in range(10_000)})),
+        r"unknown fields \['f0', 'f1', 'f10', 'f100', \.\.\.\]",
+    ),
+}
+
+
+@pytest.mark.parametrize("content, message", PLANTED.values(), ids=list(PLANTED))
+def test_any_planted_structure_is_a_cache_error_naming_the_file(
+    tmp_path: Path, content: str, message: str
+) -> None:
+    path = write_raw(tmp_path, content)
+    with pytest.raises(CacheError, match=message) as raised:
+        store(tmp_path).lookup(entry("open the shop").key)
+    assert str(raised.value).startswith(f"{path}: ")
+    assert len(str(raised.value)) < 1_000
+    assert path.read_bytes() == content.encode()
+
+
+HOSTILE = "a\x1b[2J\x07\x00\x9b\u202e\ud800 b\tc\nd"
+SHOWN = "a\\x1b[2J\\x07\\x00\\x9b\\u202e\\ud800 b\tc\nd"
+
+
+def test_the_text_an_entry_describes_itself_with_is_read_escaped(tmp_path: Path) -> None:
+    verdict = {"label": "incurable", "explanation": HOSTILE, "recommendation": HOSTILE}
+    fields = {"model": HOSTILE, "written": HOSTILE, "verdict": verdict}
+    write_raw(tmp_path, json.dumps({"format": 2, "steps": [raw_entry(scenario="S", **fields)]}))
+    found = store(tmp_path).library(cache_file(tmp_path)).entries[0]
+    assert found.verdict == RedVerdict("incurable", SHOWN, SHOWN)
+    assert (found.model, found.written) == (SHOWN, SHOWN)
+    # the red verdict the LLM gave is kept escaped too, so the file can always be written
+    assert RedVerdict("incurable", HOSTILE).explanation == SHOWN
+
+
+def test_the_text_a_step_is_matched_by_is_kept_as_written(tmp_path: Path) -> None:
+    sentence = "open the\x1b shop"
+    write_raw(tmp_path, document(raw_entry(sentence=sentence)))
+    found = store(tmp_path).library(cache_file(tmp_path)).entries[0]
+    assert found.sentence == sentence  # shown escaped, matched as written
+
+
+def test_a_cache_error_shows_a_hostile_file_name_escaped(tmp_path: Path) -> None:
+    path = tmp_path / "cache" / "x\x1b[2J.json"
+    path.parent.mkdir()
+    path.write_text("{")
+    with pytest.raises(CacheError) as raised:
+        load_file(path, refuse_imports)
+    assert "x\\x1b[2J.json: the JSON ends early" in str(raised.value)
+
+
+@pytest.mark.parametrize("link", ["symbolic", "hard"])
+def test_a_lock_file_that_reaches_another_file_is_refused_and_that_file_untouched(
+    tmp_path: Path, link: str
+) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the user's own file\n")
+    lock = Path(f"{cache_file(tmp_path)}.lock")
+    lock.parent.mkdir(parents=True)
+    if link == "symbolic":
+        lock.symlink_to(victim)
+    else:
+        os.link(victim, lock)
+    with pytest.raises(CacheError, match=f"^{lock}: the lock file is "):
+        store(tmp_path).write(entry("open the shop"))
+    assert victim.read_text() == "the user's own file\n"
+    assert not cache_file(tmp_path).exists()
