@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from ..llm.client import Answer, LLMClient
     from ..llm.prompts import Prompts
     from ..safety.secrets import Secrets
+    from .memory import Judgment
     from .renames import Proposal
     from .state import TestState
     from .step import GroupStepRecord, ScenarioEntry
@@ -142,7 +143,7 @@ class Advisor:
     # -- verdicts ------------------------------------------------------------------------------
 
     def classify(
-        self, test: TestState, entry: ScenarioEntry, earlier: tuple[str, Verdict] | None = None
+        self, test: TestState, entry: ScenarioEntry, earlier: Judgment | None = None
     ) -> Verdict:
         """One classify request about a red step: the scenario so far with the code that ran
         for each step (and what it did to the page, with its gate's notes), the step's history,

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import logging
 import re
-import time
-from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -51,16 +49,17 @@ from ..parameters import code_parameters
 from ..safety.secrets import Secrets, secret_names
 from ..vocabulary import Origin, Outcome, StepLabel, StepStatus
 from .advisor import Advisor, verdict_failure
+from .clean_page import CleanPage
 from .execute import execute, follow_tabs
 from .history import Attempt
 from .hooks import Events
+from .memory import GreenCode, HealedCode, Judgment, Place, RunMemory, feature_of
 from .renames import Proposal, Rename, apply, locator_changes, renamed_here
 from .state import TestState
-from .steering import Steering, StuckStep, steering_allowed
-from .step import ScenarioEntry, StepIdentity, StepSpec
+from .steering import Steering, steering_allowed, stuck_step
+from .step import ScenarioEntry, StepSpec
 
 if TYPE_CHECKING:
-    from ..browser.snapshot import PageState
     from ..cache import CacheKey
 
 STRICT = " (strict: replay only)"
@@ -85,19 +84,7 @@ class Engine:
         self.secrets = secrets
         self.steering = steering
         self.cache_writes = 0  # entries written (changed) in this run
-        # what went green in this run, by step family: (test, sentence, code), newest first
-        self.green: dict[StepIdentity, list[tuple[str, str, str]]] = {}
-        # the code that last rewrote a step's entry in this run: (test, code)
-        self.heals: dict[StepIdentity, tuple[str, str]] = {}
-        # which steps (test, occurrence) a library entry served green in this run
-        self.served: dict[tuple[Path, tuple[object, ...]], set[tuple[str, int]]] = {}
-        # gated renames of entries, tried first when their step comes up (see ``renames``)
-        self.renamed: dict[tuple[Path, tuple[object, ...]], Rename] = {}
-        self.spread: set[tuple[str, str]] = set()  # the locator changes already spread
-        # the last verdict of each failure signature in this run: (sentence, verdict)
-        self.judged: dict[tuple[str, str], tuple[str, Verdict]] = {}
-        # the recovery cycles each group prompt of each test had: (test, prompt) -> cycles
-        self.recovery_cycles: Counter[tuple[str, str]] = Counter()
+        self.memory = RunMemory()
 
     def perform(self, test: TestState, spec: StepSpec, group: str | None = None) -> ScenarioEntry:
         """Perform one step of ``test`` (a member of ``group``, when given); its scenario
@@ -139,13 +126,14 @@ class Engine:
             entry.requests += usage.requests - before.requests
             entry.tokens += usage.total_tokens - before.total_tokens
 
+    def place(self, test: TestState, cached: StepEntry) -> Place:
+        """Where a library entry of ``test``'s cache file is."""
+        return self.cache.path_for(test.name), cached.identity
+
     def _went_green(self, test: TestState, entry: ScenarioEntry) -> None:
-        known = self.green.setdefault(entry.spec.family, [])
-        found = (test.name, entry.sentence, entry.code)
-        known[:] = [found, *(k for k in known if k[1:] != found[1:])]
-        if entry.cached is not None:
-            place = (self.cache.path_for(test.name), entry.cached.identity)
-            self.served.setdefault(place, set()).add((test.name, entry.key.occurrence))
+        place = self.place(test, entry.cached) if entry.cached is not None else None
+        found = GreenCode(test.name, entry.sentence, entry.code)
+        self.memory.went_green(entry.spec.family, found, place, entry.key.occurrence)
 
     def _served_elsewhere(self, test: TestState, entry: ScenarioEntry) -> bool:
         """Whether the shared library entry this step replayed went green for another step of
@@ -153,18 +141,16 @@ class Engine:
         cached = entry.cached
         if cached is None or cached.scenario is not None:
             return False
-        served = self.served.get((self.cache.path_for(test.name), cached.identity), set())
-        return bool(served - {(test.name, entry.key.occurrence)})
+        return self.memory.served_elsewhere(
+            self.place(test, cached), test.name, entry.key.occurrence
+        )
 
     def proven(self, test: TestState, entry: ScenarioEntry) -> list[tuple[str, str]]:
         """Code for the same step that went green in this run (the same feature's first, newest
         first), then the entries other features' libraries keep for it: (where, code). Code
         that spells its values out serves only a step with those values."""
-        feature = _feature(test.name)
-        known = sorted(
-            self.green.get(entry.spec.family, []), key=lambda k: _feature(k[0]) != feature
-        )
-        found = [(where, code) for where, sentence, code in known if _fits(entry, sentence, code)]
+        known = self.memory.green_for(entry.spec.family, feature_of(test.name))
+        found = [(k.test, k.code) for k in known if _fits(entry, k.sentence, k.code)]
         own = self.cache.path_for(test.name)
         for path, other in self.cache.everywhere():
             if path == own or other.red or other.scenario is not None:
@@ -185,10 +171,7 @@ class Engine:
     def next_recovery_cycle(self, test: TestState, prompt: str) -> bool:
         """Start one more recovery cycle of the group ``prompt`` in ``test``; False once the
         test's ``healing_attempts`` cycles for that prompt are spent."""
-        if self.recovery_cycles[test.name, prompt] >= test.config.healing_attempts:
-            return False
-        self.recovery_cycles[test.name, prompt] += 1
-        return True
+        return self.memory.next_recovery_cycle(test.name, prompt, test.config.healing_attempts)
 
     def write(self, test: TestState, entry: ScenarioEntry, code: str, origin: Origin) -> None:
         """Keep ``code`` as the step's cache entry, with its origin: in the feature's library,
@@ -220,7 +203,7 @@ class Engine:
         if entry.replaced is None and replaced is not None:
             entry.replaced = replaced  # the code the run found there, for a review of the change
         if origin in (Origin.HEALED, Origin.RECOVERED, Origin.STEERED):
-            self.heals[entry.spec.family] = (test.name, code)
+            self.memory.heals[entry.spec.family] = HealedCode(test.name, code)
             if replaced is not None:
                 self.spread_renames(test, entry, replaced, code)
         entry.code, entry.origin, entry.cached = code, origin, written
@@ -269,9 +252,9 @@ class Engine:
         """One heal per rename: the locators the heal changed are changed in every other entry
         of the cache that names them, judged by the gate in one request (see ``renames``)."""
         changes = locator_changes(old, new)
-        if not changes or test.config.strict or set(changes) <= self.spread:
+        if not changes or test.config.strict or set(changes) <= self.memory.spread:
             return
-        self.spread.update(changes)
+        self.memory.spread.update(changes)
         own = self.cache.path_for(test.name), entry.cached.identity if entry.cached else None
         proposals: list[tuple[Path, StepEntry, str]] = []
         for path, other in self.cache.everywhere():
@@ -286,7 +269,7 @@ class Engine:
         passed = self.advisor.gate_batch(test, entry, changes, batch)
         for (path, other, changed), ok in zip(proposals, passed, strict=True):
             if ok:
-                self.renamed[(path, other.identity)] = Rename(
+                self.memory.renames[(path, other.identity)] = Rename(
                     changed, tuple(changes), entry.sentence
                 )
         record(
@@ -301,102 +284,18 @@ class Engine:
         """The steering gate: True when the part behind it made the step green."""
         if self.steering is None or not steering_allowed(test.config, self.advisor.available):
             return False
-        return self.steering.steer(self._stuck(test, entry, failure))
-
-    def restore(self, test: TestState) -> str:
-        """The page as it was before the step under way: a fresh context, the scenario's earlier
-        steps replayed from the code that ran for them. What the next request is told of it."""
-        started = time.monotonic()
-        assert test.renew is not None
-        test.renew(test)
-        earlier = [e for e in test.scenario if e.code and e.outcome is not StepStatus.FAILED]
-        for entry in earlier:
-            attempt = self.execute(test, entry.spec, entry.code, at_once=True)
-            if attempt.outcome is not Outcome.GREEN:
-                record(
-                    logging.WARNING,
-                    "page_not_restored",
-                    "the clean page could not be rebuilt: the earlier step %r went red when "
-                    "replayed (%s)",
-                    entry.sentence,
-                    attempt.headline,
-                )
-                return (
-                    "an earlier attempt of this step changed the page; on a fresh page the earlier "
-                    f"step {entry.sentence!r} went red when replayed ({attempt.headline}), so the "
-                    "page below is where that replay stopped"
-                )
-        record(
-            logging.INFO,
-            "page_restored",
-            "a clean page: a fresh context, the earlier steps replayed (%d) in %.0f ms",
-            len(earlier),
-            (time.monotonic() - started) * 1000,
-        )
-        steps = f"{len(earlier)} earlier step{'' if len(earlier) == 1 else 's'} replayed"
-        return (
-            "an earlier attempt of this step changed the page, so the page was brought back to "
-            f"where this step started: a fresh browser context, {steps}"
-        )
-
-    def _stuck(
-        self, test: TestState, entry: ScenarioEntry, failure: IncurableStepError
-    ) -> StuckStep:
-        once = replace(entry.spec, tries=1)  # the settle window never re-arms inside the dialog
-        seen: dict[str, PageState] = {}  # the page as it was before the last execution
-        # every turn starts on the page as it was before the step: the failed attempts and
-        # each red turn may have changed it
-        turns = StepCycle(self, test, entry)
-        turns.dirty = test.renewable
-
-        def ask(guidance: str) -> str | Attempt:
-            seen["before"] = turns.clean_page()
-            try:
-                return self.advisor.code(
-                    Purpose.STEER,
-                    test,
-                    entry,
-                    guidance=guidance,
-                    page=seen["before"],
-                    restored=turns.restored,
-                )
-            except CannotAnswer as cannot:  # the engineer reads it and guides again
-                url = test.page.url
-                return Attempt(Outcome.UNPARSEABLE, url, url, "", f"CANNOT: {cannot.reason}")
-
-        def execute(code: str) -> Attempt:
-            if "before" not in seen:  # a part that runs code it did not ask for
-                seen["before"] = self.advisor.page_state(test)
-            attempt = self.execute(test, once, code)
-            turns.dirty = True
-            return attempt
 
         def keep(code: str, guidance: str) -> None:
             entry.guidance = guidance  # for the report; never in the cache
             self.write(test, entry, code, Origin.STEERED)
             explanation = f"healed interactively with the engineer's guidance: {guidance}"
             self.events.on_healed(
-                sentence=entry.sentence,
-                explanation=explanation,
-                step=entry,
-                test=test,
+                sentence=entry.sentence, explanation=explanation, step=entry, test=test,
                 verdict=None,
-            )
+            )  # fmt: skip
 
-        return StuckStep(
-            entry=entry,
-            failure=failure,
-            current_page=lambda: test.page,
-            ask=ask,
-            execute=execute,
-            gate=lambda green, guidance: self.advisor.gate(
-                test, entry, green, seen["before"], guidance=guidance
-            ),
-            keep=keep,
-            snapshot=lambda: self.secrets.redact(test.page.locator("body").aria_snapshot()),
-            redact=self.secrets.redact,
-            pictures=not test.uses_secrets or test.config.screenshot == "on",
-        )
+        stuck = stuck_step(test, entry, failure, self.advisor, self.secrets, self.execute, keep)
+        return self.steering.steer(stuck)
 
 
 def after_request(
@@ -435,14 +334,6 @@ def failure_signature(attempt: Attempt) -> tuple[str, str] | None:
     return re.sub(r"\d+", "N", lines[0]), locator
 
 
-def _same_page(state: PageState, other: PageState) -> bool:
-    return (state.url, state.title, state.snapshot) == (other.url, other.title, other.snapshot)
-
-
-def _feature(test_name: str) -> str:
-    return test_name.partition("::")[0]
-
-
 class StepCycle:
     """One step's way through the cycle."""
 
@@ -455,9 +346,7 @@ class StepCycle:
         self.spec = entry.spec
         self.history = entry.history
         self.in_recoverable_group = entry.group is not None and not test.config.strict
-        self.start: PageState | None = None  # the page before the step's first attempt
-        self.dirty = False  # an execution of this step changed the page since
-        self.restored = ""  # what the next code request is told of the page it starts on
+        self.page = CleanPage(test, engine.advisor, engine.execute)
         self.fixable: Verdict | None = None  # a failed check's verdict, for the next generation
 
     def perform(self) -> None:
@@ -512,7 +401,7 @@ class StepCycle:
             raise self.incurable("the cached step failed" + why, attempt)
         if self.in_recoverable_group:
             raise self.incurable("the cached step failed", attempt)
-        self.dirty = attempt.url_before != attempt.url_after  # the heal starts where it started
+        self.page.dirty = attempt.url_before != attempt.url_after  # the heal starts where it did
         with self.asking("the cached step failed", "the classification"):
             verdict = self.classify()
         if self.config.strict:
@@ -524,15 +413,15 @@ class StepCycle:
     def renamed(self, cached: StepEntry) -> bool:
         """A rename a heal of this run found for this entry, tried first where the page shows
         it; green, it is written as healed with no request."""
-        place = (self.engine.cache.path_for(self.test.name), cached.identity)
-        rename = self.engine.renamed.get(place)
+        place = self.engine.place(self.test, cached)
+        rename = self.engine.memory.renames.get(place)
         if rename is None or self.config.strict or not renamed_here(self.test.page, rename.changes):
             return False
         attempt = self.engine.execute(self.test, self.spec, rename.code, at_once=True)
         if attempt.outcome is not Outcome.GREEN:
             self.history.append(attempt)
             return False
-        del self.engine.renamed[place]
+        self.engine.memory.take_rename(place)
         explanation = f"healed with the rename that healed {rename.source!r} in this run"
         self.entry.healed_by = explanation
         record(logging.INFO, "healing", "%r %s", self.spec.sentence, explanation)
@@ -587,10 +476,10 @@ class StepCycle:
         one at once: a green earlier step is no reason to heal this one (a product defect
         stays a product defect)."""
         signature = failure_signature(self.history[-1])
-        judged = self.engine.judged.get(signature) if signature else None
+        judged = self.engine.memory.judgments.get(signature) if signature else None
         verdict = self.advisor.classify(self.test, self.entry, judged)
         if signature and not verdict.degraded:
-            self.engine.judged[signature] = (self.spec.sentence, verdict)
+            self.engine.memory.judgments[signature] = Judgment(self.spec.sentence, verdict)
         root = verdict.root_step
         earlier = {entry.sentence for entry in self.test.scenario}
         blames_earlier = bool(root) and root != self.spec.sentence and root in earlier
@@ -620,7 +509,7 @@ class StepCycle:
         kept as ``reused`` (it was gated for this sentence), with no LLM request."""
         proven = self.engine.proven(self.test, self.entry)[:MAX_REUSE_TRIES]
         if proven:  # a red try must not leave its change to what comes after it
-            self.start = self.advisor.page_state(self.test)
+            self.page.mark_start()
         for source, code in proven:
             attempt = self.engine.execute(self.test, self.spec, code)
             if attempt.outcome is Outcome.GREEN:
@@ -638,10 +527,10 @@ class StepCycle:
 
     def reuse_heal(self, cached: StepEntry) -> bool:
         """A red replay first tries the code that healed the same step earlier in this run."""
-        known = self.engine.heals.get(self.spec.family)
-        if known is None or known[1] == cached.code:
+        known = self.engine.memory.heals.get(self.spec.family)
+        if known is None or known.code == cached.code:
             return False
-        source, code = known
+        source, code = known.test, known.code
         attempt = self.engine.execute(self.test, self.spec, code)
         if attempt.outcome is not Outcome.GREEN:
             self.history.append(attempt)
@@ -715,19 +604,20 @@ class StepCycle:
         loop, so an assertion the product fails is never silently regenerated; a ``fixable``
         verdict rides the next generation. A ``CANNOT:`` answer ends the step at once.
         """
-        before = self.clean_page()
+        before = self.page.get()
         try:
             with self.asking("the step's last attempt failed", f"the {purpose} request"):
                 code = self.advisor.code(
-                    purpose, self.test, self.entry, verdict, page=before, restored=self.restored
-                )
+                    purpose, self.test, self.entry, verdict, page=before,
+                    restored=self.page.restored,
+                )  # fmt: skip
         except CannotAnswer as cannot:
             raise self.cannot(cannot.reason) from None
         if isinstance(code, Attempt):
             self.history.append(code)
             return False
         attempt = self.engine.execute(self.test, self.spec, code)
-        self.dirty = True  # whatever it did, the next attempt compares the page with the start
+        self.page.dirty = True  # whatever it did, the next attempt compares the page with the start
         if attempt.outcome is Outcome.GREEN:
             attempt = self.advisor.gate(self.test, self.entry, attempt, before, verdict=verdict)
         if attempt.outcome is not Outcome.GREEN:
@@ -744,34 +634,6 @@ class StepCycle:
         self.entry.notes = list(self.test.notes)  # what the green run met: dialogs
         self.engine.write(self.test, self.entry, code, origin)
         return True
-
-    def clean_page(self) -> PageState:
-        """The page an attempt starts on: the page as it was before the step's first attempt.
-        Where an earlier execution of the step changed it, a fresh context with the scenario's
-        earlier steps replayed brings it back, and the request says so."""
-        state = self.advisor.page_state(self.test)
-        self.restored = ""
-        if self.start is None and not self.dirty:
-            self.start = state
-            return state
-        self.dirty = False
-        if self.start is not None and _same_page(state, self.start):
-            return state
-        if not self.test.renewable:
-            why = (
-                "the page was handed in"
-                if self.test.renew is None
-                else "a step or hook outside prettyplay used the page"
-            )
-            self.restored = (
-                f"an earlier attempt of this step changed the page, and it cannot be brought back "
-                f"({why}): the page below is as that attempt left it"
-            )
-            return state
-        self.restored = self.engine.restore(self.test)
-        state = self.advisor.page_state(self.test)
-        self.start = self.start or state
-        return state
 
     def cannot(self, reason: str) -> IncurableStepError:
         """The step ends at once: the model answered that it cannot be written. The code kept

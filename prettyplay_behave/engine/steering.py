@@ -11,17 +11,25 @@ code with guidance, run code once on the live page, gate a green candidate, keep
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from ..config import in_ci
+from ..llm.answers import CannotAnswer
+from ..llm.purposes import Purpose
+from ..vocabulary import Outcome
+from .clean_page import CleanPage, Run
+from .history import Attempt
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
 
+    from ..browser.snapshot import PageState
     from ..config import TestConfig
     from ..errors import IncurableStepError
-    from .history import Attempt
+    from ..safety.secrets import Secrets
+    from .advisor import Advisor
+    from .state import TestState
     from .step import ScenarioEntry
 
 
@@ -57,3 +65,57 @@ class Steering(Protocol):
 def steering_allowed(config: TestConfig, llm_available: bool) -> bool:
     """The gate's rules: opt-in, never strict, never in CI, never without the LLM."""
     return config.interactive and not config.strict and not in_ci() and llm_available
+
+
+def stuck_step(
+    test: TestState,
+    entry: ScenarioEntry,
+    failure: IncurableStepError,
+    advisor: Advisor,
+    secrets: Secrets,
+    run: Run,
+    keep: Callable[[str, str], None],
+) -> StuckStep:
+    """What a steering part gets for ``entry``: each turn starts on the page as it was before
+    the step (the failed attempts and each red turn may have changed it); ``run`` executes code
+    on the test's page, ``keep`` writes code back as steered with its guidance."""
+    once = replace(entry.spec, tries=1)  # the settle window never re-arms inside the dialog
+    seen: dict[str, PageState] = {}  # the page as it was before the last execution
+    page = CleanPage(test, advisor, run, dirty=test.renewable)
+
+    def ask(guidance: str) -> str | Attempt:
+        seen["before"] = page.get()
+        try:
+            return advisor.code(
+                Purpose.STEER,
+                test,
+                entry,
+                guidance=guidance,
+                page=seen["before"],
+                restored=page.restored,
+            )
+        except CannotAnswer as cannot:  # the engineer reads it and guides again
+            url = test.page.url
+            return Attempt(Outcome.UNPARSEABLE, url, url, "", f"CANNOT: {cannot.reason}")
+
+    def execute(code: str) -> Attempt:
+        if "before" not in seen:  # a part that runs code it did not ask for
+            seen["before"] = advisor.page_state(test)
+        attempt = run(test, once, code, False)
+        page.dirty = True
+        return attempt
+
+    return StuckStep(
+        entry=entry,
+        failure=failure,
+        current_page=lambda: test.page,
+        ask=ask,
+        execute=execute,
+        gate=lambda green, guidance: advisor.gate(
+            test, entry, green, seen["before"], guidance=guidance
+        ),
+        keep=keep,
+        snapshot=lambda: secrets.redact(test.page.locator("body").aria_snapshot()),
+        redact=secrets.redact,
+        pictures=not test.uses_secrets or test.config.screenshot == "on",
+    )
