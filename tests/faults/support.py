@@ -3,6 +3,7 @@ signals."""
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -14,14 +15,12 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from prettyplay_behave import PrettyConfig
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
-from prettyplay_behave.safety.policy import check_code
 from tests.conftest import BehaveProject
+from tests.support import settings
+from tests.support.caches import plant as plant  # the fault tests plant from here
 from tests.support.processes import (
     alive,
     all_pids,
@@ -77,13 +76,6 @@ def assert_no_processes_left(marker: str, seen: Iterable[int] = (), timeout: flo
 
 
 # -- cache folders ------------------------------------------------------------------------------
-
-
-def plant(cache_dir: Path, test: str, *entries: tuple[str, str, str]) -> None:
-    """Write ``(kind, sentence, code)`` entries for ``test``, as a generating run would."""
-    store = CacheStore(cache_dir, validate=check_code)
-    for kind, sentence, code in entries:
-        store.write(CacheEntry(CacheKey(test, kind, sentence), code, "generated"))
 
 
 def folder_bytes(folder: Path) -> dict[str, bytes]:
@@ -206,7 +198,5 @@ def instrumented_environment(body: str) -> str:
     return textwrap.dedent(body) + "\nuse_prettyplay(globals())\n"
 
 
-def api_config(base_url: str, cache_dir: Path, **changes: Any) -> PrettyConfig:
-    """Settings for the Python API: a short LLM timeout and no retries unless a test asks."""
-    settings: dict[str, Any] = {"llm_timeout": 5.0, "llm_retries": 0, **changes}
-    return PrettyConfig(base_url=base_url, cache_dir=str(cache_dir), **settings)
+# Settings for the Python API: an LLM that does not answer is given up on after 5 s.
+api_config = functools.partial(settings.api_config, llm_timeout=5.0)

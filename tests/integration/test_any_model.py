@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from prettyplay_behave import PrettyConfig, PrettyPlay
+from prettyplay_behave import PrettyPlay
 from tests.conftest import BehaveProject, copy_examples
 from tests.support.caches import by_sentence, filled, steps
 from tests.support.changed_ui import CART
 from tests.support.healing_run import QUICK_REDS
 from tests.support.llm_server import RecordedRequest, ScriptedLLMServer
+from tests.support.settings import api_config
 from tests.support.shop_steps import OPEN_SHOP
 
 # -- how small models write code ---------------------------------------------------------------
@@ -144,12 +145,6 @@ def test_a_changed_ui_heals_green_on_classifications_in_a_loose_form(
 # -- drafts inside reasoning --------------------------------------------------------------------
 
 
-def config_for(shop, tmp_path: Path) -> PrettyConfig:
-    return PrettyConfig(
-        base_url=shop.url, cache_dir=str(tmp_path / "cache"), llm_timeout=5.0, llm_retries=0
-    )
-
-
 def cached(tmp_path: Path) -> Iterator[dict]:
     yield from steps(tmp_path / "cache" / "visit.json")
 
@@ -163,7 +158,7 @@ def test_a_draft_blocking_finding_in_the_reasoning_lets_the_candidate_through(
         f"<think>\nMaybe: {json.dumps({'findings': [HIGH]})}\nNo: it opens the shop as the "
         'sentence says.\n</think>\n\n{"findings": []}',
     )
-    with PrettyPlay("visit", config=config_for(shop, tmp_path), browser=browser) as t:
+    with PrettyPlay("visit", config=api_config(shop.url, tmp_path / "cache"), browser=browser) as t:
         entry = t.step("open the shop")
     assert (entry.origin, entry.code) == ("generated", OPEN_SHOP)
     assert entry.history == []  # no gate violation, no second attempt
@@ -180,7 +175,7 @@ def test_a_draft_code_block_in_the_reasoning_is_never_executed(
         f"the shop.\n</think>\n```python\n{OPEN_SHOP}```",
     )
     llm_env.on("gate", '{"findings": []}')
-    with PrettyPlay("visit", config=config_for(shop, tmp_path), browser=browser) as t:
+    with PrettyPlay("visit", config=api_config(shop.url, tmp_path / "cache"), browser=browser) as t:
         entry = t.step("open the shop")
         assert t.page.url == shop.url + "/"  # the draft would have opened /cart
     assert (entry.origin, entry.code, entry.history) == ("generated", OPEN_SHOP, [])

@@ -4,6 +4,7 @@ writes; and the bounds of each, tried the way an attacker would."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,8 +21,11 @@ from prettyplay_behave.browser.session import BrowserSession, find_system_chromi
 from prettyplay_behave.config import resolve_config
 from prettyplay_behave.safety.policy import check_code
 from tests.conftest import BehaveProject
+from tests.support import code
+from tests.support.code import step
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.origins import TwoOrigins
+from tests.support.settings import api_config
 
 # A tea shop whose cart lives in local storage: what it shows after a reload is what it stored.
 SHOP = """<!doctype html><title>Tea shop</title><h1>Tea shop</h1>
@@ -77,22 +81,9 @@ def site() -> Iterator[TwoOrigins]:
         yield made
 
 
-def step(body: str) -> str:
-    return "def step(page) -> None:\n" + "".join(f"    {line}\n" for line in body.splitlines())
-
-
-def answering(llm: ScriptedLLMServer, answers: dict[str, str]) -> None:
-    for sentence, body in answers.items():
-        llm.on("generate", code_answer(step(body)), step=sentence)
-    llm.on("gate", CLEAN_GATE, repeat=True)
-    llm.on("classify", INCURABLE, repeat=True)  # a red step ends with its own error
-
-
-def config(site: TwoOrigins, tmp_path: Path, **changes: object) -> PrettyConfig:
-    return PrettyConfig(
-        base_url=site.app, cache_dir=str(tmp_path / "cache"), llm_retries=0, llm_timeout=10.0,
-        action_timeout_ms=3_000, generation_attempts=1, **changes,  # type: ignore[arg-type]
-    )  # fmt: skip
+# every test acts within 3 s and generates each step once; a red step ends with its own error
+config = functools.partial(api_config, action_timeout_ms=3_000, generation_attempts=1)
+answering = functools.partial(code.answering, classify=INCURABLE)
 
 
 # -- web storage --------------------------------------------------------------------------------
@@ -120,7 +111,7 @@ def test_a_cart_kept_in_local_storage_survives_a_reload_and_is_read_back(
             'expect(page.get_by_test_id("cart-count")).to_have_text("Cart: 0 items")'
         ),
     })  # fmt: skip
-    with PrettyPlay("t", config=config(site, tmp_path), browser=browser) as t:
+    with PrettyPlay("t", config=config(site.app, tmp_path / "cache"), browser=browser) as t:
         for sentence in ("open the tea shop", "add green tea and mint tea", "reload the page"):
             assert t.step(sentence).outcome == "passed"
         assert t.expect("the stored cart holds both teas").outcome == "passed"
@@ -140,7 +131,7 @@ def test_local_storage_seeded_before_the_page_loads_is_what_the_app_finds(
             'expect(page.get_by_test_id("cart-count")).to_have_text("Cart: 1 items")'
         ),
     })  # fmt: skip
-    with PrettyPlay("t", config=config(site, tmp_path), browser=browser) as t:
+    with PrettyPlay("t", config=config(site.app, tmp_path / "cache"), browser=browser) as t:
         assert t.step("the stored cart holds black tea").outcome == "passed"
         assert t.page.url == "about:blank"  # seeded without a page of the app
         t.step("open the tea shop")
@@ -151,7 +142,7 @@ def test_session_storage_before_a_page_loaded_is_refused_with_what_to_do(
     site: TwoOrigins, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     answering(llm_env, {"remember the last tea": 'page.session_storage.set("last", "Mint tea")'})
-    with PrettyPlay("t", config=config(site, tmp_path), browser=browser) as t:
+    with PrettyPlay("t", config=config(site.app, tmp_path / "cache"), browser=browser) as t:
         with pytest.raises(Exception) as caught:
             t.step("remember the last tea")
     assert "session storage" in str(caught.value) or "session_storage" in str(caught.value)
@@ -169,7 +160,7 @@ def test_a_fixed_clock_makes_the_page_show_that_days_weekday(
         "open today's page": 'page.goto("/today")',
         "the page says today is Friday": 'expect(page.locator("#weekday")).to_have_text("Friday")',
     })  # fmt: skip
-    with PrettyPlay("t", config=config(site, tmp_path), browser=browser) as t:
+    with PrettyPlay("t", config=config(site.app, tmp_path / "cache"), browser=browser) as t:
         assert t.step("the date is Friday 2 February 2024").outcome == "passed"
         t.step("open today's page")
         assert t.expect("the page says today is Friday").outcome == "passed"
@@ -189,7 +180,9 @@ def test_geolocation_and_its_permission_come_from_context_args(
         ),
     })  # fmt: skip
     args = {"geolocation": {"latitude": 52.52, "longitude": 13.4}, "permissions": ["geolocation"]}
-    with PrettyPlay("t", config=config(site, tmp_path, context_args=args), browser=browser) as t:
+    with PrettyPlay(
+        "t", config=config(site.app, tmp_path / "cache", context_args=args), browser=browser
+    ) as t:
         t.step("open the store finder")
         t.step("ask where I am")
         assert t.expect("the page shows where I am").outcome == "passed"
@@ -207,7 +200,7 @@ def test_basic_auth_from_a_secret_reaches_the_app_and_no_other_origin(
     })  # fmt: skip
     args = {"http_credentials": {"username": "qa", "password": "${STAFF_PASSWORD}"}}
     with PrettyPlay(
-        "t", config=config(site, tmp_path, context_args=args, healing_attempts=0),
+        "t", config=config(site.app, tmp_path / "cache", context_args=args, healing_attempts=0),
         browser=browser,
     ) as t:  # fmt: skip
         t.step("open the staff area")
@@ -227,7 +220,9 @@ def test_without_the_credentials_the_staff_area_stays_closed(
         "open the staff area": 'page.goto("/staff")',
         "the staff area greets me": GREETS,
     })  # fmt: skip
-    with PrettyPlay("t", config=config(site, tmp_path, healing_attempts=0), browser=browser) as t:
+    with PrettyPlay(
+        "t", config=config(site.app, tmp_path / "cache", healing_attempts=0), browser=browser
+    ) as t:
         t.step("open the staff area")
         with pytest.raises(IncurableStepError, match="Staff area"):
             t.expect("the staff area greets me")
@@ -242,7 +237,7 @@ def test_expect_timeout_ms_is_the_wait_of_a_matcher_that_names_none(
             'expect(page.get_by_test_id("cart-count")).to_have_text("Cart: 9 items")'
         ),
     })  # fmt: skip
-    settings = config(site, tmp_path, expect_timeout_ms=700, healing_attempts=0)
+    settings = config(site.app, tmp_path / "cache", expect_timeout_ms=700, healing_attempts=0)
     with PrettyPlay("t", config=settings, browser=browser) as t:
         t.step("open the tea shop")
         with pytest.raises(Exception) as caught:
@@ -266,7 +261,9 @@ def test_cookies_are_read_by_name_for_the_apps_origin_only_and_redacted_on_the_w
             'assert False, "session " + page.cookies.get("session")'
         ),
     })  # fmt: skip
-    with PrettyPlay("t", config=config(site, tmp_path, healing_attempts=0), browser=browser) as t:
+    with PrettyPlay(
+        "t", config=config(site.app, tmp_path / "cache", healing_attempts=0), browser=browser
+    ) as t:
         t.page.context.add_cookies([
             {"name": "session", "value": "s3cr3t-session-token", "url": site.app},
             {"name": "theme", "value": "dark", "url": site.app},
@@ -293,7 +290,9 @@ def test_a_value_the_app_stored_from_a_secret_reads_back_redacted(
             'assert False, list(value) + [page.local_storage.items()]'
         ),
     })  # fmt: skip
-    with PrettyPlay("t", config=config(site, tmp_path, healing_attempts=0), browser=browser) as t:
+    with PrettyPlay(
+        "t", config=config(site.app, tmp_path / "cache", healing_attempts=0), browser=browser
+    ) as t:
         t.step("open the login page")
         assert t.step("type the password ${PASSWORD}").outcome == "passed"
         with pytest.raises(Exception) as caught:
@@ -332,7 +331,7 @@ def test_the_proxies_refuse_what_the_policy_cannot_see(
         ),
         "read the partner's cookie": f'page.cookies.get("partner_session", "{site.outside}/")',
     })  # fmt: skip
-    settings = config(site, tmp_path, healing_attempts=0)
+    settings = config(site.app, tmp_path / "cache", healing_attempts=0)
     with PrettyPlay("t", config=settings, browser=browser) as t:
         t.step("open the help page")
         t.page.context.add_cookies([
@@ -388,7 +387,9 @@ def test_an_unset_credential_variable_names_itself_before_the_context_opens(
 ) -> None:
     monkeypatch.delenv("STAFF_PASSWORD", raising=False)
     args = {"http_credentials": {"username": "qa", "password": "${STAFF_PASSWORD}"}}
-    with PrettyPlay("t", config=config(site, tmp_path, context_args=args), browser=browser) as t:
+    with PrettyPlay(
+        "t", config=config(site.app, tmp_path / "cache", context_args=args), browser=browser
+    ) as t:
         with pytest.raises(ConfigError) as caught:
             t.page  # noqa: B018 (the test's context opens with its page)
     assert "set the environment variable STAFF_PASSWORD" in str(caught.value)

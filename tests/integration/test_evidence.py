@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from prettyplay_behave import IncurableStepError, PrettyConfig, PrettyPlay
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
-from prettyplay_behave.safety.policy import check_code
+from prettyplay_behave import IncurableStepError, PrettyPlay
+from tests.support.caches import plant
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
+from tests.support.settings import api_config
 from tests.support.shop_steps import HEADING, OPEN_SHOP
 
 PLANS = """<!doctype html><title>Plans</title>
@@ -31,27 +31,14 @@ REFUSED = json_answer(
 )
 
 
-def config(server, tmp_path: Path, **changes: object) -> PrettyConfig:
-    return PrettyConfig(
-        base_url=server.url, cache_dir=str(tmp_path / "cache"), llm_retries=0, llm_timeout=10.0,
-        **changes,  # type: ignore[arg-type]
-    )  # fmt: skip
-
-
-def plant(tmp_path: Path, test: str, *steps: tuple[str, str]) -> None:
-    store = CacheStore(tmp_path / "cache", validate=check_code)
-    for sentence, code in steps:
-        store.write(CacheEntry(CacheKey(test, "step", sentence), code, "generated"))
-
-
 def test_a_refused_attempt_leaves_no_trace_for_the_next_one(
     pages, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     pages.pages["/"] = PLANS
-    plant(tmp_path, "t", ("I open the plans", OPEN_PLANS))
+    plant(tmp_path / "cache", "t", ("step", "I open the plans", OPEN_PLANS))
     llm_env.on("generate", code_answer(WRONG_BOX), code_answer(YEARLY))
     llm_env.on("gate", REFUSED, CLEAN_GATE)
-    with PrettyPlay("t", config=config(pages, tmp_path), browser=browser) as t:
+    with PrettyPlay("t", config=api_config(pages.url, tmp_path / "cache"), browser=browser) as t:
         t.step("I open the plans")
         entry = t.step("I choose the yearly plan")
         assert entry.code == YEARLY
@@ -73,11 +60,11 @@ def test_a_page_nothing_changed_is_not_reopened(
     pages, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     pages.pages["/"] = PLANS
-    plant(tmp_path, "t", ("I open the plans", OPEN_PLANS))
+    plant(tmp_path / "cache", "t", ("step", "I open the plans", OPEN_PLANS))
     hover = 'def step(page) -> None:\n    page.get_by_role("heading", level=1).hover()\n'
     llm_env.on("generate", code_answer(hover), code_answer(YEARLY))
     llm_env.on("gate", REFUSED, CLEAN_GATE)
-    with PrettyPlay("t", config=config(pages, tmp_path), browser=browser) as t:
+    with PrettyPlay("t", config=api_config(pages.url, tmp_path / "cache"), browser=browser) as t:
         t.step("I open the plans")
         page = t.page
         t.step("I choose the yearly plan")
@@ -89,14 +76,14 @@ def test_a_sentence_stating_a_condition_under_given_is_a_precondition(
     pages, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     pages.pages["/"] = PLANS
-    plant(tmp_path, "t", ("I open the plans", OPEN_PLANS))
+    plant(tmp_path / "cache", "t", ("step", "I open the plans", OPEN_PLANS))
     visible = (
         "def step(page) -> None:\n"
         '    expect(page.get_by_role("group", name="Billing")).to_be_visible()\n'
     )
     llm_env.on("generate", code_answer(visible), code_answer(YEARLY))
     llm_env.on("gate", CLEAN_GATE, repeat=True)
-    with PrettyPlay("t", config=config(pages, tmp_path), browser=browser) as t:
+    with PrettyPlay("t", config=api_config(pages.url, tmp_path / "cache"), browser=browser) as t:
         t.step("I open the plans")
         t.step("the billing choice is visible")
         t.step("I choose the yearly plan")
@@ -111,10 +98,10 @@ def test_a_sentence_stating_a_condition_under_given_is_a_precondition(
 def test_a_checks_gate_asks_for_an_assertion_that_leaves_the_page_alone(
     shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
-    plant(tmp_path, "t", ("I open the shop", OPEN_SHOP))
+    plant(tmp_path / "cache", "t", ("step", "I open the shop", OPEN_SHOP))
     llm_env.on("generate", code_answer(HEADING))
     llm_env.on("gate", CLEAN_GATE)
-    with PrettyPlay("t", config=config(shop, tmp_path), browser=browser) as t:
+    with PrettyPlay("t", config=api_config(shop.url, tmp_path / "cache"), browser=browser) as t:
         t.step("I open the shop")
         t.expect("the heading says Demo Shop")
     gate = llm_env.requests_for("gate")[0].content("user")
@@ -124,14 +111,14 @@ def test_a_checks_gate_asks_for_an_assertion_that_leaves_the_page_alone(
 def test_a_fixable_verdict_rides_the_next_generation(
     shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
-    plant(tmp_path, "t", ("I open the shop", OPEN_SHOP))
+    plant(tmp_path / "cache", "t", ("step", "I open the shop", OPEN_SHOP))
     wrong = HEADING.replace('"Demo Shop")', '"Demo Store", timeout=300)')
     explanation = "the code expects Demo Store; the heading reads Demo Shop"
     verdict = {"label": "fixable", "explanation": explanation, "recommendation": "use Demo Shop"}
     llm_env.on("generate", code_answer(wrong), code_answer(HEADING))
     llm_env.on("classify", json_answer(verdict))
     llm_env.on("gate", CLEAN_GATE)
-    with PrettyPlay("t", config=config(shop, tmp_path), browser=browser) as t:
+    with PrettyPlay("t", config=api_config(shop.url, tmp_path / "cache"), browser=browser) as t:
         t.step("I open the shop")
         assert t.expect("the heading says Demo Shop").code == HEADING
     first, second = (r.content("user") for r in llm_env.requests_for("generate"))
@@ -145,9 +132,9 @@ def test_a_fixable_verdict_rides_the_next_generation(
 def test_a_cannot_answer_ends_the_step_at_once_and_is_remembered(
     shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser, answer: str
 ) -> None:
-    plant(tmp_path, "t", ("I open the shop", OPEN_SHOP))
+    plant(tmp_path / "cache", "t", ("step", "I open the shop", OPEN_SHOP))
     llm_env.on("generate", answer, repeat=True)
-    with PrettyPlay("t", config=config(shop, tmp_path), browser=browser) as t:
+    with PrettyPlay("t", config=api_config(shop.url, tmp_path / "cache"), browser=browser) as t:
         t.step("I open the shop")
         with pytest.raises(IncurableStepError) as caught:
             t.step("I export the orders as a spreadsheet")
@@ -158,7 +145,7 @@ def test_a_cannot_answer_ends_the_step_at_once_and_is_remembered(
     red = next(s for s in kept["steps"] if s["sentence"].startswith("I export"))
     assert red["verdict"]["label"] == "incurable"
     llm_env.reset()
-    with PrettyPlay("t", config=config(shop, tmp_path), browser=browser) as t:
+    with PrettyPlay("t", config=api_config(shop.url, tmp_path / "cache"), browser=browser) as t:
         t.step("I open the shop")
         with pytest.raises(IncurableStepError) as again:
             t.step("I export the orders as a spreadsheet")
@@ -179,9 +166,14 @@ def test_a_verdict_for_one_failure_is_offered_to_the_next_classification_of_it(
     from prettyplay_behave.runtime import Runtime
 
     for test, sentence in (("a", "I accept the cookies"), ("b", "I agree to the cookies")):
-        plant(tmp_path, test, ("I open the shop", OPEN_SHOP), (sentence, CONSENT))
+        plant(
+            tmp_path / "cache",
+            test,
+            ("step", "I open the shop", OPEN_SHOP),
+            ("step", sentence, CONSENT),
+        )
     llm_env.on("classify", json_answer(GONE), repeat=True)
-    runtime = Runtime(config(shop, tmp_path), browser=browser)
+    runtime = Runtime(api_config(shop.url, tmp_path / "cache"), browser=browser)
     try:
         for test, sentence in (("a", "I accept the cookies"), ("b", "I agree to the cookies")):
             with PrettyPlay(test, runtime=runtime) as t:
@@ -201,7 +193,7 @@ def test_a_classification_sees_what_earlier_steps_did_to_the_page_and_their_gate
     pages, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     pages.pages["/"] = PLANS
-    plant(tmp_path, "t", ("I open the plans", OPEN_PLANS))
+    plant(tmp_path / "cache", "t", ("step", "I open the plans", OPEN_PLANS))
     news = 'def step(page) -> None:\n    page.get_by_label("Send me the newsletter").check()\n'
     wrong = (
         "def step(page) -> None:\n"
@@ -211,7 +203,7 @@ def test_a_classification_sees_what_earlier_steps_did_to_the_page_and_their_gate
     llm_env.on("generate", code_answer(news), code_answer(wrong))
     llm_env.on("gate", json_answer({"findings": [note]}))
     llm_env.on("classify", json_answer(GONE))
-    with PrettyPlay("t", config=config(pages, tmp_path), browser=browser) as t:
+    with PrettyPlay("t", config=api_config(pages.url, tmp_path / "cache"), browser=browser) as t:
         t.step("I open the plans")
         t.step("I ask for the newsletter")
         with pytest.raises(IncurableStepError):
@@ -237,10 +229,10 @@ def test_the_snapshot_shows_test_ids_own_texts_and_role_less_clickables_and_clas
     pages, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     pages.pages["/"] = SEATS
-    plant(tmp_path, "t", ("I open the seats", OPEN_PLANS))
+    plant(tmp_path / "cache", "t", ("step", "I open the seats", OPEN_PLANS))
     llm_env.on("generate", code_answer(PICK))
     llm_env.on("gate", CLEAN_GATE)
-    with PrettyPlay("t", config=config(pages, tmp_path), browser=browser) as t:
+    with PrettyPlay("t", config=api_config(pages.url, tmp_path / "cache"), browser=browser) as t:
         t.step("I open the seats")
         t.step("I pick the seat A1")
     page = llm_env.requests_for("generate")[0].content("user").split("CURRENT PAGE")[1]
@@ -279,12 +271,17 @@ def test_a_steered_turn_starts_on_the_page_as_it_was_before_the_step(
     monkeypatch.delenv("CI", raising=False)  # steering never opens in CI; this run stands outside
     pages.pages["/"] = PLANS
     broken = 'def step(page) -> None:\n    page.get_by_label("Annual").check(timeout=300)\n'
-    plant(tmp_path, "t", ("I open the plans", OPEN_PLANS), ("I choose the yearly plan", broken))
+    plant(
+        tmp_path / "cache",
+        "t",
+        ("step", "I open the plans", OPEN_PLANS),
+        ("step", "I choose the yearly plan", broken),
+    )
     llm_env.on("classify", json_answer(GONE))
     llm_env.on("steer", code_answer(YEARLY))
     llm_env.on("gate", CLEAN_GATE)
     steering = TurnsOnAChangedPage()
-    settings = config(pages, tmp_path, interactive=True)
+    settings = api_config(pages.url, tmp_path / "cache", interactive=True)
     with PrettyPlay("t", config=settings, browser=browser, steering=steering) as t:
         t.step("I open the plans")
         assert t.step("I choose the yearly plan").origin == "steered"

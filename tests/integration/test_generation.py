@@ -11,7 +11,6 @@ import pytest
 from prettyplay_behave import (
     ConfigError,
     IncurableStepError,
-    PrettyConfig,
     PrettyPlay,
     ProviderUnavailableError,
 )
@@ -26,12 +25,8 @@ from tests.support.llm_server import (
     server_error,
     unauthorized,
 )
+from tests.support.settings import api_config
 from tests.support.shop_steps import ACCEPT, HEADING, OPEN_SHOP
-
-
-def config_for(shop, tmp_path: Path, **changes) -> PrettyConfig:
-    settings = {"llm_timeout": 5.0, "llm_retries": 0, **changes}
-    return PrettyConfig(base_url=shop.url, cache_dir=str(tmp_path / "cache"), **settings)
 
 
 def cache_text(tmp_path: Path, name: str = "visit") -> str:
@@ -44,7 +39,7 @@ def test_a_generated_step_is_executed_gated_and_cached(
 ) -> None:
     llm_env.on("generate", code_answer(OPEN_SHOP), step="open the shop")
     llm_env.on("gate", CLEAN_GATE)
-    with PrettyPlay("visit", config=config_for(shop, tmp_path), browser=browser) as t:
+    with PrettyPlay("visit", config=api_config(shop.url, tmp_path / "cache"), browser=browser) as t:
         entry = t.step("open the shop")
         assert (entry.origin, t.page.url) == ("generated", shop.url + "/")
     stored = steps(tmp_path / "cache" / "visit.json")[0]
@@ -56,7 +51,7 @@ def test_a_generated_step_is_executed_gated_and_cached(
         assert request.step == "open the shop"
     # the second run replays with zero requests
     llm_env.reset()
-    with PrettyPlay("visit", config=config_for(shop, tmp_path), browser=browser) as t:
+    with PrettyPlay("visit", config=api_config(shop.url, tmp_path / "cache"), browser=browser) as t:
         assert t.step("open the shop").origin == "replayed"
     assert llm_env.requests == []
 
@@ -67,7 +62,7 @@ def test_the_request_holds_sentence_url_snapshot_and_scenario(
     llm_env.on("generate", code_answer(OPEN_SHOP), step="open the shop")
     llm_env.on("generate", code_answer(ACCEPT), step="accept the cookie banner")
     llm_env.on("gate", CLEAN_GATE, repeat=True)
-    with PrettyPlay("visit", config=config_for(shop, tmp_path), browser=browser) as t:
+    with PrettyPlay("visit", config=api_config(shop.url, tmp_path / "cache"), browser=browser) as t:
         t.step("open the shop")
         t.step("accept the cookie banner")
     request = llm_env.requests_for("generate")[1]
@@ -99,7 +94,9 @@ def test_bad_answers_join_the_history_and_ride_the_next_request(
     )
     llm_env.on("gate", CLEAN_GATE)
     with PrettyPlay(
-        "visit", config=config_for(shop, tmp_path, generation_attempts=4), browser=browser
+        "visit",
+        config=api_config(shop.url, tmp_path / "cache", generation_attempts=4),
+        browser=browser,
     ) as t:
         entry = t.step("open the shop")
         assert t.page.title() != "pwned"  # the refused code never ran
@@ -127,7 +124,7 @@ def test_a_long_outcome_is_never_truncated(
     failing = f'def step(page) -> None:\n    assert False, "{message}"\n'
     llm_env.on("generate", code_answer(failing), code_answer(OPEN_SHOP), step="open the shop")
     llm_env.on("gate", CLEAN_GATE)
-    with PrettyPlay("visit", config=config_for(shop, tmp_path), browser=browser) as t:
+    with PrettyPlay("visit", config=api_config(shop.url, tmp_path / "cache"), browser=browser) as t:
         t.step("open the shop")
     assert message in llm_env.requests_for("generate")[1].content("user")
 
@@ -141,7 +138,7 @@ def test_a_high_gate_finding_blocks_the_write_and_the_loop_goes_on(
     low = {"dimension": "instructions", "severity": "low", "message": "prefer roles"}
     llm_env.on("gate", json_answer({"findings": [high]}), json_answer({"findings": [low]}))
     caplog.set_level(logging.WARNING, logger="prettyplay")
-    with PrettyPlay("visit", config=config_for(shop, tmp_path), browser=browser) as t:
+    with PrettyPlay("visit", config=api_config(shop.url, tmp_path / "cache"), browser=browser) as t:
         entry = t.step("open the shop")
     assert [a.outcome for a in entry.history] == ["gate violation"]
     assert "fakes the page" in entry.history[0].text
@@ -156,7 +153,7 @@ def test_a_malformed_gate_verdict_writes_nothing_and_ends_terminal(
 ) -> None:
     llm_env.on("generate", code_answer(OPEN_SHOP), step="open the shop")
     llm_env.on("gate", '{"findings": [')
-    with PrettyPlay("visit", config=config_for(shop, tmp_path), browser=browser) as t:
+    with PrettyPlay("visit", config=api_config(shop.url, tmp_path / "cache"), browser=browser) as t:
         with pytest.raises(IncurableStepError, match="compliance gate could not judge"):
             t.step("open the shop")
     assert cache_text(tmp_path) == ""
@@ -170,7 +167,9 @@ def test_an_exhausted_generation_budget_is_terminal(
     verdict = {"label": "incurable", "explanation": "no code came", "recommendation": "rephrase"}
     llm_env.on("classify", json_answer(verdict))
     with PrettyPlay(
-        "visit", config=config_for(shop, tmp_path, generation_attempts=2), browser=browser
+        "visit",
+        config=api_config(shop.url, tmp_path / "cache", generation_attempts=2),
+        browser=browser,
     ) as t:
         with pytest.raises(IncurableStepError) as caught:
             t.step("open the shop")
@@ -192,7 +191,7 @@ def test_a_provider_that_is_down_ends_the_step_in_bounded_time(
         llm_env.on("generate", delay(30, code_answer(OPEN_SHOP)), repeat=True)
     else:
         monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
-    config = config_for(shop, tmp_path, llm_timeout=timeout, llm_retries=retries)
+    config = api_config(shop.url, tmp_path / "cache", llm_timeout=timeout, llm_retries=retries)
     with PrettyPlay("visit", config=config, browser=browser) as t:
         assert t.page.url == "about:blank"  # the browser is up before the clock starts
         started = time.monotonic()
@@ -211,7 +210,7 @@ def test_a_refused_key_names_the_setting(
 ) -> None:
     llm_env.on("generate", unauthorized(), repeat=True)
     with PrettyPlay(
-        "visit", config=config_for(shop, tmp_path, llm_retries=2), browser=browser
+        "visit", config=api_config(shop.url, tmp_path / "cache", llm_retries=2), browser=browser
     ) as t:
         with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
             t.step("open the shop")
@@ -226,7 +225,7 @@ def test_max_llm_calls_stops_the_run(
     llm_env.on("generate", code_answer(ACCEPT), step="accept the cookie banner")
     llm_env.on("gate", CLEAN_GATE, repeat=True)
     with PrettyPlay(
-        "visit", config=config_for(shop, tmp_path, max_llm_calls=2), browser=browser
+        "visit", config=api_config(shop.url, tmp_path / "cache", max_llm_calls=2), browser=browser
     ) as t:
         t.step("open the shop")
         with pytest.raises(ProviderUnavailableError, match="max_llm_calls=2"):
@@ -323,7 +322,9 @@ def test_a_repeated_sentence_shares_its_entry_and_an_occurrence_needing_other_co
     llm_env.on("classify", json_answer(fixable), step="next product")
     llm_env.on("heal", code_answer(ADD_THE_TEA), step="next product")
     llm_env.on("gate", CLEAN_GATE, repeat=True)
-    with PrettyPlay("shopping", config=config_for(shop, tmp_path), browser=browser) as t:
+    with PrettyPlay(
+        "shopping", config=api_config(shop.url, tmp_path / "cache"), browser=browser
+    ) as t:
         generated = order_two_products(t)
     assert [" ".join(item.split()[:2]) for item in generated] == ["Blue Mug", "Green Tea"]
     # the second occurrence replayed the entry the first wrote, and its heal knows what ran
@@ -337,7 +338,7 @@ def test_a_repeated_sentence_shares_its_entry_and_an_occurrence_needing_other_co
     assert stored == {"shared": ADD_THE_MUG.splitlines(), 2: ADD_THE_TEA.splitlines()}
 
     llm_env.reset()
-    strict = config_for(shop, tmp_path, strict=True)
+    strict = api_config(shop.url, tmp_path / "cache", strict=True)
     with PrettyPlay("shopping", config=strict, browser=browser) as t:
         assert order_two_products(t) == generated
     assert llm_env.requests == []

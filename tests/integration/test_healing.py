@@ -3,6 +3,7 @@ healed, strict runs only classify, and no path exceeds its budgets."""
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import shutil
@@ -12,7 +13,6 @@ import pytest
 
 from prettyplay_behave import (
     IncurableStepError,
-    PrettyConfig,
     PrettyPlay,
     ProductDefectError,
     RedStepError,
@@ -25,6 +25,7 @@ from tests.support.caches import by_sentence, steps
 from tests.support.changed_ui import CART
 from tests.support.healing_run import QUICK_REDS
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
+from tests.support.settings import api_config
 from tests.support.shop_steps import ACCEPT, BROKEN_ACCEPT, OPEN_SHOP, ORDER_A_TEA
 
 
@@ -153,9 +154,8 @@ def test_a_broken_product_fails_red_and_is_never_healed(
     ]
 
 
-def api_config(shop, tmp_path: Path, **changes) -> PrettyConfig:
-    settings = {"llm_timeout": 10.0, "llm_retries": 0, "action_timeout_ms": 2000, **changes}
-    return PrettyConfig(base_url=shop.url, cache_dir=str(tmp_path / "cache"), **settings)
+# a red step fails within 2 s
+config = functools.partial(api_config, action_timeout_ms=2_000)
 
 
 def plant_broken(tmp_path: Path) -> Path:
@@ -185,7 +185,9 @@ def test_a_fixable_step_heals_with_hooks_and_history(
     llm_env.on("classify", verdict("fixable", "the locator names no real button"))
     llm_env.on("heal", code_answer(BROKEN_ACCEPT), code_answer(ACCEPT))
     llm_env.on("gate", CLEAN_GATE)
-    with PrettyPlay("t", config=api_config(shop, tmp_path, hooks=[recorder]), browser=browser) as t:
+    with PrettyPlay(
+        "t", config=config(shop.url, tmp_path / "cache", hooks=[recorder]), browser=browser
+    ) as t:
         t.step("open the shop")
         entry = t.step("accept the cookie banner")
     assert entry.origin == "healed"
@@ -235,7 +237,7 @@ def test_terminal_verdicts_end_incurable_with_their_headline(
     if heals:
         llm_env.on("heal", *(code_answer(code) for code in heals))
     caplog.set_level(logging.WARNING, logger="prettyplay")
-    with PrettyPlay("t", config=api_config(shop, tmp_path), browser=browser) as t:
+    with PrettyPlay("t", config=config(shop.url, tmp_path / "cache"), browser=browser) as t:
         t.step("open the shop")
         with pytest.raises(IncurableStepError) as caught:
             t.step("accept the cookie banner")
@@ -267,7 +269,7 @@ def test_a_freshly_generated_check_that_fails_is_classified_at_once(
     )
     llm_env.on("generate", code_answer(wrong_heading))
     llm_env.on("classify", verdict("product_defect", "the page has no welcome heading"))
-    with PrettyPlay("t", config=api_config(shop, tmp_path), browser=browser) as t:
+    with PrettyPlay("t", config=config(shop.url, tmp_path / "cache"), browser=browser) as t:
         t.step("open the shop")
         with pytest.raises(ProductDefectError, match="the page has no welcome heading"):
             t.expect("the page welcomes the shopper")
@@ -290,7 +292,7 @@ def test_a_failed_check_classified_rot_regenerates_within_the_budget(
     llm_env.on("generate", code_answer(wrong), code_answer(right))
     llm_env.on("classify", verdict("fixable", "exact text differs"))
     llm_env.on("gate", CLEAN_GATE)
-    with PrettyPlay("t", config=api_config(shop, tmp_path), browser=browser) as t:
+    with PrettyPlay("t", config=config(shop.url, tmp_path / "cache"), browser=browser) as t:
         t.step("open the shop")
         assert t.expect("the heading names the shop").origin == "generated"
     assert [r.purpose for r in llm_env.requests] == ["generate", "classify", "generate", "gate"]
@@ -302,7 +304,7 @@ def test_an_exhausted_generation_budget_is_classified(
     llm_env.on("generate", "no code", "still no code")
     llm_env.on("classify", verdict("incurable", "the answers never held code"))
     with PrettyPlay(
-        "t", config=api_config(shop, tmp_path, generation_attempts=2), browser=browser
+        "t", config=config(shop.url, tmp_path / "cache", generation_attempts=2), browser=browser
     ) as t:
         with pytest.raises(IncurableStepError) as caught:
             t.step("open the shop")
@@ -318,7 +320,9 @@ def test_strict_classifies_once_and_writes_nothing(
     cache_file = plant_broken(tmp_path)
     original = cache_file.read_bytes()
     llm_env.on("classify", verdict("rot", "the banner changed"))
-    with PrettyPlay("t", config=api_config(shop, tmp_path, strict=True), browser=browser) as t:
+    with PrettyPlay(
+        "t", config=config(shop.url, tmp_path / "cache", strict=True), browser=browser
+    ) as t:
         t.step("open the shop")
         with pytest.raises(RedStepError) as caught:  # a red strict replay is a failure
             t.step("accept the cookie banner")
@@ -337,7 +341,9 @@ def test_strict_without_llm_makes_no_request(
     monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)
     cache_file = plant_broken(tmp_path)
     original = cache_file.read_bytes()
-    with PrettyPlay("t", config=api_config(shop, tmp_path, strict=True), browser=browser) as t:
+    with PrettyPlay(
+        "t", config=config(shop.url, tmp_path / "cache", strict=True), browser=browser
+    ) as t:
         t.step("open the shop")
         with pytest.raises(IncurableStepError, match=r"strict: replay only"):
             t.step("accept the cookie banner")
@@ -363,7 +369,7 @@ def test_a_heal_serves_the_same_step_of_another_feature_with_no_request(
     llm_env.on("classify", verdict("rot", "the button was renamed"))
     llm_env.on("heal", code_answer(ACCEPT))
     llm_env.on("gate", CLEAN_GATE)
-    runtime = Runtime(api_config(shop, tmp_path), browser=browser)
+    runtime = Runtime(config(shop.url, tmp_path / "cache"), browser=browser)
     healed = []
     try:
         for test in broken:

@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from prettyplay_behave import PrettyConfig, PrettyPlay, RedStepError
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
-from prettyplay_behave.safety.policy import check_code
+from prettyplay_behave import PrettyPlay, RedStepError
 from tests.conftest import BehaveProject
-from tests.support.caches import by_sentence
+from tests.support.caches import by_sentence, plant
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
+from tests.support.settings import api_config
 from tests.support.shop_steps import ACCEPT, HEADING, OPEN_SHOP
 
 ADD_TEA = (
@@ -92,26 +91,13 @@ def test_each_distinct_sentence_is_generated_and_gated_once_a_run(
     assert "15 steps: 15 replayed, 0 reused, 0 generated" in again.output
 
 
-def config(shop, tmp_path: Path, **changes: object) -> PrettyConfig:
-    return PrettyConfig(
-        base_url=shop.url, cache_dir=str(tmp_path / "cache"), llm_retries=0, llm_timeout=10.0,
-        **changes,  # type: ignore[arg-type]
-    )  # fmt: skip
-
-
-def plant(tmp_path: Path, test: str, *steps: tuple[str, str, str]) -> None:
-    store = CacheStore(tmp_path / "cache", validate=check_code)
-    for kind, sentence, code in steps:
-        store.write(CacheEntry(CacheKey(test, kind, sentence), code, "generated"))
-
-
 def test_the_gate_sees_what_appeared_after_the_action_ran(
     shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
-    plant(tmp_path, "t", ("step", "open the shop", OPEN_SHOP), ("step", "accept", ACCEPT))
+    plant(tmp_path / "cache", "t", ("step", "open the shop", OPEN_SHOP), ("step", "accept", ACCEPT))
     llm_env.on("generate", code_answer(ADD_TEA))
     llm_env.on("gate", CLEAN_GATE)
-    with PrettyPlay("t", config=config(shop, tmp_path), browser=browser) as t:
+    with PrettyPlay("t", config=api_config(shop.url, tmp_path / "cache"), browser=browser) as t:
         t.step("open the shop")
         t.step("accept")
         t.step('add the "Green Tea" to the cart')
@@ -143,11 +129,11 @@ def test_the_gate_sees_the_page_once_the_action_settled(
 ) -> None:
     pages.pages["/"] = SLOW_SAVE
     open_notes = 'def step(page) -> None:\n    page.goto("/")\n'
-    plant(tmp_path, "t", ("step", "open the notes", open_notes))
+    plant(tmp_path / "cache", "t", ("step", "open the notes", open_notes))
     save = 'def step(page) -> None:\n    page.get_by_role("button", name="Save").click()\n'
     llm_env.on("generate", code_answer(save))
     llm_env.on("gate", CLEAN_GATE)
-    with PrettyPlay("t", config=config(pages, tmp_path), browser=browser) as t:
+    with PrettyPlay("t", config=api_config(pages.url, tmp_path / "cache"), browser=browser) as t:
         t.step("open the notes")
         t.step("save the note")
     evidence = llm_env.requests_for("gate")[0].content("user").split("WHAT THE CANDIDATE DID")[1]
@@ -158,7 +144,7 @@ def test_a_heals_gate_carries_the_verdict_that_started_it(
     fresh_shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     fresh_shop.set_variant("changed-ui")
-    plant(tmp_path, "t", ("step", "open the shop", OPEN_SHOP), ("step", "accept", ACCEPT))
+    plant(tmp_path / "cache", "t", ("step", "open the shop", OPEN_SHOP), ("step", "accept", ACCEPT))
     explanation = "the cookie button is now labelled Allow all"
     verdict = {"label": "rot", "explanation": explanation, "recommendation": "click Allow all"}
     llm_env.on("classify", json_answer(verdict), step="accept")
@@ -166,7 +152,9 @@ def test_a_heals_gate_carries_the_verdict_that_started_it(
     llm_env.on("gate", CLEAN_GATE)
     # room for the shop to open on a loaded machine; the old button fails in 2 s all the same
     with PrettyPlay(
-        "t", config=config(fresh_shop, tmp_path, action_timeout_ms=2000), browser=browser
+        "t",
+        config=api_config(fresh_shop.url, tmp_path / "cache", action_timeout_ms=2000),
+        browser=browser,
     ) as t:
         t.step("open the shop")
         assert t.step("accept").origin == "healed"
@@ -189,13 +177,15 @@ def test_a_verdict_naming_an_earlier_root_ends_the_check_without_a_heal(
     shop, tmp_path: Path, llm_env: ScriptedLLMServer, strict: bool, browser
 ) -> None:
     plant(
-        tmp_path, "t",
+        tmp_path / "cache", "t",
         ("step", "I open the shop", OPEN_SHOP), ("step", "I accept the cookie banner", ACCEPT),
         ("step", 'I add the "Green Tea" to the cart', DOES_NOTHING),
         ("expect", "the cart link shows 1 item", CART_HAS_ONE.replace('1)")', '1)", timeout=500)')),
     )  # fmt: skip
     llm_env.on("classify", json_answer(ROOT))
-    with PrettyPlay("t", config=config(shop, tmp_path, strict=strict), browser=browser) as t:
+    with PrettyPlay(
+        "t", config=api_config(shop.url, tmp_path / "cache", strict=strict), browser=browser
+    ) as t:
         for sentence in ("I open the shop", "I accept the cookie banner",
                          'I add the "Green Tea" to the cart'):  # fmt: skip
             t.step(sentence)
@@ -217,13 +207,13 @@ def test_a_product_defect_with_a_root_stays_a_product_defect(
     from prettyplay_behave import ProductDefectError
 
     plant(
-        tmp_path, "t", ("step", "I open the shop", OPEN_SHOP),
+        tmp_path / "cache", "t", ("step", "I open the shop", OPEN_SHOP),
         ("expect", "the heading says Welcome", HEADING.replace("Demo Shop", "Welcome")
          .replace('")', '", timeout=500)')),
     )  # fmt: skip
     llm_env.on("classify", json_answer({**ROOT, "label": "product_defect",
                                         "root_step": "I open the shop"}))  # fmt: skip
-    with PrettyPlay("t", config=config(shop, tmp_path), browser=browser) as t:
+    with PrettyPlay("t", config=api_config(shop.url, tmp_path / "cache"), browser=browser) as t:
         t.step("I open the shop")
         with pytest.raises(ProductDefectError):
             t.expect("the heading says Welcome")

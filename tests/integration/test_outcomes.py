@@ -4,6 +4,7 @@ JUnit, its JSON formatter and Allure, while what is not the app's answer stays a
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import socket
 import xml.etree.ElementTree as ElementTree
@@ -22,6 +23,7 @@ from prettyplay_behave import (
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
 from tests.conftest import BehaveProject
+from tests.support import caches
 from tests.support.llm_server import (
     CLEAN_GATE,
     ScriptedLLMServer,
@@ -29,6 +31,7 @@ from tests.support.llm_server import (
     json_answer,
     server_error,
 )
+from tests.support.settings import api_config
 from tests.support.shop_steps import BROKEN_ACCEPT, HEADING, OPEN_SHOP
 
 ALLURE = ("-f", "allure_behave.formatter:AllureFormatter", "-o", "allure-results")
@@ -254,26 +257,20 @@ def test_a_navigation_to_a_down_app_names_the_network_error(
 # -- the cause survives --------------------------------------------------------------------------
 
 
-def api_config(shop, tmp_path: Path, **changes: Any) -> PrettyConfig:
-    settings = {"llm_retries": 0, "llm_timeout": 5.0, "action_timeout_ms": 2000, **changes}
-    return PrettyConfig(base_url=shop.url, cache_dir=str(tmp_path / "cache"), **settings)
-
-
-def plant_test(tmp_path: Path, test: str, rows: list[tuple[str, str, str]]) -> None:
-    store = CacheStore(tmp_path / "cache", validate=check_code)
-    for kind, sentence, code in rows:
-        store.write(CacheEntry(CacheKey(test, kind, sentence), code, "generated"))
+# a red step fails within 2 s
+config = functools.partial(api_config, action_timeout_ms=2_000)
 
 
 def test_a_red_check_whose_classification_fails_names_both(
     shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
-    plant_test(tmp_path, "t", [
+    caches.plant(
+        tmp_path / "cache", "t",
         ("action", "open the shop", OPEN_SHOP),
         ("check", "the heading says Demo Shop", REGRESSED),
-    ])  # fmt: skip
+    )  # fmt: skip
     llm_env.on("classify", server_error(), repeat=True)
-    with PrettyPlay("t", config=api_config(shop, tmp_path), browser=browser) as t:
+    with PrettyPlay("t", config=config(shop.url, tmp_path / "cache"), browser=browser) as t:
         t.step("open the shop")
         with pytest.raises(RedStepError) as caught:  # still the app's answer: a failure
             t.expect("the heading says Demo Shop")
@@ -291,12 +288,13 @@ def test_a_red_check_whose_classification_fails_names_both(
 def test_a_red_action_whose_classification_fails_names_both(
     shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
-    plant_test(tmp_path, "t", [
+    caches.plant(
+        tmp_path / "cache", "t",
         ("action", "open the shop", OPEN_SHOP),
         ("action", "accept the cookie banner", BROKEN_ACCEPT),
-    ])  # fmt: skip
+    )  # fmt: skip
     llm_env.on("classify", server_error(), repeat=True)
-    with PrettyPlay("t", config=api_config(shop, tmp_path), browser=browser) as t:
+    with PrettyPlay("t", config=config(shop.url, tmp_path / "cache"), browser=browser) as t:
         t.step("open the shop")
         with pytest.raises(ProviderUnavailableError) as caught:  # the provider's error
             t.step("accept the cookie banner")
@@ -315,7 +313,7 @@ def test_a_policy_refusal_survives_the_failed_request_after_it(
 ) -> None:
     llm_env.on("generate", code_answer("import os\n\ndef step(page) -> None:\n    os.getcwd()"))
     llm_env.on("generate", server_error(), repeat=True)
-    with PrettyPlay("t", config=api_config(shop, tmp_path), browser=browser) as t:
+    with PrettyPlay("t", config=config(shop.url, tmp_path / "cache"), browser=browser) as t:
         with pytest.raises(ProviderUnavailableError) as caught:
             t.step("open the shop")
     message = str(caught.value)

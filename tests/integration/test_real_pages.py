@@ -3,6 +3,7 @@ Chromium, with the scripted server answering the code a competent model writes."
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 from collections.abc import Iterator
@@ -19,8 +20,10 @@ from prettyplay_behave import (
     PrettyPlay,
 )
 from prettyplay_behave.safety.policy import check_code
-from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
+from tests.support.code import answering, step
+from tests.support.llm_server import ScriptedLLMServer, json_answer
 from tests.support.origins import FRAME_TEXT, TwoOrigins
+from tests.support.settings import api_config
 
 CONFIRM_PAGE = """<title>Unsubscribe</title><h1>Newsletter</h1>
 <button onclick="document.getElementById('status').textContent =
@@ -60,21 +63,8 @@ def site() -> Iterator[TwoOrigins]:
         yield made
 
 
-def step(body: str) -> str:
-    return "def step(page) -> None:\n" + "".join(f"    {line}\n" for line in body.splitlines())
-
-
-def answering(llm: ScriptedLLMServer, answers: dict[str, str]) -> None:
-    for sentence, body in answers.items():
-        llm.on("generate", code_answer(step(body)), step=sentence)
-    llm.on("gate", CLEAN_GATE, repeat=True)
-
-
-def config(site: TwoOrigins, tmp_path: Path, **changes: object) -> PrettyConfig:
-    return PrettyConfig(
-        base_url=site.app, cache_dir=str(tmp_path / "cache"), llm_retries=0, llm_timeout=10.0,
-        action_timeout_ms=3_000, generation_attempts=1, **changes,  # type: ignore[arg-type]
-    )  # fmt: skip
+# every test acts within 3 s and generates each step once
+config = functools.partial(api_config, action_timeout_ms=3_000, generation_attempts=1)
 
 
 # -- dialogs ------------------------------------------------------------------------------------
@@ -93,7 +83,7 @@ def test_a_step_accepts_the_confirm_dialog_that_guards_a_form(
             'expect(page.get_by_role("status")).to_have_text("You are unsubscribed.")'
         ),
     })  # fmt: skip
-    with PrettyPlay("t", config=config(site, tmp_path), browser=browser) as t:
+    with PrettyPlay("t", config=config(site.app, tmp_path / "cache"), browser=browser) as t:
         t.step("open the newsletter page")
         t.step("unsubscribe and confirm")
         assert t.expect("the page says I am unsubscribed").outcome == "passed"
@@ -111,7 +101,7 @@ def test_a_dialog_nobody_handles_is_dismissed_and_named(
     })  # fmt: skip
     reports = tmp_path / "reports"
     with PrettyPlay(
-        "t", config=config(site, tmp_path, report_dir=str(reports)), browser=browser
+        "t", config=config(site.app, tmp_path / "cache", report_dir=str(reports)), browser=browser
     ) as t:
         t.step("open the newsletter page")
         pressed = t.step("press unsubscribe")
@@ -142,7 +132,7 @@ def test_text_inside_same_origin_nested_and_cross_origin_frames_is_read_and_show
             f'expect(partner.locator("#inside")).to_have_text("{FRAME_TEXT}")'
         ),
     })  # fmt: skip
-    with PrettyPlay("t", config=config(site, tmp_path), browser=browser) as t:
+    with PrettyPlay("t", config=config(site.app, tmp_path / "cache"), browser=browser) as t:
         t.step("open the help page")
         assert t.expect("the help frames answer my questions").outcome == "passed"
     shown = llm_env.requests_for("generate")[1].content("user")
@@ -167,7 +157,7 @@ def test_a_popup_opened_on_load_is_the_page_of_the_next_step(
             'expect(page.get_by_role("heading", level=1)).to_have_text("Deals")'
         ),
     })  # fmt: skip
-    with PrettyPlay("t", config=config(site, tmp_path), browser=browser) as t:
+    with PrettyPlay("t", config=config(site.app, tmp_path / "cache"), browser=browser) as t:
         t.step("open the deals")
         t.expect("the deal of the day is shown")
         t.step("go back to the first tab")
@@ -199,7 +189,7 @@ def test_a_new_tab_follows_a_link_and_a_popup_elsewhere_is_refused(
     })  # fmt: skip
     llm_env.on("classify", json_answer({"label": "incurable", "explanation": "-",
                                         "recommendation": "-"}))  # fmt: skip
-    with PrettyPlay("t", config=config(site, tmp_path), browser=browser) as t:
+    with PrettyPlay("t", config=config(site.app, tmp_path / "cache"), browser=browser) as t:
         t.step("open the shop page")
         t.step("open the terms")
         t.expect("the terms are shown")
@@ -229,7 +219,9 @@ def test_an_upload_comes_from_files_dir(
         "attach the receipt": 'page.set_input_files("#receipt", "receipt.pdf")',
         "the receipt is attached": 'expect(page.get_by_role("status")).to_have_text("receipt.pdf")',
     })  # fmt: skip
-    with PrettyPlay("t", config=config(site, tmp_path, files_dir=str(files)), browser=browser) as t:
+    with PrettyPlay(
+        "t", config=config(site.app, tmp_path / "cache", files_dir=str(files)), browser=browser
+    ) as t:
         t.step("open the returns page")
         t.step("attach the receipt")
         assert t.expect("the receipt is attached").outcome == "passed"
@@ -260,7 +252,9 @@ def test_an_upload_from_outside_files_dir_is_refused(
     })  # fmt: skip
     llm_env.on("classify", json_answer({"label": "incurable", "explanation": "-",
                                         "recommendation": "-"}))  # fmt: skip
-    with PrettyPlay("t", config=config(site, tmp_path, files_dir=str(files)), browser=browser) as t:
+    with PrettyPlay(
+        "t", config=config(site.app, tmp_path / "cache", files_dir=str(files)), browser=browser
+    ) as t:
         t.step("open the returns page")
         with pytest.raises(IncurableStepError) as caught:
             t.step("attach the receipt")
@@ -281,7 +275,7 @@ def test_a_download_is_checked_by_name_and_kept_in_report_dir(
     })  # fmt: skip
     reports = tmp_path / "reports"
     with PrettyPlay(
-        "t", config=config(site, tmp_path, report_dir=str(reports)), browser=browser
+        "t", config=config(site.app, tmp_path / "cache", report_dir=str(reports)), browser=browser
     ) as t:
         t.step("open the invoices")
         assert t.expect("the invoice downloads as invoice-1001.txt").outcome == "passed"

@@ -3,6 +3,7 @@ command the LLM, and the cache files are checked by a command."""
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Route, expect
 
-from prettyplay_behave import CacheError, IncurableStepError, PrettyConfig, PrettyPlay
+from prettyplay_behave import CacheError, IncurableStepError, PrettyPlay
 from prettyplay_behave.browser.guard import DocumentWatch, NavigationGuard, _identity
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.errors import CodePolicyError
@@ -31,6 +32,7 @@ from tests.support.llm_server import (
     json_answer,
 )
 from tests.support.pages import PageServer
+from tests.support.settings import api_config
 from tests.support.shop_steps import TO_CHECKOUT
 
 CANARY = "canary-7Hq2-Zx9w"
@@ -198,9 +200,8 @@ def llm_env(llm_env: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch) -> Scri
     return llm_env
 
 
-def api_config(url: str, tmp_path: Path, **changes) -> PrettyConfig:
-    settings = {"llm_timeout": 5.0, "llm_retries": 0, "action_timeout_ms": 2000, **changes}
-    return PrettyConfig(base_url=url, cache_dir=str(tmp_path / "cache"), **settings)
+# a red step fails within 2 s
+config = functools.partial(api_config, action_timeout_ms=2_000)
 
 
 def test_code_holding_a_secret_value_is_refused(
@@ -211,7 +212,7 @@ def test_code_holding_a_secret_value_is_refused(
     proper = opening + '    page.get_by_label("Password").fill(secret("CANARY"))\n'
     llm_env.on("generate", code_answer(literal), code_answer(proper))
     llm_env.on("gate", CLEAN_GATE)
-    with PrettyPlay("t", config=api_config(shop.url, tmp_path), browser=browser) as t:
+    with PrettyPlay("t", config=config(shop.url, tmp_path / "cache"), browser=browser) as t:
         entry = t.step("type ${CANARY} into the password field of the login page")
     assert [a.outcome for a in entry.history] == ["policy violation"]
     assert "holds the literal value of secret CANARY" in entry.history[0].text
@@ -230,8 +231,8 @@ def test_a_secret_value_written_into_the_settings_is_redacted_from_requests(
     llm_env.on("generate", code_answer(proper))
     llm_env.on("gate", CLEAN_GATE)
     rules = f"log in as ann with the password {CANARY.upper()} when asked"
-    config = api_config(shop.url, tmp_path, instructions=rules)
-    with PrettyPlay("t", config=config, browser=browser) as t:
+    settings = config(shop.url, tmp_path / "cache", instructions=rules)
+    with PrettyPlay("t", config=settings, browser=browser) as t:
         t.step("type ${CANARY} into the password field of the login page")
     for request in llm_env.requests:
         text = request.text
@@ -319,7 +320,9 @@ def test_navigation_outside_the_origins_is_blocked(
             CacheKey("t", "step", "leave"), code.replace("{outside}", site.outside), "generated"
         )
     )
-    with PrettyPlay("t", config=api_config(site.app, tmp_path, strict=True), browser=browser) as t:
+    with PrettyPlay(
+        "t", config=config(site.app, tmp_path / "cache", strict=True), browser=browser
+    ) as t:
         with pytest.raises(IncurableStepError) as caught:
             t.step("leave")
         assert not t.page.url.startswith(site.outside)
@@ -343,7 +346,7 @@ def test_the_bounds_hold_in_a_browser_shared_with_a_callers_blank_tabs(
     theirs = [browser.new_context() for _ in range(3)]
     try:
         tabs = [context.new_page() for context in theirs]
-        with PrettyPlay("t", config=api_config(site.app, tmp_path, strict=True),
+        with PrettyPlay("t", config=config(site.app, tmp_path / "cache", strict=True),
                         browser=browser) as t:  # fmt: skip
             with pytest.raises(IncurableStepError, match="outside allowed_origins"):
                 t.step("leave")
@@ -379,8 +382,10 @@ def test_allowed_origins_opens_the_bounds(site: Site, tmp_path: Path, browser) -
     store = CacheStore(tmp_path / "cache", validate=check_code)
     code = PARTNER
     store.write(CacheEntry(CacheKey("t", "step", "visit the partner"), code, "generated"))
-    config = api_config(site.app, tmp_path, strict=True, allowed_origins=(site.app, site.outside))
-    with PrettyPlay("t", config=config, browser=browser) as t:
+    settings = config(
+        site.app, tmp_path / "cache", strict=True, allowed_origins=(site.app, site.outside)
+    )
+    with PrettyPlay("t", config=settings, browser=browser) as t:
         t.step("visit the partner")
         assert t.page.url == site.outside + "/link"
 
@@ -418,7 +423,7 @@ def test_the_injection_page_stays_inside_the_untrusted_block(
             "generated",
         )
     )
-    with PrettyPlay("t", config=api_config(shop.url, tmp_path), browser=browser) as t:
+    with PrettyPlay("t", config=config(shop.url, tmp_path / "cache"), browser=browser) as t:
         t.step("open the promotion")
         entry = t.step("subscribe ann@example.com to the newsletter")
         assert t.page.url == shop.url + "/promo"

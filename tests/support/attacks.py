@@ -14,7 +14,7 @@ import pytest
 
 from prettyplay_behave import PrettyConfig, PrettyPlay, PrettyPlayError
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
-from prettyplay_behave.safety.policy import check_code
+from tests.support import caches
 from tests.support.code import step as step  # the attack tests' step code comes from here
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.origins import TwoOrigins
@@ -55,9 +55,7 @@ class Outcome:
 
 
 def plant(cache: Path, *steps: tuple[str, str, str]) -> None:
-    store = CacheStore(cache, validate=check_code)
-    for kind, sentence, code in steps:
-        store.write(CacheEntry(CacheKey(TEST, kind, sentence), code, "generated"))
+    caches.plant(cache, TEST, *steps)
 
 
 def attack(

@@ -1,10 +1,14 @@
-"""Reading cache files in tests: the raw entries of a feature's step library."""
+"""Cache files in tests: entries planted as a generating run would write them, and the raw
+entries of a feature's step library read back."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 from typing import Any
+
+from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.safety.policy import check_code
 
 
 def steps(path: Path) -> list[dict[str, Any]]:
@@ -42,8 +46,6 @@ def scenario_code(
     """What each scenario of a feature file replays, step by step, as a run finds it: the code
     and the values it takes (none when it takes no parameters)."""
     from prettyplay_behave.behave.liveness import scenario_keys
-    from prettyplay_behave.cache import CacheStore
-    from prettyplay_behave.safety.policy import check_code
 
     store = CacheStore(cache_dir, validate=check_code)
     found: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
@@ -53,3 +55,12 @@ def scenario_code(
         values = key.parameters.values if entry.parameters else ()
         found.setdefault(key.test, []).append((entry.code, values))
     return list(found.values())
+
+
+def plant(cache_dir: Path, test: str, *entries: tuple[str, str, str]) -> Path:
+    """Write ``(kind, sentence, code)`` entries for ``test``, as a generating run would (the
+    code policy checks each); the cache file they are in."""
+    store = CacheStore(cache_dir, validate=check_code)
+    for kind, sentence, code in entries:
+        store.write(CacheEntry(CacheKey(test, kind, sentence), code, "generated"))
+    return store.path_for(test)

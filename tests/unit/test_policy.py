@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import textwrap
 
 import pytest
 from playwright.sync_api import (
@@ -21,6 +20,7 @@ from prettyplay_behave.safety import policy
 from prettyplay_behave.safety.policy import check_code, navigation_problem, url_scheme
 from prettyplay_behave.safety.proxy import PageProxy
 from tests.escapes import ESCAPES
+from tests.support.code import step
 
 # What the refusal of each escape must name (a regular expression).
 REFUSALS: dict[str, str] = {
@@ -100,10 +100,6 @@ REFUSALS: dict[str, str] = {
 
 # Refusals that concern the code as a whole rather than one line.
 WHOLE_CODE = {"too_long"}
-
-
-def step(body: str) -> str:
-    return "def step(page):\n" + textwrap.indent(textwrap.dedent(body).strip("\n"), "    ") + "\n"
 
 
 GOOD_STEPS: dict[str, str] = {
