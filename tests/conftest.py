@@ -22,7 +22,7 @@ from tests.support.llm_server import ScriptedLLMServer
 from tests.support.pages import PageServer
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Playwright
+    from playwright.sync_api import Browser, Page, Playwright
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -167,6 +167,18 @@ def page_on(browser) -> Iterator[Callable[[str], Any]]:
     finally:
         for context in contexts:
             context.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    """A page of a fresh context of the module's browser, for tests that drive Playwright
+    themselves; an action waits at most 10 s."""
+    context = browser.new_context()
+    context.set_default_timeout(10_000)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
 
 
 @dataclass

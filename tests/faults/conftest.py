@@ -14,10 +14,6 @@ def no_llm(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def page(browser, shop):
+def page(page_on, shop):
     """A fresh context and page of the module's browser, on the demo shop."""
-    context = browser.new_context(base_url=shop.url)
-    try:
-        yield context.new_page()
-    finally:
-        context.close()
+    return page_on(shop.url)

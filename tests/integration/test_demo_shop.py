@@ -34,14 +34,6 @@ def shop() -> Iterator[DemoShop]:
         yield running
 
 
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context()
-    context.set_default_timeout(10_000)
-    yield context.new_page()
-    context.close()
-
-
 def http_get(url: str, data: bytes | None = None) -> tuple[int, str]:
     try:
         with urllib.request.urlopen(url, data=data, timeout=10) as response:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from prettyplay_behave.errors import CodePolicyError
@@ -38,13 +38,12 @@ def server() -> Iterator[str]:
 
 
 @pytest.fixture
-def page(browser: Browser, server: str) -> Iterator[Page]:
-    context = browser.new_context(base_url=server)
-    page = context.new_page()
+def page(page_on: Callable[[str], Page], server: str) -> Page:
+    """A page of a fresh context on the form; an action waits at most 5 s."""
+    page = page_on(server)
     page.set_default_timeout(5_000)
     page.goto("/form")
-    yield page
-    context.close()
+    return page
 
 
 def test_good_step_acts_on_the_page(page: Page) -> None:

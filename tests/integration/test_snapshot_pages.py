@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from html import escape
 
 import pytest
-from playwright.sync_api import Browser, Page
 from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import Page
 
 from prettyplay_behave.browser.snapshot import (
     QUOTED_MARKER,
@@ -59,14 +59,6 @@ def list_page(items: int) -> str:
 def server() -> Iterator[str]:
     with PageServer({"/shop": SHOP}, fallback="<title>Other</title><p>other</p>") as pages:
         yield pages.url
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context()
-    context.set_default_timeout(10_000)
-    yield context.new_page()
-    context.close()
 
 
 def test_captures_a_normal_page(page: Page, server: str) -> None:
