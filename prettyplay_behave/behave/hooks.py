@@ -264,6 +264,12 @@ def after_all(context: Any) -> None:
             obsolete = len(liveness.obsolete(runtime.cache, features))
         except CacheError as exc:  # the failing steps already reported it
             record(logging.WARNING, "obsolete_unknown", "obsolete entries unknown: %s", exc)
+        except Exception as exc:  # a feature file outside the run behave cannot parse, say
+            # the count is a note; the run's summary must not be lost to it
+            name = type(exc).__name__
+            record(
+                logging.WARNING, "obsolete_unknown", "obsolete entries unknown: %s: %s", name, exc
+            )
         summary = runtime.summary(obsolete)
         stream = sys.__stdout__
         if stream is not None:

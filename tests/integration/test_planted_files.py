@@ -269,3 +269,21 @@ def test_a_lock_file_hard_linked_to_another_file_is_refused(tmp_path: Path, vict
             CacheEntry(CacheKey("bounds", "step", "I open the shop"), OPEN_SHOP, "generated")
         )
     assert victim.read_text() == "the user's own file\n"
+
+
+def test_the_run_keeps_its_summary_when_the_obsolete_entries_cannot_be_known(
+    project: BehaveProject, shop
+) -> None:
+    """A feature file outside the run that behave cannot parse: the obsolete entries are
+    unknown, the summary is printed all the same."""
+    project.write("features/shop.feature", FEATURE.replace("    Then the shop is open\n", ""))
+    project.write("features/broken.feature", "Feature: Broken\n  Examples:\n")
+    CacheStore(project.cache_dir, validate=check_code).write(
+        CacheEntry(CacheKey(TEST, "step", "I open the shop"), OPEN_SHOP, "generated")
+    )
+    result = project.run(
+        "-D", f"prettyplay.base_url={shop.url}", "features/shop.feature", timeout=120
+    )
+    assert "prettyplay: 1 test (0 failed)" in result.output, result
+    assert "obsolete entries unknown: ParserError: " in result.output, result
+    assert result.returncode == 0, result
