@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import unicodedata
 
 import pytest
 
@@ -13,6 +12,7 @@ from prettyplay_behave.browser.snapshot import (
     estimate_tokens,
     neutralise,
 )
+from tests.support.markers import assert_marker_proof
 
 SMALL = """\
 - banner:
@@ -22,21 +22,6 @@ SMALL = """\
 - textbox "Email": someone@example.com
 - button "Sign in"
 """
-
-# Anything that could read as the block's opening or closing marker, after the same folding a
-# reader's eye (or a model) does: width, case, accents, invisible characters, look-alike letters.
-LOOK_ALIKE = re.compile(r"[<＜﹤]\s*/?\s*untrusted\W*page\W*data|untrusted[-_]page[-_]data")
-
-
-def folded(text: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", text).casefold()
-    return "".join(c for c in decomposed if unicodedata.category(c) not in ("Mn", "Cf"))
-
-
-def assert_marker_proof(text: str) -> None:
-    assert not LOOK_ALIKE.search(folded(text)), text
-    without_quoted = folded(text).replace(QUOTED_MARKER, "")
-    assert not re.search(r"untrusted\W*page\W*data", without_quoted), text
 
 
 def product_list(items: int) -> str:
