@@ -29,6 +29,7 @@ from typing import Any, cast
 from urllib.parse import urlsplit
 
 from .errors import ConfigError
+from .safety.origins import origin_of  # one reading of origins, the browser's (re-exported)
 
 PREFIX = "prettyplay."
 ENV_PREFIX = "PRETTYPLAY_"
@@ -473,9 +474,6 @@ KEYS = tuple(settings_of(PrettyConfig))
 SETTINGS = settings_of(PrettyConfig)
 
 
-DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
 def pace_ms(speed: int) -> int:
     """The pause of a pace 0-100 (the browser's ``speed``, a group's ``speed``), in ms."""
     return int((100 - speed) * 30)
@@ -484,21 +482,6 @@ def pace_ms(speed: int) -> int:
 def in_ci(environ: Mapping[str, str] | None = None) -> bool:
     """Whether the run is in CI (``CI`` is set): interactive steering never opens there."""
     return bool((os.environ if environ is None else environ).get("CI"))
-
-
-def origin_of(url: str) -> str:
-    """``scheme://host[:port]`` as browsers compare it: lower case, no default port."""
-    parts = urlsplit(url)
-    scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
-    if ":" in host:  # an IPv6 address keeps its brackets
-        host = f"[{host}]"
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    if port is None or port == DEFAULT_PORTS.get(scheme):
-        return f"{scheme}://{host}"
-    return f"{scheme}://{host}:{port}"
 
 
 def shown(key: str, value: Any) -> Any:

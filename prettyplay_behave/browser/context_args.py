@@ -5,13 +5,17 @@ the bounds of a test (where its requests may go, what is written to disk) or tha
 already owns are refused with what to use instead. Credentials come from the environment: a
 string of the table may name a variable as ``${NAME}``, and a password must (the value is
 redacted like a secret); credentials and client certificates are sent to the test's own
-origins only.
+origins only. Every other option reaches every origin a page loads from (a user agent, headers,
+a locale, a time zone: what any frame's server or script can read), so none may name a variable:
+a secret given there would go to them all. Clipboard permissions are refused: with them, the
+script of any frame reads what the test copied.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -37,6 +41,11 @@ REFUSED: dict[str, str] = {
 PLACEHOLDER = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
 # Options whose entries name the one origin they are sent to.
 ORIGIN_BOUND = ("http_credentials", "client_certificates")
+# Permissions that give every frame's script the clipboard: what the test copied in the app,
+# or what it would paste.
+CLIPBOARD_PERMISSIONS = frozenset(
+    {"clipboard-read", "clipboard-write", "clipboard-sanitized-write"}
+)
 
 
 @functools.lru_cache(maxsize=1)
@@ -67,11 +76,20 @@ def problem(args: Any) -> str | None:
                     "http_credentials.password must name an environment variable as ${NAME} "
                     "(a password written in a config file is committed with it)"
                 )
-        if key == "extra_http_headers" and "${" in str(value):
+        if key not in ORIGIN_BOUND and "${" in json.dumps(value, default=str):
             return (
-                "extra_http_headers are sent to every origin a page loads from, so they may "
-                "not carry a secret; give credentials as http_credentials (sent to one origin)"
+                f"{key} reaches every origin a page loads from, so it may not carry a "
+                "secret (${NAME}); give credentials as http_credentials (sent to the test's "
+                "own origins only)"
             )
+        if key == "permissions" and isinstance(value, list):
+            clipboard = sorted(CLIPBOARD_PERMISSIONS.intersection(map(str, value)))
+            if clipboard:
+                return (
+                    f"permissions {', '.join(clipboard)} cannot be granted: with them the "
+                    "script of any frame, of any origin, reads the clipboard the test copies to "
+                    "(steps type what they need instead)"
+                )
     return None
 
 

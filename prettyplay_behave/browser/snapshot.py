@@ -226,7 +226,11 @@ _STORAGE_HEADER = (
 
 def _storage(page: Page) -> str:
     """Lines for what the page's origin keeps beyond the page: ``local "cart": "[3, 5]"``,
-    ``session "step": "2"``, ``cookie "session"`` (names only); empty when it keeps nothing."""
+    ``session "step": "2"``, ``cookie "session"`` (names only); empty when it keeps nothing,
+    and for a page without a URL of its own (a blank window has the origin of whichever frame
+    opened it, maybe another origin's)."""
+    if not page.url.startswith(("http://", "https://")):
+        return ""
     local, session = page.evaluate(_STORAGE, [_STORAGE_LIMIT, _STORAGE_CHARS])
     lines = [
         f"  {kind} {json.dumps(key, ensure_ascii=False)}: {json.dumps(value, ensure_ascii=False)}"

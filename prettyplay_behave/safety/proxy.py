@@ -11,28 +11,41 @@ Two bounds hold here because only here the target of a call is known:
 - **what comes in is redacted**: every string step code reads from the page (a field's value, a
   text, a title, a URL, an attribute) has the test's secret values replaced by their
   placeholders before Python sees it, in plain, URL- and HTML-encoded form;
-- **what goes out stays with allowed origins**: typing (``fill``, ``type``, ``press``,
-  ``press_sequentially``, the keyboard) and uploads reach only an element whose frame is of an
-  allowed origin. A page whose frames are all of allowed origins pays nothing for the check.
+- **what goes out stays with allowed origins**: no input reaches a frame or a window of an
+  origin outside allowed_origins. Typing (``fill``, ``type``, ``press``, the keyboard), uploads,
+  choices and focus reach only an element whose frame is of an allowed origin; a click, a hover,
+  a drag or the mouse's own moves, buttons and wheel reach only a point that no frame of another
+  origin covers (what lies over a frame's box reaches that frame, so no pointer position can
+  carry a value out). A page whose frames are all of allowed origins pays nothing for the check
+  (but for a blank window: which frame opened it is asked of the browser).
 """
 
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
-from urllib.parse import urljoin, urlsplit
 
 from playwright.sync_api import Download, FrameLocator, Keyboard, Locator, Mouse, Page
 from playwright.sync_api import expect as playwright_expect
 
-from ..config import origin_of
 from ..errors import CodePolicyError
 from ..page_events import PAGE_EVENTS, listener_shape
-from .frames import element_frame, focused_frame, origin_url, outside_frames
+from .frames import (
+    Box,
+    ForeignFrame,
+    element_frame,
+    focused_frame,
+    foreign_frames,
+    frame_at,
+    origin_url,
+    outside_frames,
+)
 from .limits import EXPECT_TIMEOUT_MS, MAX_TYPED_KEYS, Budget, bounded_call, clamp, typed_text
+from .origins import is_web, origin_of, web_url
 from .policy import (
     CLOCK_ATTRIBUTES,
     EXPECT_MATCHERS,
@@ -50,6 +63,19 @@ _PLAIN = (int, float, bool, type(None))
 # What carries text into the element or frame that receives it.
 TYPING = frozenset({"fill", "type", "press", "press_sequentially", "insert_text", "down", "up"})
 KEY_BY_KEY = frozenset({"type", "press_sequentially"})  # one keystroke per character
+# What reaches the element it acts on, hence its frame: its frame must be of an allowed origin.
+INPUT = TYPING | frozenset(
+    {"clear", "check", "uncheck", "set_checked", "select_option", "focus", "blur"}
+    | {"click", "dblclick", "tap", "hover", "drag_to", "drag_and_drop"}
+)
+# What lands where the pointer is moved to: no frame of another origin may lie under it.
+POINTER = frozenset(
+    {"click", "dblclick", "tap", "hover", "check", "uncheck", "set_checked", "drag_to"}
+    | {"drag_and_drop"}
+)
+# Where each page's pointer is, as far as step code moved it: mouse.down(), up() and wheel() act
+# there. None: moved by a locator action where no foreign frame was (the place is not known).
+_POINTER: weakref.WeakKeyDictionary[Page, tuple[float, float] | None] = weakref.WeakKeyDictionary()
 
 
 def _same(text: str) -> str:
@@ -108,7 +134,7 @@ class _Proxy:
             return self._wrap(value)
 
         def forward(*args: Any, **kwargs: Any) -> Any:
-            if name in TYPING:
+            if name in INPUT:
                 self._typing(name, value, args, kwargs)
             return self._call(value, *args, **kwargs)
 
@@ -123,7 +149,8 @@ class _Proxy:
     def _typing(
         self, name: str, method: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> None:
-        """Refuse typing that would take past the bound, or reach a frame of another origin."""
+        """Refuse typing that would take past the bound, or input that would reach a frame of
+        another origin."""
         if name in KEY_BY_KEY:
             text = typed_text(method, args, kwargs)
             if isinstance(text, str) and len(text) > MAX_TYPED_KEYS:
@@ -131,23 +158,67 @@ class _Proxy:
                     f"{self._LABEL}.{name} types key by key, at most {MAX_TYPED_KEYS:,} keys "
                     f"(not {len(text):,}); fill() puts a long text in at once"
                 )
-        self._receiver_allowed(name, args)
+        self._receiver_allowed(name, args, kwargs)
 
-    def _receiver_allowed(self, name: str, args: tuple[Any, ...]) -> None:
-        """The frame that would receive typed text or a file is of an allowed origin."""
+    def _receiver_allowed(
+        self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None
+    ) -> None:
+        """The frame that would receive typed text, a file, a choice or the focus is of an
+        allowed origin; the point a pointer action lands on lies over no frame of another."""
         allowed = self._services.origin_allowed
         page = self._page_of()
-        if allowed is None or page is None or not outside_frames(page, allowed):
+        if allowed is None or page is None:
+            return
+        if not outside_frames(page, allowed):
+            if name in POINTER:
+                _POINTER[page] = None  # moved somewhere in the page: where, nobody measured
             return
         timeout = min(self._default_ms, self._budget.remaining_ms())
         frame = self._receiving_frame(page, args, timeout)
         if frame is not None and not allowed(origin_url(frame)):
+            origin = self._services.redact(origin_of(origin_url(frame)))
             raise CodePolicyError(
-                f"{self._LABEL}.{name}: the element is in a frame of "
-                f"{self._services.redact(origin_url(frame))}, outside allowed_origins; typed "
-                "text and files go only to frames of allowed origins (add the frame's origin "
-                "to prettyplay.allowed_origins if the test may type there)"
+                f"{self._LABEL}.{name}: the element is in a frame of {origin}, outside "
+                "allowed_origins; typed text and files go only to frames of allowed origins, "
+                "and so do clicks and every other input (add the frame's origin to "
+                "prettyplay.allowed_origins if the test may act there)"
             )
+        if name in POINTER:
+            frames = foreign_frames(page, allowed)
+            for target, position in self._pointer_targets(page, name, args, kwargs or {}):
+                point = _landing(target, position, timeout)
+                self._pointer_allowed(name, frames, point)
+                _POINTER[page] = point
+
+    def _pointer_allowed(
+        self, name: str, frames: list[ForeignFrame], point: tuple[float, float] | None
+    ) -> None:
+        """Refuse a pointer action at ``point`` (None: where the pointer is is not known) on a
+        page with frames of other origins, when one of them lies under it."""
+        if not frames:
+            return
+        if point is None:
+            raise CodePolicyError(
+                f"{self._LABEL}.{name}: where the pointer is is not known, and the page shows a "
+                f"frame of {self._services.redact(origin_of(frames[0].url))}, outside "
+                "allowed_origins; move the mouse first (page.mouse.move(x, y)) or act on a "
+                "locator"
+            )
+        found = frame_at(frames, *point)
+        if found is not None:
+            raise CodePolicyError(
+                f"{self._LABEL}.{name}: the point ({point[0]:.0f}, {point[1]:.0f}) lies over a "
+                f"frame of {self._services.redact(origin_of(found.url))}, outside "
+                "allowed_origins; clicks, pointer moves and wheel turns go only to frames of "
+                "allowed origins (add the frame's origin to prettyplay.allowed_origins if the "
+                "test may act there)"
+            )
+
+    def _pointer_targets(
+        self, page: Page, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> list[tuple[Locator, Any]]:
+        """The elements a pointer action moves to, each with the position it names."""
+        return []
 
     def _page_of(self) -> Page | None:
         """The page the target belongs to (for the frame check)."""
@@ -248,12 +319,16 @@ class PageProxy(_Proxy):
     def cookies(self) -> CookiesProxy:
         return CookiesProxy(self)
 
+    @property
+    def mouse(self) -> MouseProxy:
+        return MouseProxy(self._target.mouse, self._budget, self._services, self._target)
+
     def own_origin(self, what: str) -> str | None:
         """The allowed origin whose ``what`` (storage, cookies) step code reaches: the page's,
         or before a page of the app loaded, base_url's (None then: nothing has loaded)."""
         self._budget.check()
         url, services = self._target.url, self._services
-        if urlsplit(url).scheme not in ("http", "https"):
+        if not is_web(url):
             return None
         if services.origin_allowed is not None and not services.origin_allowed(url):
             raise CodePolicyError(
@@ -271,6 +346,23 @@ class PageProxy(_Proxy):
         if not args or not isinstance(args[0], str):
             return None
         return element_frame(page.locator(args[0]), timeout)
+
+    def _pointer_targets(
+        self, page: Page, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> list[tuple[Locator, Any]]:
+        """``page.click(selector)``; ``page.drag_and_drop(source, target)``."""
+        if name == "drag_and_drop":
+            source, target = (*args, kwargs.get("source"), kwargs.get("target"))[:2]
+            if len(args) < 2:
+                target = kwargs.get("target", target)
+            return [
+                (page.locator(str(source)), kwargs.get("source_position")),
+                (page.locator(str(target)), kwargs.get("target_position")),
+            ]
+        selector = args[0] if args else kwargs.get("selector")
+        if not isinstance(selector, str):
+            return []
+        return [(page.locator(selector), kwargs.get("position"))]
 
     def switch_to_tab(self, index: int) -> None:
         """Make the test's ``index``-th tab (from 0, in the order they opened) the page of this
@@ -305,6 +397,20 @@ class LocatorProxy(_Proxy):
 
     def _receiving_frame(self, page: Page, args: tuple[Any, ...], timeout: float) -> Any:
         return element_frame(self._target, timeout)
+
+    def _pointer_targets(
+        self, page: Page, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> list[tuple[Locator, Any]]:
+        """The element itself; for ``drag_to(target)`` the target too."""
+        if name != "drag_to":
+            return [(self._target, kwargs.get("position"))]
+        target = _unwrap(args[0] if args else kwargs.get("target"))
+        found = [(self._target, kwargs.get("source_position"))]
+        if isinstance(target, Locator):
+            if target.page != page:
+                raise CodePolicyError("locator.drag_to: the target is not on the same page")
+            found.append((target, kwargs.get("target_position")))
+        return found
 
 
 class EventWaitProxy:
@@ -444,7 +550,8 @@ class StorageProxy:
         self._write("set", key, value)
 
     def set_json(self, key: str, value: Any) -> None:
-        """Keep ``value`` written as JSON under ``key``."""
+        """Keep ``value`` written as JSON under ``key``; a value too big to send is refused
+        before it is written out."""
         self.set(key, json.dumps(value))
 
     def remove(self, key: str) -> None:
@@ -557,15 +664,15 @@ class CookiesProxy:
             raise CodePolicyError(
                 "page.cookies: no page of the app has loaded and no base_url is set"
             )
-        current = (
-            page._target.url if urlsplit(page._target.url).scheme in ("http", "https") else origin
-        )
-        target = current if url is None else urljoin(current, str(url))
-        if urlsplit(target).scheme not in ("http", "https") or (
+        current = page._target.url if is_web(page._target.url) else origin
+        # read as the browser reads it, and handed to the browser in that reading's own words
+        target = web_url(current if url is None else str(url), current)
+        if target is None or (
             services.origin_allowed is not None and not services.origin_allowed(target)
         ):
+            shown = "that URL" if target is None else origin_of(target)
             raise CodePolicyError(
-                f"page.cookies: {services.redact(origin_of(target))} is outside allowed_origins; "
+                f"page.cookies: {services.redact(shown)} is outside allowed_origins; "
                 "step code reads the cookies of the test's origins only"
             )
         return list(page._target.context.cookies([target]))
@@ -575,11 +682,54 @@ class CookiesProxy:
 
 
 class MouseProxy(_Proxy):
-    """``page.mouse`` as step code sees it."""
+    """``page.mouse`` as step code sees it: every point it moves to or acts at, the moves of
+    ``steps`` on the way too, lies over no frame of another origin."""
 
-    __slots__ = ()
+    __slots__ = ("_page",)
     _LABEL = "mouse"
     _ALLOWED = MOUSE_ATTRIBUTES
+
+    def __init__(
+        self,
+        mouse: Mouse,
+        budget: Budget | None = None,
+        services: PageServices | None = None,
+        page: Page | None = None,
+    ) -> None:
+        super().__init__(mouse, budget, services)
+        object.__setattr__(self, "_page", page)
+
+    def __getattr__(self, name: str) -> Any:
+        method = super().__getattr__(name)
+
+        def forward(*args: Any, **kwargs: Any) -> Any:
+            self._moves(name, args, kwargs)
+            return method(*args, **kwargs)
+
+        return forward
+
+    def _moves(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Refuse the call when a point it reaches lies over a frame of another origin."""
+        page, allowed = self._page, self._services.origin_allowed
+        if page is None:
+            raise CodePolicyError("mouse: take it from the page (page.mouse)")
+        before = _POINTER.get(page)
+        if name in ("down", "up", "wheel"):
+            points: list[tuple[float, float] | None] = [before]
+        else:
+            x, y = (*args, kwargs.get("x"), kwargs.get("y"))[:2]
+            if len(args) < 2:
+                y = kwargs.get("y", y)
+            if not all(isinstance(value, (int, float)) for value in (x, y)):
+                raise CodePolicyError(f"mouse.{name} takes a point: x and y in pixels")
+            steps = kwargs.get("steps", args[2] if name == "move" and len(args) > 2 else 1)
+            points = _path(before, (float(x), float(y)), steps if name == "move" else 1)
+        if allowed is not None and outside_frames(page, allowed):
+            frames = foreign_frames(page, allowed)
+            for point in points:
+                self._pointer_allowed(name, frames, point)
+        if points[-1] is not None:
+            _POINTER[page] = points[-1]
 
 
 class AssertionsProxy(_Proxy):
@@ -615,6 +765,38 @@ def expect_for_steps(actual: Any, *args: Any, **kwargs: Any) -> AssertionsProxy:
     services = actual._services if isinstance(actual, _Proxy) else None
     target = actual._target if isinstance(actual, (PageProxy, LocatorProxy)) else actual
     return AssertionsProxy(playwright_expect(target, *args, **kwargs), budget, services)
+
+
+MAX_STEPS = 1_000  # the moves one mouse.move may make on its way, each checked
+
+
+def _path(
+    start: tuple[float, float] | None, end: tuple[float, float], steps: Any
+) -> list[tuple[float, float] | None]:
+    """The points a ``mouse.move(..., steps=n)`` sends a move at, as Playwright spaces them."""
+    if not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS:
+        raise CodePolicyError(f"mouse.move takes steps from 1 to {MAX_STEPS:,}")
+    if start is None or steps == 1:
+        return [end]
+    return [
+        (start[0] + (end[0] - start[0]) * i / steps, start[1] + (end[1] - start[1]) * i / steps)
+        for i in range(1, steps + 1)
+    ]
+
+
+def _landing(target: Locator, position: Any, timeout: float) -> tuple[float, float]:
+    """Where a pointer action on ``target`` lands: the centre of its box, or ``position``
+    from its corner (as Playwright moves there), measured once it shows."""
+    target.wait_for(state="visible", timeout=max(1.0, timeout))
+    box = Box.of(target.bounding_box(timeout=max(1.0, timeout)))
+    if box is None:
+        raise CodePolicyError("the element to act on shows no box: it cannot be placed")
+    if isinstance(position, dict):
+        try:
+            return box.x + float(position["x"]), box.y + float(position["y"])
+        except (KeyError, TypeError, ValueError):
+            raise CodePolicyError("position takes {'x': ..., 'y': ...} in pixels") from None
+    return box.x + box.width / 2, box.y + box.height / 2
 
 
 def _inside(folder: Path, name: Any) -> Path:

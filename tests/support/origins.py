@@ -92,6 +92,8 @@ class TwoOrigins:
                     _send(self, f"<title>Frame</title><p id='inside'>{FRAME_TEXT}</p>")
                 elif self.path.startswith("/partner"):
                     _send(self, PARTNER_PAGE)
+                elif self.path.split("?")[0] in OUTSIDE_PAGES:
+                    _send(self, OUTSIDE_PAGES[self.path.split("?")[0]])
                 else:
                     _send(self, "<title>Outside</title><h1>outside</h1>")
 
@@ -148,3 +150,37 @@ def _trickle(handler: BaseHTTPRequestHandler) -> None:
             time.sleep(1)
     except OSError:  # the browser gave the download up
         pass
+
+
+# Pages of the outside origin for the channel attacks, by path. ``/logger`` reports every
+# pointer event (with its coordinates), focus, paste and value its document gets; ``/opener``
+# keeps a token in its own storage and cookie, opens a blank window of its own origin, writes
+# a field into it and reports what is typed there.
+LOGGER_PAGE = """<title>Partner</title>
+<textarea id="pad" aria-label="Pad" style="position:fixed;inset:0;width:100%;height:100%"
+  oninput="fetch('/value?v=' + encodeURIComponent(this.value))"></textarea>
+<script>
+for (const kind of ["click", "auxclick", "mousedown", "mouseup", "mousemove", "wheel",
+                    "pointerover", "focusin", "paste", "keydown"]) {
+  document.addEventListener(kind, (event) => fetch(
+    `/${kind}?x=${event.clientX}&y=${event.clientY}&k=${encodeURIComponent(event.key || "")}`),
+    true);
+}
+</script>"""
+B_TOKEN = "b-token-7f3c9e21"
+OPENER_PAGE = """<title>Opener</title>
+<script>
+localStorage.setItem("token", "B_TOKEN");
+document.cookie = "token=B_TOKEN; SameSite=None; Secure";
+const opened = window.open("", "_blank");
+opened.document.write('<title>Blank</title><label>Code <input id="code"></label>');
+setInterval(() => {
+  const value = opened.document.getElementById("code").value;
+  if (value) fetch("/value?v=" + encodeURIComponent(value));
+}, 50);
+</script>""".replace("B_TOKEN", B_TOKEN)
+COOKIE_PAGE = """<title>Cookie</title>
+<script>document.cookie = "token=B_TOKEN; SameSite=None; Secure";</script>""".replace(
+    "B_TOKEN", B_TOKEN
+)
+OUTSIDE_PAGES = {"/logger": LOGGER_PAGE, "/opener": OPENER_PAGE, "/cookie": COOKIE_PAGE}
