@@ -5,9 +5,16 @@ document, fetch or XHR request is pending. The quiet period is watched inside th
 page's own timer queue: the check that ends it is a timer due after the period, so every page
 timer due earlier runs first. A busy machine that delays a page's timers therefore delays the
 check too, and a page that keeps changing never looks quiet, however short the period. A quiet
-page costs one round trip; the wait lasts only while the page changes, and a wait on pending
-requests ends as the last of them finishes. A closed or crashed page has nothing left to wait
-for: the wait ends at once, and the step's own call then reports what happened to the page.
+page costs two round trips (the wait, and letting its result go); the wait lasts only while the
+page changes, and a wait on pending requests ends as the last of them finishes. A closed or
+crashed page has nothing left to wait for: the wait ends at once, and the step's own call then
+reports what happened to the page.
+
+The page's own clock holds no wait of the settle. Playwright's fake clock (``page.clock``)
+replaces ``setTimeout`` and ``performance`` in the page, and a paused one never fires a timer;
+the settle's timers and its measure of time are the real ones, which the fake clock keeps aside
+(``__pwClock.builtins``). And whatever the page does, the wait inside it is bounded from outside:
+Playwright's own timeout, measured in its driver, ends it at the settle window.
 """
 
 from __future__ import annotations
@@ -34,7 +41,10 @@ WATCHED_REQUESTS = frozenset({"document", "fetch", "xhr"})
 # settle on.
 _MUTATION_CLOCK = """
 (() => {
-  const mark = () => { window.__prettyplayLastMutation = performance.now(); };
+  const mark = () => {
+    const real = globalThis.__pwClock?.builtins ?? globalThis;
+    window.__prettyplayLastMutation = real.performance.now();
+  };
   mark();
   const start = () => new MutationObserver(mark).observe(document, {
     subtree: true, childList: true, attributes: true, characterData: true });
@@ -43,35 +53,39 @@ _MUTATION_CLOCK = """
 })();
 """
 
-# Resolves true once the loaded document went QUIET_MS without a mutation, false when the budget
-# ran out first. A document loaded before the clock was installed (before the test's first
-# settle, or a page handed in by the caller) gets the clock now, and counts as just changed.
+# Resolves true once the loaded document went QUIET_MS without a mutation; when the budget runs
+# out first it stops and never resolves (Playwright's timeout ends the wait). A document loaded
+# before the clock was installed (before the test's first settle, or a page handed in by the
+# caller) gets the clock now, and counts as just changed. Its timers and time are the real ones
+# when Playwright's fake clock replaced the page's.
 _QUIET = (
     """
 async ([quietMs, budgetMs]) => {
-  const started = performance.now();
-  const left = () => Math.max(0, budgetMs - (performance.now() - started));
+  const real = globalThis.__pwClock?.builtins ?? globalThis;
+  const now = () => real.performance.now();
+  const started = now();
+  const left = () => Math.max(0, budgetMs - (now() - started));
   // Never 0 ms: Chromium queues a 0 ms timer apart from delayed ones, where it can run ahead of
   // a page timer that is already overdue; a delayed timer runs after every timer due before it.
   const turn = (ms) =>
-    new Promise((resolve) => setTimeout(resolve, Math.max(1, Math.min(ms, left()))));
+    new Promise((resolve) => real.setTimeout(resolve, Math.max(1, Math.min(ms, left()))));
   for (;;) {
     if (document.readyState !== "complete") {
       await new Promise((resolve) => {
         addEventListener("load", resolve, { once: true });
-        setTimeout(resolve, left());
+        real.setTimeout(resolve, left());
       });
     } else {
       if (window.__prettyplayLastMutation === undefined) {"""
     + _MUTATION_CLOCK
     + """      }
       const seen = window.__prettyplayLastMutation;
-      await turn(Math.max(0, quietMs - (performance.now() - seen)));
+      await turn(Math.max(0, quietMs - (now() - seen)));
       await turn(1);  // a page timer that fell due while this one was late runs first
       const last = window.__prettyplayLastMutation;
-      if (last === seen && performance.now() - last >= quietMs) return true;
+      if (last === seen && now() - last >= quietMs) return true;
     }
-    if (left() <= 0) return false;
+    if (left() <= 0) return new Promise(() => {});
   }
 }
 """
@@ -119,14 +133,21 @@ class Settler:
         self._blank = False
 
     def _dom_quiet(self, budget_ms: float) -> bool | None:
-        """Whether the DOM went quiet within the budget; None while the page navigates."""
+        """Whether the DOM went quiet within the budget; None while the page navigates. The
+        budget is Playwright's timeout, kept outside the page: no page holds the wait longer."""
         try:
-            quiet = bool(self.page.evaluate(_QUIET, [QUIET_MS, budget_ms]))
+            quiet = self.page.wait_for_function(
+                _QUIET, arg=[QUIET_MS, budget_ms], timeout=max(1.0, budget_ms)
+            )
+        except PlaywrightTimeoutError:
+            self._check_failed = None
+            return False
         except Exception as exc:  # navigating: the execution context is being replaced
             self._check_failed = exc
             return None
         self._check_failed = None
-        return quiet
+        quiet.dispose()
+        return True
 
     def settle(self, window_ms: int) -> bool:
         """Wait until the page is quiet; False when the window ran out first.

@@ -7,7 +7,8 @@ settled page, as its request's snapshot saw it.
 
 Whatever the code does, the outcome is a record: ``green``, ``red`` (the error text, a bound
 that was hit, a page that never settled) or ``policy violation``. Every text is redacted of
-secret values before it leaves here.
+secret values and cut to ``MAX_TEXT`` characters (its head and tail) before it leaves here, so
+every output and request that carries it gets the cut text.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from ..browser.stop import ExecutionStop
 from ..config import origin_of
 from ..errors import CodePolicyError, StepTimeoutError, describe_exception
 from ..events import record
-from ..safety.limits import MEMORY_HEADROOM, Budget
+from ..safety.limits import MAX_TEXT, MEMORY_HEADROOM, Budget, cut_text
 from ..safety.policy import Reach, reach
 from ..safety.proxy import PageServices
 from ..safety.sandbox import call_step, compile_step, step_parameters
@@ -66,7 +67,7 @@ def execute(
     try:
         function, budget = _compile(test, spec, code, secrets)
     except CodePolicyError as exc:
-        text = secrets.redact(f"CodePolicyError: {exc}")
+        text = outcome_text(f"CodePolicyError: {exc}", secrets)
         return Attempt(Outcome.POLICY_VIOLATION, url_before, url_before, secrets.redact(code), text)
     reaches = reach(code)
     attempt_no = 0 if at_once else 1
@@ -97,7 +98,7 @@ def execute(
         notes = test.tabs.take_notes()
         if error is None and bound is None:
             url_after = page_url(test.page)
-            text = "\n".join(notes)
+            text = outcome_text("\n".join(notes), secrets)
             return Attempt(Outcome.GREEN, url_before, url_after, code, text, False, notes, reaches)
         done = f"execution {attempt_no} of {spec.tries}" if attempt_no else "the replay"
         if attempt_no == 0 and waited_out:
@@ -113,6 +114,16 @@ def execute(
             continue
         before = (started_on, url_before)
         return _red(test, spec, code, before, error, bound, settled, secrets, notes, reaches)
+
+
+# What the redactor reads beyond each cut: a secret's spelling that the cut splits is whole there.
+_REDACTION_MARGIN = 10_000
+
+
+def outcome_text(text: str, secrets: Secrets) -> str:
+    """``text`` redacted and cut to ``MAX_TEXT`` characters: the one place an execution's text
+    is made final (the redactor reads only what is kept, never megabytes)."""
+    return cut_text(text, MAX_TEXT, clean=secrets.redact, margin=_REDACTION_MARGIN)
 
 
 def _compile(
@@ -269,6 +280,6 @@ def _red(
     # a failed assertion of a check or a precondition: the product may be at fault
     asserts = spec.meaning is not Meaning.ACTION
     failed_check = asserts and isinstance(error, AssertionError) and not bound
-    text = secrets.redact("\n".join(texts))
+    text = outcome_text("\n".join(texts), secrets)
     url_after = page_url(test.page)
     return Attempt(Outcome.RED, url_before, url_after, code, text, failed_check, notes, reaches)

@@ -13,6 +13,10 @@ built into what step code can do:
   than ``MAX_LENGTH`` items), and on Linux the process may not take more than
   ``MEMORY_HEADROOM`` more memory while step code runs, so an allocation past it fails with
   ``MemoryError`` (a red execution) instead of taking the machine.
+- **what leaves**: one call may send at most ``MAX_SENT`` characters to the browser (counted
+  before anything is serialised: a list of long strings is refused, not sent for minutes), and
+  the text an execution ends with is cut to ``MAX_TEXT`` characters, its head and its tail, with
+  a note of how many were cut (:func:`cut_text`), before any output or request carries it.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ MAX_STEPS = 100  # mouse move steps: each is one event sent to the page
 MAX_TYPED_KEYS = 2_000
 EXPECT_TIMEOUT_MS = 5_000  # Playwright's assertions, unless expect.set_options says otherwise
 MEMORY_HEADROOM = 1 << 30  # bytes step code may add to the process (Linux)
+MAX_SENT = 2 * MAX_LENGTH  # characters one call sends to the browser: the largest string, twice
+MAX_TEXT = 20_000  # characters of an outcome's text: the head and the tail of a longer one
 
 _SIZED = (str, bytes, list, tuple)
 _CONTAINERS = (list, tuple, set, frozenset, dict)
@@ -137,10 +143,12 @@ def typed_text(method: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[s
 def bounded_call(
     method: Callable[..., Any], budget: Budget, default_ms: float, *args: Any, **kwargs: Any
 ) -> Any:
-    """Call a Playwright method within ``budget``; a timeout the budget set names the bound."""
+    """Call a Playwright method within ``budget``; a timeout the budget set names the bound.
+    Arguments of more than ``MAX_SENT`` characters in all are refused before they are sent."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
     budget.check()
+    sendable(getattr(method, "__name__", "the call"), (args, kwargs))
     by_budget = clamp(method, args, kwargs, budget, default_ms)
     try:
         return method(*args, **kwargs)
@@ -148,6 +156,35 @@ def bounded_call(
         if by_budget and budget.expired():
             raise budget.error() from exc
         raise
+
+
+def sendable(what: str, value: Any) -> None:
+    """Refuse ``value`` when it would send more than ``MAX_SENT`` characters to the browser:
+    counted on the value, before it is serialised (that alone took minutes for 100 MB)."""
+    if _printed_length(value, MAX_SENT) > MAX_SENT:
+        raise CodePolicyError(
+            f"{what}: step code may not send more than {MAX_SENT:,} characters to the browser "
+            "in one call"
+        )
+
+
+def cut_text(
+    text: str, limit: int = MAX_TEXT, clean: Callable[[str], str] | None = None, margin: int = 0
+) -> str:
+    """``text``, or when it is longer than ``limit`` its head and its tail with a note of how
+    many characters were cut between them (an error's message comes first, a log's end last).
+
+    ``clean`` (a redactor) reads each kept part with ``margin`` more characters beyond the cut,
+    so that what it replaces is whole even where the cut splits it."""
+    clean = clean or (lambda part: part)
+    if len(text) <= limit:
+        return clean(text)
+    head = limit * 3 // 4
+    tail = limit - head
+    note = f"\n… {len(text) - limit:,} characters cut …\n"
+    kept_head = clean(text[: head + margin])[:head]
+    kept_tail = clean(text[max(0, len(text) - tail - margin) :])
+    return kept_head + note + kept_tail[len(kept_tail) - tail :]
 
 
 # -- loops and arithmetic -------------------------------------------------------------------------

@@ -4,8 +4,8 @@ The checked code is rewritten before it is compiled, so that what the policy let
 compute stays bounded (:mod:`.limits`): every ``for`` loop walks a snapshot through a guard that
 checks the time budget at each item; ``+``, ``*`` and ``%`` (and their augmented forms),
 f-strings, ``str.replace`` and ``str.join`` refuse results past the size caps, and so does
-printing a container (``str()``, an f-string, ``%``) before the string is built. The names the
-rewrite adds start with ``__``, which step code cannot write.
+printing a container (``str()``, an f-string, ``%``, an ``assert``'s message) before the string
+is built. The names the rewrite adds start with ``__``, which step code cannot write.
 """
 
 from __future__ import annotations
@@ -85,6 +85,12 @@ class _Bound(ast.NodeTransformer):
         current = ast.Name(node.target.id, ast.Load())
         value = ast.Call(_helper("grow"), [ast.Constant(op), current, node.value], [])
         return ast.copy_location(ast.Assign([node.target], value), node)
+
+    def visit_Assert(self, node: ast.Assert) -> ast.Assert:
+        self.generic_visit(node)
+        if node.msg is not None:  # printed as the error's text: a container is printed then
+            node.msg = ast.copy_location(ast.Call(_helper("printable"), [node.msg], []), node.msg)
+        return node
 
     def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.AST:
         self.generic_visit(node)
