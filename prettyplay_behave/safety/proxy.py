@@ -44,7 +44,15 @@ from .frames import (
     origin_url,
     outside_frames,
 )
-from .limits import EXPECT_TIMEOUT_MS, MAX_TYPED_KEYS, Budget, bounded_call, clamp, typed_text
+from .limits import (
+    EXPECT_TIMEOUT_MS,
+    MAX_TYPED_KEYS,
+    Budget,
+    bounded_call,
+    clamp,
+    sendable,
+    typed_text,
+)
 from .origins import is_web, origin_of, web_url
 from .policy import (
     CLOCK_ATTRIBUTES,
@@ -552,6 +560,7 @@ class StorageProxy:
     def set_json(self, key: str, value: Any) -> None:
         """Keep ``value`` written as JSON under ``key``; a value too big to send is refused
         before it is written out."""
+        sendable(f"{self._label}.set_json", value)
         self.set(key, json.dumps(value))
 
     def remove(self, key: str) -> None:
@@ -599,6 +608,7 @@ class StorageProxy:
         return [(redact(key), redact(value)) for key, value in self._call("items")]
 
     def _write(self, op: str, key: str | None = None, value: str | None = None) -> None:
+        sendable(f"{self._label}.{op}", (key, value))
         if self._loaded() is not None:
             self._call(op, key, value)
             return
