@@ -26,7 +26,7 @@ from tests.support.llm_server import (
     unauthorized,
 )
 from tests.support.settings import api_config
-from tests.support.shop_steps import ACCEPT, HEADING, OPEN_SHOP
+from tests.support.shop_steps import ACCEPT, HEADING, OPEN_SHOP, SHOP_FEATURE
 
 
 def cache_text(tmp_path: Path, name: str = "visit") -> str:
@@ -233,19 +233,10 @@ def test_max_llm_calls_stops_the_run(
     assert len(llm_env.requests) == 2
 
 
-FEATURE = """\
-Feature: Shop
-  Scenario: Visit
-    Given I open the shop
-    When I accept the cookie banner
-    Then the heading says Demo Shop
-"""
-
-
 def test_a_new_feature_is_generated_by_behave_and_replayed_with_zero_requests(
     project: BehaveProject, shop, llm: ScriptedLLMServer
 ) -> None:
-    project.write("features/shop.feature", FEATURE)
+    project.write("features/shop.feature", SHOP_FEATURE)
     llm.on("generate", code_answer(OPEN_SHOP), step="I open the shop")
     llm.on("generate", code_answer(ACCEPT), step="I accept the cookie banner")
     llm.on("generate", code_answer(HEADING), step="the heading says Demo Shop")
@@ -267,7 +258,7 @@ def test_a_new_feature_is_generated_by_behave_and_replayed_with_zero_requests(
 def test_behave_reports_a_provider_that_is_down(
     project: BehaveProject, shop, llm: ScriptedLLMServer
 ) -> None:
-    project.write("features/shop.feature", FEATURE)
+    project.write("features/shop.feature", SHOP_FEATURE)
     llm.on("generate", server_error(), repeat=True)
     result = project.run(
         "-D",

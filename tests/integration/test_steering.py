@@ -18,16 +18,9 @@ from prettyplay_behave.safety.policy import check_code
 from tests.conftest import BehaveProject
 from tests.support.caches import by_sentence, steps
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
-from tests.support.shop_steps import ACCEPT, HEADING, OPEN_SHOP
+from tests.support.shop_steps import ACCEPT, HEADING, OPEN_SHOP, SHOP_FEATURE
 from tests.support.signals import default_interrupt
 
-FEATURE = """\
-Feature: Shop
-  Scenario: Visit
-    Given I open the shop
-    When I accept the cookie banner
-    Then the heading says Demo Shop
-"""
 BROKEN = (
     'def step(page) -> None:\n    page.get_by_role("button", name="Consent").click(timeout=300)\n'
 )
@@ -40,7 +33,7 @@ COLUMNS, ROWS = 160, 400
 @pytest.fixture
 def stuck(project: BehaveProject, llm: ScriptedLLMServer) -> BehaveProject:
     """A run whose second step is stuck for good: red replay, classified incurable."""
-    project.write("features/shop.feature", FEATURE)
+    project.write("features/shop.feature", SHOP_FEATURE)
     store = CacheStore(project.cache_dir, validate=check_code)
     for kind, sentence, code in [
         ("step", "I open the shop", OPEN_SHOP),
@@ -223,7 +216,9 @@ def test_a_test_that_types_a_secret_gets_no_screenshot_in_the_dialog(
 ) -> None:
     """A picture of the page cannot be redacted: the artifact rules for secrets hold here too."""
     sentence = "I accept the cookie banner as ${SHOPPER}"
-    project.write("features/shop.feature", FEATURE.replace("I accept the cookie banner", sentence))
+    project.write(
+        "features/shop.feature", SHOP_FEATURE.replace("I accept the cookie banner", sentence)
+    )
     store = CacheStore(project.cache_dir, validate=check_code)
     for kind, text, code in [("step", "I open the shop", OPEN_SHOP), ("step", sentence, BROKEN)]:
         store.write(CacheEntry(CacheKey("shop.feature::Visit", kind, text), code, "generated"))
@@ -292,7 +287,7 @@ def test_an_interactive_tag_opens_no_dialog_when_ci_is_set(
     """The tag is the strongest source of settings, and no other layer turns it off: the
     steering rules themselves keep the dialog shut under CI, with a terminal attached."""
     stuck.write(
-        "features/shop.feature", FEATURE.replace("  Scenario:", "  @interactive\n  Scenario:")
+        "features/shop.feature", SHOP_FEATURE.replace("  Scenario:", "  @interactive\n  Scenario:")
     )
     session = Session(stuck, shop, llm, interactive_define=False, CI="true")
     assert session.child.isatty()

@@ -1,4 +1,5 @@
-"""Step code for the demo shop, planted in caches by several tests."""
+"""Step code for the demo shop, planted in caches by several tests, and the feature whose
+steps it answers."""
 
 OPEN_SHOP = 'def step(page) -> None:\n    page.goto("/")\n'
 ACCEPT = 'def step(page) -> None:\n    page.get_by_role("button", name="Accept cookies").click()\n'
@@ -30,3 +31,12 @@ ORDER_A_TEA = (
     + '    page.get_by_label("Name").fill("Ann")\n'
     + '    page.get_by_role("button", name="Place order").click()\n'
 )
+
+# opening the shop, accepting the cookie banner, checking the heading: OPEN_SHOP, ACCEPT, HEADING
+SHOP_FEATURE = """\
+Feature: Shop
+  Scenario: Visit
+    Given I open the shop
+    When I accept the cookie banner
+    Then the heading says Demo Shop
+"""
