@@ -121,6 +121,17 @@ def test_no_window_and_no_redirect_hop_reaches_another_origin(
     assert outcome.went_on
 
 
+def refused_before_going_on(t: PrettyPlay, path: str) -> None:
+    """Wait until the browser has refused the navigation to ``path`` a page set off on its own,
+    before anything more happens: what the run says of it afterwards is then never a race
+    with the page's own timer."""
+    assert t.state.guard is not None
+    deadline = time.monotonic() + MARGIN_S
+    while not any(path in url for url in t.state.guard.blocked):
+        assert time.monotonic() < deadline, f"no navigation to {path} was refused"
+        t.page.wait_for_timeout(50)  # a call to the browser, which delivers its events
+
+
 LATER_PAGE = """<title>Later</title><h1>Later</h1>
 <button onclick="setTimeout(() => { location.href = '{outside}/late'; }, 200)">Later</button>"""
 
@@ -137,7 +148,7 @@ def test_a_navigation_a_page_sets_off_after_its_step_is_refused_and_blames_no_la
     with PrettyPlay(TEST, config=config, browser=browser) as t:
         t.step("I open the later page")
         t.step("I press Later")  # green: the page navigates only 200 ms later
-        time.sleep(1.0)  # meanwhile the browser refuses that navigation
+        refused_before_going_on(t, "/late")
         assert t.expect("the heading shows").outcome == "passed"
     assert origins.hits == []
     late = [r.getMessage() for r in caplog.records if getattr(r, "event", "") == "late_block"]
@@ -156,7 +167,7 @@ def test_a_navigation_refused_after_the_last_step_is_said_as_the_test_ends(
     with PrettyPlay(TEST, config=config, browser=browser) as t:
         t.step("I open the later page")
         t.step("I press Later")  # green: the page navigates only 200 ms later
-        time.sleep(1.0)  # meanwhile the browser refuses that navigation; no step comes after
+        refused_before_going_on(t, "/late")  # and no step comes after
     assert origins.hits == []
     late = [r.getMessage() for r in caplog.records if getattr(r, "event", "") == "late_block"]
     assert len(late) == 1 and late[0].startswith("as the test ended") and "/late" in late[0], late
