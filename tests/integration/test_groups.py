@@ -3,6 +3,7 @@ recovery with its cycles and budgets, on the demo shop's changed UI."""
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from pathlib import Path
@@ -11,7 +12,6 @@ import pytest
 
 from prettyplay_behave import (
     IncurableStepError,
-    PrettyConfig,
     PrettyPlay,
     ProductDefectError,
     ProviderUnavailableError,
@@ -31,6 +31,7 @@ from tests.support.llm_server import (
     json_answer,
     server_error,
 )
+from tests.support.settings import api_config
 from tests.support.shop_steps import OPEN_SHOP
 
 ACCEPT_OLD = (
@@ -78,9 +79,8 @@ def changed(fresh_shop):
     return fresh_shop
 
 
-def config_for(shop, tmp_path: Path, **changes) -> PrettyConfig:
-    settings = {"llm_timeout": 10.0, "llm_retries": 0, "action_timeout_ms": 3000, **changes}
-    return PrettyConfig(base_url=shop.url, cache_dir=str(tmp_path / "cache"), **settings)
+# every test's steps act within 3 s
+config = functools.partial(api_config, action_timeout_ms=3_000)
 
 
 def plant(tmp_path: Path, *steps: tuple[str, str, str], test: str = "t") -> Path:
@@ -122,7 +122,7 @@ def test_a_root_in_an_earlier_step_recovers_the_whole_row(
     recorder = Recorder()
     caplog.set_level(logging.INFO, logger="prettyplay")
     with PrettyPlay(
-        "t", config=config_for(changed, tmp_path, hooks=[recorder]), browser=browser
+        "t", config=config(changed.url, tmp_path / "cache", hooks=[recorder]), browser=browser
     ) as t:
         t.step("open the shop")
         t.step("allow the cookies")
@@ -180,7 +180,9 @@ def group_with_old_banner(tmp_path: Path) -> Path:
 
 
 def run_banner_group(shop, tmp_path: Path, browser, **changes) -> None:
-    with PrettyPlay("t", config=config_for(shop, tmp_path, **changes), browser=browser) as t:
+    with PrettyPlay(
+        "t", config=config(shop.url, tmp_path / "cache", **changes), browser=browser
+    ) as t:
         with t.group(PROMPT) as g:
             g.step("open the shop")
             g.step("accept the cookie banner")
@@ -237,7 +239,7 @@ def test_two_groups_with_one_prompt_share_the_cap(
     llm_env.on("heal", code_answer(ACCEPT_NEW))
     llm_env.on("gate", CLEAN_GATE)
     with PrettyPlay(
-        "t", config=config_for(changed, tmp_path, healing_attempts=1), browser=browser
+        "t", config=config(changed.url, tmp_path / "cache", healing_attempts=1), browser=browser
     ) as t:
         with t.group(PROMPT) as first:
             first.step("open the shop")
@@ -342,7 +344,7 @@ def test_group_generation_is_framed_and_never_classified(
     llm_env.on("gate", CLEAN_GATE)
     llm_env.on("diagnose", diagnosis("incurable", None, "cannot tell"))
     with PrettyPlay(
-        "t", config=config_for(changed, tmp_path, generation_attempts=2), browser=browser
+        "t", config=config(changed.url, tmp_path / "cache", generation_attempts=2), browser=browser
     ) as t:
         with pytest.raises(IncurableStepError, match="the group cannot recover"):
             with t.group(PROMPT) as g:
@@ -366,7 +368,7 @@ def test_membership_stays_in_the_scenario_records(
     plant(tmp_path, ("step", "open the shop", OPEN_SHOP))
     llm_env.on("generate", code_answer(ACCEPT_NEW))
     llm_env.on("gate", CLEAN_GATE)
-    with PrettyPlay("t", config=config_for(changed, tmp_path), browser=browser) as t:
+    with PrettyPlay("t", config=config(changed.url, tmp_path / "cache"), browser=browser) as t:
         with t.group(PROMPT) as g:
             g.step("open the shop")
         t.step("accept the cookie banner")  # an ordinary step after the block
