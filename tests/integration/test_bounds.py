@@ -256,16 +256,23 @@ def test_a_new_tab_still_blank_as_its_step_ends_is_followed_once_it_asked_for_it
         assert len(t.state.tabs.opened) == 2
 
 
+def on_playwrights_routing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bound each test's context by Playwright's routing, as on a browser without an
+    interception of its own."""
+
+    def routed(guard: NavigationGuard, context, *_: object, **__: object) -> None:
+        guard.route(context)
+
+    monkeypatch.setattr(NavigationGuard, "install", routed)
+
+
 def test_on_playwrights_routing_a_page_sent_outside_beside_a_new_tab_is_taken_back(
     origins: TwoOrigins, tmp_path: Path, browser, monkeypatch
 ) -> None:
     """Firefox and WebKit have only Playwright's routing, which misses a redirect's later hops:
     the check after the step looks at every tab, not just the new one the step left current."""
 
-    def routed(guard: NavigationGuard, context, *_: object, **__: object) -> None:
-        guard.route(context)
-
-    monkeypatch.setattr(NavigationGuard, "install", routed)
+    on_playwrights_routing(monkeypatch)
     origins.pages["/tabbed"] = '<title>Tabbed</title><a href="/" target="_blank">New tab</a>'
     away = step('page.get_by_role("link", name="New tab").click()\npage.goto("/hop1")')
     opening = ("I open the tabbed page", step('page.goto("/tabbed")'))
@@ -286,10 +293,7 @@ def test_on_playwrights_routing_a_redirect_that_cannot_be_checked_is_not_let_thr
     """The check of a navigation's redirect fetches it first; when that fetch fails, the
     request is aborted, never continued unchecked (it would follow the redirect outside)."""
 
-    def routed(guard: NavigationGuard, context, *_: object, **__: object) -> None:
-        guard.route(context)
-
-    monkeypatch.setattr(NavigationGuard, "install", routed)
+    on_playwrights_routing(monkeypatch)
     origins.flaky["/flaky"] = 2  # the replay's execution and the one after the settle
     origins.redirects["/flaky"] = "{outside}/landing"
     away = step('page.goto("/flaky")')
