@@ -129,7 +129,7 @@ def large_page_judgments(items: int) -> tuple[int, int]:
     from playwright.sync_api import sync_playwright
 
     from prettyplay_behave.browser.change import page_change
-    from prettyplay_behave.engine import advisor
+    from prettyplay_behave.engine import advisor, page_state
 
     def catalogue(count: int, offset: int) -> str:
         rows = "".join(f"<li>Product {n} costs ${n}.99 <a href='/p/{n}'>View</a></li>"
@@ -145,7 +145,7 @@ def large_page_judgments(items: int) -> tuple[int, int]:
         for n in range(20)
     ]  # fmt: skip
     spent = sum(
-        estimate_tokens(e.code + "".join(e.seen + e.findings)) + advisor.SCENARIO_LINE_TOKENS
+        estimate_tokens(e.code + "".join(e.seen + e.findings)) + page_state.SCENARIO_LINE_TOKENS
         for e in scenario
     )
     with sync_playwright() as playwright:
@@ -155,10 +155,10 @@ def large_page_judgments(items: int) -> tuple[int, int]:
         page = browser.new_page()
         page.set_content(catalogue(items, 0))
         before = capture(page)
-        budget = max(advisor.MIN_PAGE_TOKENS, advisor.PAGE_TOKENS - spent)
+        budget = max(page_state.MIN_PAGE_TOKENS, page_state.PAGE_TOKENS - spent)
         classify_page = capture(page, budget_tokens=budget)
         page.set_content(catalogue(items, items))
-        after = capture(page, budget_tokens=advisor.CHANGE_PAGE_TOKENS)
+        after = capture(page, budget_tokens=page_state.CHANGE_PAGE_TOKENS)
         browser.close()
     step = StepSpec(Kind.ACTION, "I open the next page")
     common = {"step": step, "base_url": "http://shop.test", "scenario": scenario, "history": [],

@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from prettyplay_behave import cache  # noqa: E402
 from prettyplay_behave.behave import hooks  # noqa: E402
 from prettyplay_behave.browser import guard, settle, snapshot, tabs  # noqa: E402
-from prettyplay_behave.engine import advisor, cycle, execute  # noqa: E402
+from prettyplay_behave.engine import cycle, execute, page_state  # noqa: E402
 from prettyplay_behave.engine import hooks as hook_events  # noqa: E402
 
 TIMES: dict[str, list[float]] = defaultdict(list)
@@ -69,7 +69,7 @@ def instrument() -> None:
     guard.DocumentWatch._paused = timing(  # type: ignore[method-assign]
         "document judgement", guard.DocumentWatch._paused
     )
-    advisor.capture = timing("snapshot", snapshot.capture)
+    page_state.capture = timing("snapshot", snapshot.capture)
     for name in ("before_step", "after_step", "before_scenario", "after_scenario"):
         # use_prettyplay takes before_scenario by its module name, the others from _OURS
         hooks._OURS[name] = timing(name, getattr(hooks, name))

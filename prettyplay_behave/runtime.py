@@ -18,6 +18,7 @@ from .engine.advisor import Advisor
 from .engine.cycle import Engine
 from .engine.execute import late_blocks
 from .engine.hooks import Events
+from .engine.page_state import Pages
 from .engine.state import TestState
 from .events import log
 from .interactive import TerminalSteering
@@ -73,8 +74,9 @@ class Runtime:
         advisor = Advisor(
             self.llm, Prompts(config.templates_dir, config.source_of("templates_dir")), self.secrets
         )
+        pages = Pages(self.secrets, config.test_id_attribute)
         self.engine = Engine(
-            self.cache, advisor, self.events, self.secrets, steering or TerminalSteering()
+            self.cache, advisor, self.events, self.secrets, pages, steering or TerminalSteering()
         )
         self._session: BrowserSession | None = None
         self.tests: list[TestState] = []

@@ -298,7 +298,7 @@ MUTANTS = (
            JUDGMENT_TESTS),
     Mutant("judgments: a heal's gate without its verdict", f"{PACKAGE}/engine/advisor.py",
            '"verdict": verdict,\n', '"verdict": None,\n', JUDGMENT_TESTS),
-    Mutant("judgments: a page judged before it settled", f"{PACKAGE}/engine/advisor.py",
+    Mutant("judgments: a page judged before it settled", f"{PACKAGE}/engine/page_state.py",
            "        test.settler.settle(test.config.settle_ms)\n        state = capture(",
            "        state = capture(", JUDGMENT_TESTS),
     Mutant("judgments: heals not reused", f"{PACKAGE}/engine/cycle.py",

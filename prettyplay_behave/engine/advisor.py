@@ -9,14 +9,13 @@ request is rendered from its template and redacted of secret values before it le
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..browser.change import PageChange, page_change
-from ..browser.snapshot import PageState, capture, estimate_tokens, neutralise
+from ..browser.snapshot import PageState, neutralise
 from ..errors import (
     IncurableStepError,
     ProductDefectError,
@@ -28,7 +27,7 @@ from ..llm.answers import MAX_ANSWER_CHARS, GateVerdict, UnparseableAnswer, Verd
 from ..llm.purposes import Purpose, Unreadable
 from ..vocabulary import Outcome, StepLabel
 from .execute import page_url
-from .history import Attempt
+from .history import Attempt, Gated
 
 if TYPE_CHECKING:
     from ..llm.client import Answer, LLMClient
@@ -41,18 +40,15 @@ if TYPE_CHECKING:
 
 DEFECT_HEADLINE = "the product does not do what the step says"
 RUNAWAY_HEAD_CHARS = 2_000
-# Token budgets that keep a request under 8,000 tokens: the page state of a code or classify
-# request; the change a candidate made, and the page after it when that change is too large.
-PAGE_TOKENS = 5_000
-MIN_PAGE_TOKENS = 1_500
-SCENARIO_LINE_TOKENS = 40
 SEEN_LINES = 4  # the changed lines of an earlier step a classification is shown
+# the change a candidate made, shown to its gate (the page after it, when the change is too
+# large: page_state.CHANGE_PAGE_TOKENS)
 CHANGE_TOKENS = 1_500
-CHANGE_PAGE_TOKENS = 3_000
 
 
 class Advisor:
-    """Asks the LLM about the steps of a run."""
+    """Asks the LLM about the steps of a run; it reads nothing of the page and writes nothing
+    of the step: the engine hands it the page states and keeps what it answers."""
 
     def __init__(self, llm: LLMClient, prompts: Prompts, secrets: Secrets) -> None:
         self.llm = llm
@@ -70,19 +66,6 @@ class Advisor:
 
     def require(self) -> None:
         self.llm.require()
-
-    def page_state(self, test: TestState, budget_tokens: int = PAGE_TOKENS) -> PageState:
-        """The current page, once it settled, with the test's other tabs and what happened on it
-        last: what a step's code set off after it returned (a request, a re-render) is part of
-        what the step did."""
-        test.settler.settle(test.config.settle_ms)
-        state = capture(
-            test.page,
-            redact=self.secrets.redact,
-            budget_tokens=budget_tokens,
-            test_id_attribute=self.llm.config.test_id_attribute,
-        )
-        return dataclasses.replace(state, tabs=tuple(test.tabs.listing()), notes=tuple(test.notes))
 
     def _send(self, purpose: Purpose, entry: ScenarioEntry, **context: Any) -> Answer:
         """Render, redact and send one request about ``entry``.
@@ -113,16 +96,15 @@ class Advisor:
         purpose: Purpose,
         test: TestState,
         entry: ScenarioEntry,
+        page: PageState,
         verdict: Verdict | None = None,
         guidance: str = "",
-        page: PageState | None = None,
         restored: str = "",
     ) -> str | Attempt:
-        """One code request about the page as it is (``page``, when the caller read it; what
-        ``restored`` says of it); the code, or an ``unparseable answer`` record. A ``CANNOT:``
-        answer raises :class:`CannotAnswer`."""
+        """One code request about the page as it is (``page``; what ``restored`` says of it);
+        the code, or an ``unparseable answer`` record. A ``CANNOT:`` answer raises
+        :class:`CannotAnswer`."""
         context = self._step_context(test, entry)
-        page = page or self.page_state(test)
         answer = self._send(
             purpose,
             entry,
@@ -143,18 +125,15 @@ class Advisor:
     # -- verdicts ------------------------------------------------------------------------------
 
     def classify(
-        self, test: TestState, entry: ScenarioEntry, earlier: Judgment | None = None
+        self,
+        test: TestState,
+        entry: ScenarioEntry,
+        page: PageState,
+        earlier: Judgment | None = None,
     ) -> Verdict:
         """One classify request about a red step: the scenario so far with the code that ran
         for each step (and what it did to the page, with its gate's notes), the step's history,
-        the page (within what the request can hold), and the verdict ``earlier`` given to the
-        same failure in this run (sentence, verdict)."""
-        ran = sum(
-            estimate_tokens(earlier.code + "".join(earlier.seen + earlier.findings))
-            + SCENARIO_LINE_TOKENS
-            for earlier in test.scenario
-        )
-        page = self.page_state(test, max(MIN_PAGE_TOKENS, PAGE_TOKENS - ran))
+        the page, and the verdict ``earlier`` given to the same failure in this run."""
         answer = self._send(
             Purpose.CLASSIFY, entry, page=page, earlier=earlier, **self._step_context(test, entry)
         )
@@ -175,11 +154,12 @@ class Advisor:
         prompt: str,
         records: Sequence[GroupStepRecord],
         failed: ScenarioEntry,
+        page: PageState,
     ) -> Verdict:
         """One diagnose request about a failed group step."""
         context = self._step_context(test, failed)
         context.update(group=prompt, traces=records, failed_step=failed.spec)
-        answer = self._send(Purpose.DIAGNOSE, failed, page=self.page_state(test), **context)
+        answer = self._send(Purpose.DIAGNOSE, failed, page=page, **context)
         verdict = self._verdict(Purpose.DIAGNOSE, failed, answer.text, f"group {prompt!r}")
         record(
             logging.INFO,
@@ -195,9 +175,8 @@ class Advisor:
         return verdict
 
     def _verdict(self, purpose: Purpose, entry: ScenarioEntry, text: str, about: str) -> Verdict:
-        """The verdict of a classify or diagnose answer (``about`` a step or a group), kept on
-        the entry; one that cannot be read is taken as incurable, as its purpose says, the raw
-        answer logged."""
+        """The verdict of a classify or diagnose answer (``about`` a step or a group); one that
+        cannot be read is taken as incurable, as its purpose says, the raw answer logged."""
         assert purpose.unreadable is Unreadable.INCURABLE
         try:
             verdict = purpose.read(text)
@@ -219,7 +198,6 @@ class Advisor:
                 degraded=True,
             )
         assert isinstance(verdict, Verdict)
-        entry.verdicts.append(verdict)
         return verdict
 
     # -- the compliance gate ------------------------------------------------------------------
@@ -230,17 +208,17 @@ class Advisor:
         entry: ScenarioEntry,
         green: Attempt,
         before: PageState,
+        after: PageState,
         *,
         verdict: Verdict | None = None,
         guidance: str = "",
-    ) -> Attempt:
+    ) -> Gated:
         """The compliance gate on a green candidate: green again, or a ``gate violation``.
 
-        The request shows what the candidate did (the page ``before`` it ran and after) and the
-        verdict or guidance that asked for it.
+        The request shows what the candidate did (the page ``before`` it ran and ``after``) and
+        the verdict or guidance that asked for it.
         """
         context = self._step_context(test, entry)
-        after = self.page_state(test, CHANGE_PAGE_TOKENS)
         change = page_change(before, after, CHANGE_TOKENS)
         evidence = {
             "page": after,
@@ -280,16 +258,13 @@ class Advisor:
                     finding.message,
                 )
         if not review.blocking:
-            entry.seen = _seen(change)
-            entry.findings = tuple(
-                f"{f.severity} {f.dimension}: {f.message}" for f in review.findings
-            )
-            return green
+            notes = tuple(f"{f.severity} {f.dimension}: {f.message}" for f in review.findings)
+            return Gated(green, _seen(change), notes)
         findings = "\n".join(
             f"{f.severity} {f.dimension}: {f.message}" for f in review.findings if f.blocking
         )
-        return Attempt(
-            Outcome.GATE_VIOLATION, green.url_before, green.url_after, green.code, findings
+        return Gated(
+            Attempt(Outcome.GATE_VIOLATION, green.url_before, green.url_after, green.code, findings)
         )
 
     def gate_batch(

@@ -20,8 +20,8 @@ from ..vocabulary import Outcome, StepStatus
 
 if TYPE_CHECKING:
     from ..browser.snapshot import PageState
-    from .advisor import Advisor
     from .history import Attempt
+    from .page_state import Pages
     from .state import TestState
     from .step import StepSpec
 
@@ -33,9 +33,9 @@ Run = Callable[["TestState", "StepSpec", str, bool], "Attempt"]
 class CleanPage:
     """The start page of one step and what the next request is told of the page it gets."""
 
-    def __init__(self, test: TestState, advisor: Advisor, run: Run, dirty: bool = False) -> None:
+    def __init__(self, test: TestState, pages: Pages, run: Run, dirty: bool = False) -> None:
         self.test = test
-        self.advisor = advisor
+        self.pages = pages
         self.run = run
         self.start: PageState | None = None  # the page before the step's first attempt
         self.dirty = dirty  # an execution of this step changed the page since
@@ -43,11 +43,11 @@ class CleanPage:
 
     def mark_start(self) -> None:
         """The page now is where the step starts (before code that must not leave a change)."""
-        self.start = self.advisor.page_state(self.test)
+        self.start = self.pages.now(self.test)
 
     def get(self) -> PageState:
         """The page an attempt starts on, brought back where an earlier execution changed it."""
-        state = self.advisor.page_state(self.test)
+        state = self.pages.now(self.test)
         self.restored = ""
         if self.start is None and not self.dirty:
             self.start = state
@@ -67,7 +67,7 @@ class CleanPage:
             )
             return state
         self.restored = restore(self.test, self.run)
-        state = self.advisor.page_state(self.test)
+        state = self.pages.now(self.test)
         self.start = self.start or state
         return state
 

@@ -54,6 +54,7 @@ from .execute import execute, follow_tabs
 from .history import Attempt
 from .hooks import Events
 from .memory import GreenCode, HealedCode, Judgment, Place, RunMemory, feature_of
+from .page_state import Pages
 from .renames import Proposal, Rename, apply, locator_changes, renamed_here
 from .state import TestState
 from .steering import Steering, steering_allowed, stuck_step
@@ -76,10 +77,12 @@ class Engine:
         advisor: Advisor,
         events: Events,
         secrets: Secrets,
+        pages: Pages,
         steering: Steering | None = None,
     ) -> None:
         self.cache = cache
         self.advisor = advisor
+        self.pages = pages
         self.events = events
         self.secrets = secrets
         self.steering = steering
@@ -294,7 +297,9 @@ class Engine:
                 verdict=None,
             )  # fmt: skip
 
-        stuck = stuck_step(test, entry, failure, self.advisor, self.secrets, self.execute, keep)
+        stuck = stuck_step(
+            test, entry, failure, self.advisor, self.pages, self.secrets, self.execute, keep
+        )
         return self.steering.steer(stuck)
 
 
@@ -346,7 +351,7 @@ class StepCycle:
         self.spec = entry.spec
         self.history = entry.history
         self.in_recoverable_group = entry.group is not None and not test.config.strict
-        self.page = CleanPage(test, engine.advisor, engine.execute)
+        self.page = CleanPage(test, engine.pages, engine.execute)
         self.fixable: Verdict | None = None  # a failed check's verdict, for the next generation
 
     def perform(self) -> None:
@@ -477,7 +482,9 @@ class StepCycle:
         stays a product defect)."""
         signature = failure_signature(self.history[-1])
         judged = self.engine.memory.judgments.get(signature) if signature else None
-        verdict = self.advisor.classify(self.test, self.entry, judged)
+        page = self.engine.pages.for_classify(self.test)
+        verdict = self.advisor.classify(self.test, self.entry, page, judged)
+        self.entry.verdicts.append(verdict)
         if signature and not verdict.degraded:
             self.engine.memory.judgments[signature] = Judgment(self.spec.sentence, verdict)
         root = verdict.root_step
@@ -608,9 +615,8 @@ class StepCycle:
         try:
             with self.asking("the step's last attempt failed", f"the {purpose} request"):
                 code = self.advisor.code(
-                    purpose, self.test, self.entry, verdict, page=before,
-                    restored=self.page.restored,
-                )  # fmt: skip
+                    purpose, self.test, self.entry, before, verdict, restored=self.page.restored
+                )
         except CannotAnswer as cannot:
             raise self.cannot(cannot.reason) from None
         if isinstance(code, Attempt):
@@ -619,7 +625,11 @@ class StepCycle:
         attempt = self.engine.execute(self.test, self.spec, code)
         self.page.dirty = True  # whatever it did, the next attempt compares the page with the start
         if attempt.outcome is Outcome.GREEN:
-            attempt = self.advisor.gate(self.test, self.entry, attempt, before, verdict=verdict)
+            after = self.engine.pages.after_candidate(self.test)
+            judged = self.advisor.gate(
+                self.test, self.entry, attempt, before, after, verdict=verdict
+            )
+            attempt = self.entry.gated(judged)
         if attempt.outcome is not Outcome.GREEN:
             self.history.append(attempt)
             if attempt.failed_check and not self.in_recoverable_group:

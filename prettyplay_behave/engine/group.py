@@ -143,7 +143,9 @@ class GroupBlock:
         self._last_failed = failed
         while self.engine.next_recovery_cycle(test, self.prompt):
             try:
-                verdict = self.engine.advisor.diagnose(test, self.prompt, self.traces, failed)
+                page = self.engine.pages.now(test)
+                verdict = self.engine.advisor.diagnose(test, self.prompt, self.traces, failed, page)
+                failed.verdicts.append(verdict)
             except ProviderUnavailableError as down:
                 raise after_request(failure, "the group's diagnosis", down) from down
             repeat = self._run_row(test, self._row(verdict, failed, failure), verdict)

@@ -33,3 +33,14 @@ class Attempt:
             f"outcome: {self.outcome}\nURL: {self.url_before} -> {self.url_after}\n"
             f"code:\n{self.code}\n{self.text}"
         )
+
+
+@dataclass(frozen=True)
+class Gated:
+    """The gate's judgment of a green candidate: the candidate green again, or a ``gate
+    violation``; for a green one, what it did to the page in a few lines and the gate's notes
+    (the evidence later requests about the scenario get)."""
+
+    attempt: Attempt
+    seen: tuple[str, ...] = ()
+    findings: tuple[str, ...] = ()

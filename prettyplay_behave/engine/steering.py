@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ..errors import IncurableStepError
     from ..safety.secrets import Secrets
     from .advisor import Advisor
+    from .page_state import Pages
     from .state import TestState
     from .step import ScenarioEntry
 
@@ -72,6 +73,7 @@ def stuck_step(
     entry: ScenarioEntry,
     failure: IncurableStepError,
     advisor: Advisor,
+    pages: Pages,
     secrets: Secrets,
     run: Run,
     keep: Callable[[str, str], None],
@@ -81,7 +83,7 @@ def stuck_step(
     on the test's page, ``keep`` writes code back as steered with its guidance."""
     once = replace(entry.spec, tries=1)  # the settle window never re-arms inside the dialog
     seen: dict[str, PageState] = {}  # the page as it was before the last execution
-    page = CleanPage(test, advisor, run, dirty=test.renewable)
+    page = CleanPage(test, pages, run, dirty=test.renewable)
 
     def ask(guidance: str) -> str | Attempt:
         seen["before"] = page.get()
@@ -90,8 +92,8 @@ def stuck_step(
                 Purpose.STEER,
                 test,
                 entry,
+                seen["before"],
                 guidance=guidance,
-                page=seen["before"],
                 restored=page.restored,
             )
         except CannotAnswer as cannot:  # the engineer reads it and guides again
@@ -100,7 +102,7 @@ def stuck_step(
 
     def execute(code: str) -> Attempt:
         if "before" not in seen:  # a part that runs code it did not ask for
-            seen["before"] = advisor.page_state(test)
+            seen["before"] = pages.now(test)
         attempt = run(test, once, code, False)
         page.dirty = True
         return attempt
@@ -111,8 +113,10 @@ def stuck_step(
         current_page=lambda: test.page,
         ask=ask,
         execute=execute,
-        gate=lambda green, guidance: advisor.gate(
-            test, entry, green, seen["before"], guidance=guidance
+        gate=lambda green, guidance: entry.gated(
+            advisor.gate(
+                test, entry, green, seen["before"], pages.after_candidate(test), guidance=guidance
+            )
         ),
         keep=keep,
         snapshot=lambda: secrets.redact(test.page.locator("body").aria_snapshot()),

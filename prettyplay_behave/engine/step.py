@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 from ..cache import CacheKey, StepEntry
 from ..meaning import meaning_of
 from ..parameters import Parameters, parameterize
-from ..vocabulary import FailureKind, Kind, Meaning, Origin, StepStatus
-from .history import Attempt
+from ..vocabulary import FailureKind, Kind, Meaning, Origin, Outcome, StepStatus
+from .history import Attempt, Gated
 
 if TYPE_CHECKING:
     from ..llm.answers import Verdict
@@ -102,6 +102,12 @@ class ScenarioEntry:
     @property
     def sentence(self) -> str:
         return self.spec.sentence
+
+    def gated(self, judged: Gated) -> Attempt:
+        """The candidate as its gate judged it; a green one's evidence is kept on the entry."""
+        if judged.attempt.outcome is Outcome.GREEN:
+            self.seen, self.findings = judged.seen, judged.findings
+        return judged.attempt
 
 
 @dataclass(frozen=True)
