@@ -3,8 +3,8 @@ a test as an Allure parameter.
 
 allure-behave is optional. Nothing here imports it at module level, and nothing happens unless
 its formatter takes part in the run (``-f allure_behave.formatter:AllureFormatter -o DIR``):
-without it, a run is the same as before. Every text passes the run's secret redaction, as the
-HTML report's do.
+without it, a run is the same as before. Every text passes the run's secret redaction and has
+its control characters escaped, as the HTML report's do.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import escape_controls
 from ..events import record
 from ..vocabulary import counted
 from .diffs import change_of
@@ -54,7 +55,7 @@ def step_texts(test: TestState, entry: ScenarioEntry, redact: Redact) -> list[tu
         texts.append(("attempt history", history(entry)))
     if entry.verdicts:
         texts.append(("verdicts", verdicts(entry)))
-    return [(name, redact(text)) for name, text in texts]
+    return [(name, escape_controls(redact(text))) for name, text in texts]
 
 
 def how_it_ran(entry: ScenarioEntry) -> str:
@@ -103,7 +104,7 @@ def attach_steps(
     earlier entries it rewrote (``False``, e.g. the row of a group recovery), those named after
     their sentence."""
     for entry, own in entries:
-        prefix = "" if own else f"{redact(entry.sentence)}: "
+        prefix = "" if own else f"{escape_controls(redact(entry.sentence))}: "
         for name, text in step_texts(test, entry, redact):
             _safely(
                 allure.attach, text, name=prefix + name, attachment_type=allure.attachment_type.TEXT

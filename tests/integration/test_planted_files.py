@@ -110,6 +110,7 @@ def test_a_hostile_verdict_reaches_no_output_raw(
         env, strict = llm.env, ()
     result = project.run(
         "-o", "-", "-f", "json", "-o", "behave.json", "--junit", "--junit-directory=junit",
+        "-f", "allure_behave.formatter:AllureFormatter", "-o", "allure",
         "-D", f"prettyplay.base_url={shop.url}", "-D", "prettyplay.report_dir=report",
         "-D", "prettyplay.generation_attempts=1", *strict, env=env, timeout=120,
     )  # fmt: skip
@@ -131,9 +132,12 @@ def test_a_hostile_verdict_reaches_no_output_raw(
     assert any(SHOWN in text for text in texts) and not any(RAW.search(t) for t in texts)
     # every file the run wrote outside the cache holds no control character
     files = [p for p in project.root.rglob("*") if p.is_file() and p.suffix in (".xml", ".json")]
-    files += [project.root / "report" / "report.html"]
+    files += [project.root / "report" / "report.html", *(project.root / "allure").glob("*.txt")]
     for path in files:
         assert not RAW_BYTES.search(path.read_bytes()), path
+    # Allure's attachment of the verdicts shows it too
+    allure_texts = [p.read_text() for p in (project.root / "allure").glob("*-attachment.txt")]
+    assert any(SHOWN in text for text in allure_texts), allure_texts
     assert SHOWN in (project.root / "report" / "report.html").read_text(encoding="utf-8")
     if mode == "planted":
         return
