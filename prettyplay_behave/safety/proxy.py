@@ -623,6 +623,7 @@ class StorageProxy:
         else:
             entries.clear()
         items = [{"name": name, "value": text} for name, text in entries.items()]
+        sendable(f"{self._label}.{op}", items)  # the origin's whole storage goes at each write
         context.set_storage_state(
             {**state, "origins": [*origins, {"origin": home, "localStorage": items}]}
         )

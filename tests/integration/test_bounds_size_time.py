@@ -85,6 +85,46 @@ def test_a_value_too_big_to_send_is_refused_before_it_is_serialised(
     assert outcome.went_on
 
 
+# Before a page of the app loads, local storage is written into the browser context, all of
+# base_url's origin's entries at each write: values under the cap one by one, past it together.
+# (each write into the context is slow: the step has longer than the other attacks)
+PIECEMEAL = 'part = "x" * 700000\nfor i in range(4):\n    page.local_storage.set(str(i), part)'
+PIECEMEAL_TIMEOUT_MS = 10_000
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_storage_written_piecemeal_before_a_page_loads_is_capped_as_a_whole(
+    mode: str, origins: TwoOrigins, tmp_path: Path, llm, monkeypatch, browser
+) -> None:
+    cache = tmp_path / "cache"
+    code = step(PIECEMEAL)
+    if mode == "planted":
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        plant(cache, ("step", "I fill the storage", code))
+    else:
+        for name, value in llm.env.items():
+            monkeypatch.setenv(name, value)
+        llm.on("generate", code_answer(code))
+        llm.on("gate", CLEAN_GATE, repeat=True)
+        llm.on("classify", INCURABLE, repeat=True)
+    config = PrettyConfig(
+        base_url=origins.app, cache_dir=str(cache), strict=mode == "planted",
+        generation_attempts=1, llm_retries=0, step_timeout_ms=PIECEMEAL_TIMEOUT_MS,
+    )  # fmt: skip
+    faulthandler.dump_traceback_later(HANG_S, exit=True)
+    try:
+        with PrettyPlay(TEST, config=config, browser=browser) as t:
+            started = time.monotonic()
+            with pytest.raises(PrettyPlayError) as raised:
+                t.step("I fill the storage")
+            seconds = time.monotonic() - started
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+    text = str(raised.value)
+    assert f"page.local_storage.set: step code may not send more than {MAX_SENT:,}" in text, text
+    assert seconds < PIECEMEAL_TIMEOUT_MS / 1000 + MARGIN_S, seconds
+
+
 def test_a_value_within_the_cap_is_stored_and_read_back(
     origins: TwoOrigins, tmp_path: Path, llm, monkeypatch, browser
 ) -> None:
