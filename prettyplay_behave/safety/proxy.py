@@ -798,8 +798,10 @@ def _path(
 def _landing(target: Locator, position: Any, timeout: float) -> tuple[float, float]:
     """Where a pointer action on ``target`` lands: the centre of its box, or ``position``
     from its corner (as Playwright moves there), measured once it shows."""
-    target.wait_for(state="visible", timeout=max(1.0, timeout))
     box = Box.of(target.bounding_box(timeout=max(1.0, timeout)))
+    if box is None:  # not shown yet: the action would wait for it, and so does the check
+        target.wait_for(state="visible", timeout=max(1.0, timeout))
+        box = Box.of(target.bounding_box(timeout=max(1.0, timeout)))
     if box is None:
         raise CodePolicyError("the element to act on shows no box: it cannot be placed")
     if isinstance(position, dict):
