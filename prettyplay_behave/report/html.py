@@ -38,6 +38,14 @@ def write_report(
     """Render the report into ``report_dir``; every text passes ``redact``. ``artifacts_of``
     gives what each test left there (its screenshot, trace and videos)."""
     import jinja2  # loaded only when a report is written, never on a plain replay
+    from markupsafe import Markup
+
+    def shown(value: object) -> object:
+        # every text a page, a cache file or the LLM gave, its control characters escaped
+        # (markup the template builds itself is left as it is)
+        if isinstance(value, str) and not isinstance(value, Markup):
+            return escape_controls(value)
+        return value
 
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(templates_folder()),
@@ -45,8 +53,7 @@ def write_report(
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
-        # every value a page, a cache file or the LLM gave shows its control characters escaped
-        finalize=lambda value: escape_controls(value) if isinstance(value, str) else value,
+        finalize=shown,
     )
     environment.filters["redact"] = redact
     environment.filters["inline_png"] = _inline_png
