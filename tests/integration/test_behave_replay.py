@@ -8,11 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
-from prettyplay_behave.safety.policy import check_code
 from tests.conftest import BehaveProject, copy_examples
 from tests.escapes import ESCAPES
-from tests.support.caches import steps
+from tests.support.caches import plant, steps
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer
 from tests.support.shop_steps import HEADING, OPEN_SHOP
 
@@ -22,11 +20,6 @@ Feature: Shop
     Given I open the shop
     Then the heading says Demo Shop
 """
-
-
-def plant(project: BehaveProject, test: str, kind: str, sentence: str, code: str) -> None:
-    store = CacheStore(project.cache_dir, validate=check_code)
-    store.write(CacheEntry(CacheKey(test, kind, sentence), code, "generated"))
 
 
 def cache_files(folder: Path) -> dict[str, bytes]:
@@ -52,7 +45,7 @@ def test_strict_miss_names_step_and_cache_file_with_zero_requests(
     project: BehaveProject, shop, llm: ScriptedLLMServer
 ) -> None:
     project.write("features/shop.feature", FEATURE)
-    plant(project, "shop.feature::Visit", "step", "I open the shop", OPEN_SHOP)
+    plant(project.cache_dir, "shop.feature::Visit", ("step", "I open the shop", OPEN_SHOP))
     before = cache_files(project.cache_dir)
     result = project.run(
         "-D", f"prettyplay.base_url={shop.url}", "-D", "prettyplay.strict=true", env=llm.env
@@ -155,7 +148,7 @@ def test_a_corrupt_cache_file_is_reported_and_left_untouched(
     project: BehaveProject, shop, marker: str
 ) -> None:
     project.write("features/shop.feature", FEATURE)
-    plant(project, "shop.feature::Visit", "step", "I open the shop", OPEN_SHOP)
+    plant(project.cache_dir, "shop.feature::Visit", ("step", "I open the shop", OPEN_SHOP))
     cache_file = project.cache_dir / "shop.feature.json"
     text = cache_file.read_text()
     if marker == "truncated":
@@ -214,8 +207,10 @@ def test_user_step_definitions_and_hooks_keep_working(project: BehaveProject, sh
             context.log.append("user generic step")
         """,
     )
-    plant(project, "shop.feature::Visit", "step", "I open the shop", OPEN_SHOP)
-    plant(project, "shop.feature::Visit", "expect", "the heading says Demo Shop", HEADING)
+    plant(
+        project.cache_dir, "shop.feature::Visit",
+        ("step", "I open the shop", OPEN_SHOP), ("expect", "the heading says Demo Shop", HEADING),
+    )  # fmt: skip
     result = project.run("-D", f"prettyplay.base_url={shop.url}")
     assert result.returncode == 0, result
     assert (project.root / "hooks.log").read_text() == repr(
@@ -263,7 +258,7 @@ def test_a_bad_scenario_tag_stops_the_run_before_any_scenario(
             Given I open the shop
         """,
     )
-    plant(project, "shop.feature::First", "step", "I open the shop", OPEN_SHOP)
+    plant(project.cache_dir, "shop.feature::First", ("step", "I open the shop", OPEN_SHOP))
     result = project.run("-D", f"prettyplay.base_url={shop.url}")
     assert result.returncode == 1, result
     assert f"ConfigError: {message}" in result.output

@@ -21,7 +21,7 @@ from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.runtime import Runtime
 from prettyplay_behave.safety.policy import check_code
 from tests.conftest import ROOT, BehaveProject
-from tests.support.caches import by_sentence, steps
+from tests.support.caches import by_sentence, plant, steps
 from tests.support.changed_ui import CART
 from tests.support.healing_run import QUICK_REDS
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
@@ -112,13 +112,10 @@ CONFIRMED = (
 
 def order_project(project: BehaveProject) -> Path:
     project.write("features/orders.feature", DEFECT_FEATURE)
-    store = CacheStore(project.cache_dir, validate=check_code)
-    test = "orders.feature::Order a tea"
-    store.write(CacheEntry(CacheKey(test, "step", "I order a tea"), ORDER_CODE, "generated"))
-    store.write(
-        CacheEntry(CacheKey(test, "expect", "the order is confirmed"), CONFIRMED, "generated")
-    )
-    return project.cache_dir / "orders.feature.json"
+    return plant(
+        project.cache_dir, "orders.feature::Order a tea",
+        ("step", "I order a tea", ORDER_CODE), ("expect", "the order is confirmed", CONFIRMED),
+    )  # fmt: skip
 
 
 def test_a_broken_product_fails_red_and_is_never_healed(

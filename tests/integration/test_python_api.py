@@ -22,6 +22,7 @@ from prettyplay_behave.browser.guard import NavigationGuard
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.policy import check_code
 from tests.conftest import launch_chromium
+from tests.support import caches
 from tests.support.hooks import Recorder
 from tests.support.shop_steps import ORDER_A_TEA
 
@@ -46,10 +47,10 @@ def config_for(shop, tmp_path: Path, **changes) -> PrettyConfig:
 
 
 def plant(tmp_path: Path, test: str, *steps: tuple[str, str]) -> None:
-    store = CacheStore(tmp_path / "cache", validate=check_code)
-    for kind, sentence in steps:
-        key = CacheKey(test, kind, sentence)
-        store.write(CacheEntry(key, STEPS[(kind, sentence)], "generated"))
+    """The code of ``STEPS`` for each ``(kind, sentence)``, planted for ``test``."""
+    caches.plant(
+        tmp_path / "cache", test, *((kind, text, STEPS[(kind, text)]) for kind, text in steps)
+    )
 
 
 @pytest.mark.own_playwright

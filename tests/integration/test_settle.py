@@ -15,8 +15,7 @@ import pytest
 
 from prettyplay_behave import PrettyConfig, PrettyPlay, PrettyPlayError
 from prettyplay_behave.browser.settle import QUIET_MS, Settler
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
-from prettyplay_behave.safety.policy import check_code
+from tests.support.caches import plant
 from tests.support.pages import PageServer
 
 # A chain of DOM changes a little shorter apart than the quiet period, then "Done".
@@ -143,9 +142,9 @@ def replaying(
     tmp_path: Path, url: str, test: str, steps: list[tuple[str, str]], **settings: Any
 ) -> PrettyConfig:
     """A strict replay of ``steps`` (kind, sentence) of ``test``, their code planted."""
-    store = CacheStore(tmp_path / "cache", validate=check_code)
-    for kind, sentence in steps:
-        store.write(CacheEntry(CacheKey(test, kind, sentence), STEPS[sentence], "generated"))
+    plant(
+        tmp_path / "cache", test, *((kind, sentence, STEPS[sentence]) for kind, sentence in steps)
+    )
     return PrettyConfig(base_url=url, cache_dir=str(tmp_path / "cache"), strict=True, **settings)
 
 

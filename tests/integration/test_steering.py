@@ -13,10 +13,8 @@ import pexpect
 import pyte
 import pytest
 
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
-from prettyplay_behave.safety.policy import check_code
 from tests.conftest import BehaveProject
-from tests.support.caches import by_sentence, steps
+from tests.support.caches import by_sentence, plant, steps
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.shop_steps import ACCEPT, HEADING, OPEN_SHOP, SHOP_FEATURE
 from tests.support.signals import default_interrupt
@@ -34,13 +32,12 @@ COLUMNS, ROWS = 160, 400
 def stuck(project: BehaveProject, llm: ScriptedLLMServer) -> BehaveProject:
     """A run whose second step is stuck for good: red replay, classified incurable."""
     project.write("features/shop.feature", SHOP_FEATURE)
-    store = CacheStore(project.cache_dir, validate=check_code)
-    for kind, sentence, code in [
+    plant(
+        project.cache_dir, "shop.feature::Visit",
         ("step", "I open the shop", OPEN_SHOP),
         ("step", "I accept the cookie banner", BROKEN),
         ("expect", "the heading says Demo Shop", HEADING),
-    ]:
-        store.write(CacheEntry(CacheKey("shop.feature::Visit", kind, sentence), code, "generated"))
+    )  # fmt: skip
     llm.on("classify", INCURABLE)
     return project
 
@@ -219,9 +216,10 @@ def test_a_test_that_types_a_secret_gets_no_screenshot_in_the_dialog(
     project.write(
         "features/shop.feature", SHOP_FEATURE.replace("I accept the cookie banner", sentence)
     )
-    store = CacheStore(project.cache_dir, validate=check_code)
-    for kind, text, code in [("step", "I open the shop", OPEN_SHOP), ("step", sentence, BROKEN)]:
-        store.write(CacheEntry(CacheKey("shop.feature::Visit", kind, text), code, "generated"))
+    plant(
+        project.cache_dir, "shop.feature::Visit",
+        ("step", "I open the shop", OPEN_SHOP), ("step", sentence, BROKEN),
+    )  # fmt: skip
     llm.on("classify", INCURABLE)
     session = Session(project, shop, llm, SHOPPER="ann-the-shopper")
     session.expect("guidance> ")
