@@ -13,7 +13,6 @@ import pytest
 from prettyplay_behave import (
     ConfigError,
     IncurableStepError,
-    PrettyConfig,
     PrettyPlay,
     PrettyPlayError,
     ProviderUnavailableError,
@@ -24,6 +23,7 @@ from prettyplay_behave.safety.policy import check_code
 from tests.conftest import launch_chromium
 from tests.support import caches
 from tests.support.hooks import Recorder
+from tests.support.settings import api_config
 from tests.support.shop_steps import ORDER_A_TEA
 
 STEPS = {
@@ -42,10 +42,6 @@ STEPS = {
 }
 
 
-def config_for(shop, tmp_path: Path, **changes) -> PrettyConfig:
-    return PrettyConfig(base_url=shop.url, cache_dir=str(tmp_path / "cache"), **changes)
-
-
 def plant(tmp_path: Path, test: str, *steps: tuple[str, str]) -> None:
     """The code of ``STEPS`` for each ``(kind, sentence)``, planted for ``test``."""
     caches.plant(
@@ -57,7 +53,7 @@ def plant(tmp_path: Path, test: str, *steps: tuple[str, str]) -> None:
 def test_cached_steps_replay_on_a_browser_the_test_owns(shop, tmp_path: Path, caplog) -> None:
     plant(tmp_path, "visit", ("step", "open the shop"), ("expect", "the heading says Demo Shop"))
     caplog.set_level(logging.INFO, logger="prettyplay")
-    with PrettyPlay("visit", config=config_for(shop, tmp_path)) as t:
+    with PrettyPlay("visit", config=api_config(shop.url, tmp_path / "cache")) as t:
         assert t.step("open the shop").origin == "replayed"
         t.expect("the heading says Demo Shop")
         assert t.page.url == shop.url + "/"
@@ -74,7 +70,7 @@ def test_a_playwright_handed_in_launches_the_tests_browser_and_keeps_running(
     shop, tmp_path: Path, playwright
 ) -> None:
     plant(tmp_path, "visit", ("step", "open the shop"))
-    config = config_for(shop, tmp_path, device="iPhone_13")
+    config = api_config(shop.url, tmp_path / "cache", device="iPhone_13")
     with PrettyPlay("visit", config=config, playwright=playwright) as t:
         t.step("open the shop")
         assert "iPhone" in t.page.evaluate("navigator.userAgent")  # a device needs the launch
@@ -93,12 +89,14 @@ def test_tests_on_a_browser_handed_in_get_their_own_contexts_and_leave_it_open(
     plant(tmp_path, "visit", ("step", "open the shop"), ("step", "accept the cookie banner"))
     plant(tmp_path, "again", ("step", "open the shop"), ("expect", "the banner is gone"))
     with closing(launch_chromium(playwright)) as browser:
-        with PrettyPlay("visit", config=config_for(shop, tmp_path), browser=browser) as t:
+        with PrettyPlay(
+            "visit", config=api_config(shop.url, tmp_path / "cache"), browser=browser
+        ) as t:
             t.step("open the shop")
             t.step("accept the cookie banner")  # the consent lives in this context's storage
             assert browser.contexts == [t.page.context]
         assert browser.contexts == [] and browser.is_connected()
-        config = config_for(shop, tmp_path, action_timeout_ms=1000)
+        config = api_config(shop.url, tmp_path / "cache", action_timeout_ms=1000)
         with PrettyPlay("again", config=config, browser=browser) as t:
             t.step("open the shop")
             with pytest.raises(IncurableStepError):  # a fresh context: the banner is back
@@ -114,7 +112,7 @@ def test_a_test_whose_set_up_fails_leaves_no_context_behind(
 
     plant(tmp_path, "visit", ("step", "open the shop"))
     monkeypatch.setattr(NavigationGuard, "install", broken)
-    with PrettyPlay("visit", config=config_for(shop, tmp_path), browser=browser) as t:
+    with PrettyPlay("visit", config=api_config(shop.url, tmp_path / "cache"), browser=browser) as t:
         with pytest.raises(RuntimeError, match="could not be set"):
             t.step("open the shop")
         assert browser.contexts == []
@@ -125,19 +123,19 @@ def test_a_browser_handed_in_is_never_launched_again_nor_given_a_device(
 ) -> None:
     plant(tmp_path, "visit", ("step", "open the shop"))
     with closing(launch_chromium(playwright)) as browser:
-        config = config_for(shop, tmp_path, device="iPhone_13")
+        config = api_config(shop.url, tmp_path / "cache", device="iPhone_13")
         with PrettyPlay("visit", config=config, browser=browser) as t:
             with pytest.raises(ConfigError, match=r"device.*prettyplay's own browser"):
                 t.step("open the shop")
     # closed with the with-block
-    with PrettyPlay("visit", config=config_for(shop, tmp_path), browser=browser) as t:
+    with PrettyPlay("visit", config=api_config(shop.url, tmp_path / "cache"), browser=browser) as t:
         with pytest.raises(PrettyPlayError, match="browser handed to prettyplay is closed"):
             t.step("open the shop")
 
 
 def test_a_red_replay_is_terminal_with_the_full_render(shop, tmp_path: Path, browser) -> None:
     plant(tmp_path, "visit", ("expect", "the heading says Demo Shop"))
-    config = config_for(shop, tmp_path, action_timeout_ms=1000, strict=True)
+    config = api_config(shop.url, tmp_path / "cache", action_timeout_ms=1000, strict=True)
     with (
         PrettyPlay("visit", config=config, browser=browser) as t,
         pytest.raises(IncurableStepError) as caught,
@@ -153,7 +151,7 @@ def test_a_miss_without_llm_is_provider_unavailable(
     shop, tmp_path: Path, monkeypatch, browser
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with PrettyPlay("visit", config=config_for(shop, tmp_path), browser=browser) as t:
+    with PrettyPlay("visit", config=api_config(shop.url, tmp_path / "cache"), browser=browser) as t:
         with pytest.raises(ProviderUnavailableError, match="OPENAI_API_KEY"):
             t.step("open the shop")
     assert not (tmp_path / "cache").exists()
@@ -179,7 +177,9 @@ def test_tries_reexecute_a_red_step(
     for (kind, sentence), code in ORDER.items():
         store.write(CacheEntry(CacheKey("tries", kind, sentence), code, "generated"))
     # settle_ms=0: no settle wait, so only the re-executions of ``tries`` can see the status
-    with PrettyPlay("tries", config=config_for(shop, tmp_path, settle_ms=0), browser=browser) as t:
+    with PrettyPlay(
+        "tries", config=api_config(shop.url, tmp_path / "cache", settle_ms=0), browser=browser
+    ) as t:
         t.step("order a tea")
         if passes:
             t.expect("the order is confirmed at once", tries=tries)
@@ -197,7 +197,7 @@ def test_group_pace_entry_delay_traces_and_framing(shop, tmp_path: Path, browser
         ("expect", "the banner is gone"),
     )
     recorder = Recorder()
-    config = config_for(shop, tmp_path, hooks=[recorder])
+    config = api_config(shop.url, tmp_path / "cache", hooks=[recorder])
     with PrettyPlay("group", config=config, browser=browser) as t:
         started = time.monotonic()
         with t.group("accept the cookies", speed=90, delay=0.4) as g:
@@ -224,7 +224,7 @@ def test_group_pace_entry_delay_traces_and_framing(shop, tmp_path: Path, browser
 def test_an_empty_group_is_a_quiet_no_op(shop, tmp_path: Path, browser) -> None:
     recorder = Recorder()
     with PrettyPlay(
-        "empty", config=config_for(shop, tmp_path, hooks=[recorder]), browser=browser
+        "empty", config=api_config(shop.url, tmp_path / "cache", hooks=[recorder]), browser=browser
     ) as t:
         started = time.monotonic()
         with t.group("nothing to do", delay=30) as g:
@@ -241,7 +241,7 @@ def test_an_empty_group_is_a_quiet_no_op(shop, tmp_path: Path, browser) -> None:
 
 def test_a_failing_group_reports_failed_and_keeps_the_trace(shop, tmp_path: Path, browser) -> None:
     recorder = Recorder()
-    config = config_for(shop, tmp_path, hooks=[recorder], strict=True)
+    config = api_config(shop.url, tmp_path / "cache", hooks=[recorder], strict=True)
     with PrettyPlay("failing", config=config, browser=browser) as t:
         with pytest.raises(IncurableStepError), t.group("the checkout") as g:
             g.step("open the shop")
@@ -252,7 +252,7 @@ def test_a_failing_group_reports_failed_and_keeps_the_trace(shop, tmp_path: Path
 
 @pytest.mark.parametrize("prompt", ["", "   "])
 def test_an_empty_group_prompt_fails_at_entry(shop, tmp_path: Path, prompt: str, browser) -> None:
-    with PrettyPlay("empty", config=config_for(shop, tmp_path), browser=browser) as t:
+    with PrettyPlay("empty", config=api_config(shop.url, tmp_path / "cache"), browser=browser) as t:
         with pytest.raises(ValueError, match="a group needs a prompt"):
             t.group(prompt)
 
@@ -266,7 +266,7 @@ def test_a_hook_that_raises_is_logged_and_the_run_goes_on(
 
     plant(tmp_path, "hooks", ("step", "open the shop"))
     with PrettyPlay(
-        "hooks", config=config_for(shop, tmp_path, hooks=[Broken()]), browser=browser
+        "hooks", config=api_config(shop.url, tmp_path / "cache", hooks=[Broken()]), browser=browser
     ) as t:
         t.step("open the shop")
     assert any("hook Broken.on_step_started raised" in r.getMessage() for r in caplog.records)
@@ -275,6 +275,6 @@ def test_a_hook_that_raises_is_logged_and_the_run_goes_on(
 def test_a_page_handed_in_stays_open(shop, tmp_path: Path, page_on) -> None:
     plant(tmp_path, "mine", ("step", "open the shop"))
     page = page_on(shop.url)
-    with PrettyPlay("mine", config=config_for(shop, tmp_path), page=page) as t:
+    with PrettyPlay("mine", config=api_config(shop.url, tmp_path / "cache"), page=page) as t:
         t.step("open the shop")
     assert not page.is_closed()
