@@ -40,7 +40,8 @@ Feature: Shop
     Then the shop is open
 """
 TEST = "shop.feature::Visit"
-RED_CHECK = "def step(page) -> None:\n    assert False, 'the shop is closed'\n"
+# its failure's text holds control characters too, as a page's text could
+RED_CHECK = "def step(page) -> None:\n    assert False, 'the shop is closed\\x1b[2J\\x07'\n"
 
 
 def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
@@ -119,6 +120,7 @@ def test_a_hostile_verdict_reaches_no_output_raw(
         assert not llm.requests  # replayed red from the file, with no request
     # the terminal: the verdict is there, escaped, and the run's summary follows it
     assert "ProductDefectError" in result.output and SHOWN in result.output, result
+    assert "AssertionError: the shop is closed\\x1b[2J\\x07\n" in result.output, result
     assert "prettyplay: 1 test (1 failed)" in result.output, result
     assert not RAW.search(result.output), repr(RAW.search(result.output))
     # JUnit is well-formed XML and carries the escaped verdict
