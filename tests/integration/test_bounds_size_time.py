@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from prettyplay_behave import PrettyConfig, PrettyPlay, PrettyPlayError
+from prettyplay_behave.browser.settle import Settler
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore, RedVerdict
 from prettyplay_behave.safety.limits import MAX_SENT, MAX_TEXT
 from prettyplay_behave.safety.policy import check_code
@@ -298,3 +299,48 @@ def test_a_planted_stop_of_time_before_a_remembered_red_step_does_not_hold_the_s
     # the heading is there: the remembered red step turns green, after a settle that ended
     assert outcome == "passed", outcome
     assert seconds < SETTLE_MS / 1000 + STEP_TIMEOUT_MS / 1000 + MARGIN_S, seconds
+
+
+# -- what the settle's own wait relies on, pinned against Playwright -----------------------------
+
+
+def test_the_settle_finds_a_paused_page_quiet_on_the_real_timers(
+    origins: TwoOrigins, page_on
+) -> None:
+    """Playwright's fake clock keeps the real timers aside (``__pwClock.builtins``): the settle
+    uses them, so a paused clock costs nothing (without them it would run out the window)."""
+    page = page_on(origins.app)
+    page.goto("/")
+    page.clock.install()
+    page.clock.pause_at("2030-01-01T00:00:00")
+    assert paused(page)
+    settler = Settler(page)
+    started = time.monotonic()
+    faulthandler.dump_traceback_later(HANG_S, exit=True)
+    try:
+        quiet = settler.settle(SETTLE_MS)
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+    assert quiet
+    assert time.monotonic() - started < SETTLE_MS / 1000 / 2
+
+
+def test_the_settle_ends_at_its_window_on_a_page_without_timers(
+    origins: TwoOrigins, page_on
+) -> None:
+    """A page that broke its own timers: only Playwright's timeout, outside the page, ends the
+    settle's wait, at the window (not quiet), and a later settle does the same."""
+    origins.pages["/frozen"] = FROZEN_PAGE
+    page = page_on(origins.app)
+    page.goto("/frozen")
+    assert timers_replaced(page)
+    settler = Settler(page)
+    faulthandler.dump_traceback_later(HANG_S, exit=True)
+    try:
+        for _ in range(2):
+            started = time.monotonic()
+            assert not settler.settle(SETTLE_MS)
+            seconds = time.monotonic() - started
+            assert SETTLE_MS / 1000 <= seconds < SETTLE_MS / 1000 + MARGIN_S, seconds
+    finally:
+        faulthandler.cancel_dump_traceback_later()
