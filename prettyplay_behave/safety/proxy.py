@@ -75,6 +75,7 @@ KEY_BY_KEY = frozenset({"type", "press_sequentially"})  # one keystroke per char
 INPUT = TYPING | frozenset(
     {"clear", "check", "uncheck", "set_checked", "select_option", "focus", "blur"}
     | {"click", "dblclick", "tap", "hover", "drag_to", "drag_and_drop"}
+    | {"scroll_into_view_if_needed"}  # a frame's own scroll position is read by its script
 )
 # What lands where the pointer is moved to: no frame of another origin may lie under it.
 POINTER = frozenset(

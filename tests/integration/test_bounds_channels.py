@@ -7,6 +7,7 @@ request and every event its frame gets."""
 
 from __future__ import annotations
 
+import faulthandler
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 
 from prettyplay_behave import ConfigError, PrettyConfig, PrettyPlay
 from prettyplay_behave.config import resolve_config
-from tests.support.attacks import APP_PAGE, MODES, OPEN_APP, attack, plant, step
+from tests.support.attacks import APP_PAGE, HANG_S, MODES, OPEN_APP, attack, plant, step
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer
 from tests.support.origins import B_TOKEN, TwoOrigins
 
@@ -86,6 +87,10 @@ INTO_THE_FRAME = {
     "a hover in the frame": (
         'page.goto("/channel")\npage.frame_locator("#partner").get_by_label("Pad").hover()'
     ),
+    "the frame scrolled to an element": (
+        'page.goto("/channel")\n'
+        'page.frame_locator("#partner").get_by_label("Pad").scroll_into_view_if_needed()'
+    ),
     "a page-level click that pierces the frame": (
         'page.goto("/channel")\npage.click("#partner >> internal:control=enter-frame >> #pad")'
     ),
@@ -129,7 +134,7 @@ def test_the_apps_own_button_and_points_beside_a_foreign_frame_take_clicks(
     code = step(
         'page.goto("/channel")\npage.locator("#own").click()\npage.mouse.click(30, 460)\n'
         "page.mouse.down()\npage.mouse.up()\npage.mouse.wheel(0, 5)\n"
-        'page.mouse.move(250, 60)\npage.mouse.move(30, 460, steps=5)\n'
+        "page.mouse.move(250, 60)\npage.mouse.move(30, 460, steps=5)\n"
         'expect(page.locator("#own")).to_have_text("clicked")'
     )
     outcome = attack("planted", code, origins, tmp_path, llm, monkeypatch, browser)
@@ -245,11 +250,15 @@ def test_a_blank_window_opened_by_another_origins_frame_shows_no_storage_to_the_
     config = PrettyConfig(
         base_url=origins.app, cache_dir=str(cache), generation_attempts=1, llm_retries=0
     )
-    with PrettyPlay("bounds", config=config, browser=browser) as t:
-        t.step("I open the app")
-        t.step("I open the partner")
-        assert t.page.url == "about:blank"
-        t.expect("the code field shows")
+    faulthandler.dump_traceback_later(HANG_S, exit=True)
+    try:
+        with PrettyPlay("bounds", config=config, browser=browser) as t:
+            t.step("I open the app")
+            t.step("I open the partner")
+            assert t.page.url == "about:blank"
+            t.expect("the code field shows")
+    finally:
+        faulthandler.cancel_dump_traceback_later()
     requests = llm.requests_for("generate")
     assert requests, llm.requests
     assert "Code" in requests[0].text  # the blank window is what the request describes
