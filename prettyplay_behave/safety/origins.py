@@ -5,8 +5,9 @@ standard browsers follow), never with ``urllib``: the two disagree on URLs a bro
 and where they disagree a check could judge one origin while the browser goes to another.
 ``http://localhost:8001\\@127.0.0.1:8000/`` is ``127.0.0.1:8000`` to ``urllib`` and
 ``localhost:8001`` to the browser; so are percent-encoded hosts (``127.0.0.%31``), numeric ones
-(``2130706433``), full-width letters, and ``http:host`` without slashes. A URL given to the browser after a check is the parser's serialisation of it, which
-the browser reads as it was judged.
+(``2130706433``), full-width letters, and ``http:host`` without slashes. A URL given to the
+browser after a check is the parser's serialisation of it, which the browser reads as it was
+judged.
 
 Contract: ``origin_of`` gives ``scheme://host[:port]`` (lower case, no default port) for a web
 URL and ``"null"`` for anything that has no such origin or does not parse; ``"null"`` equals no
