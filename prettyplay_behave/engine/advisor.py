@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from ..llm.client import Answer, LLMClient
     from ..llm.prompts import Prompts
     from ..safety.secrets import Secrets
-    from .memory import Judgment
     from .renames import Proposal
+    from .run_memory import Judgment
     from .state import TestState
     from .step import GroupStepRecord, ScenarioEntry
 
@@ -87,6 +87,7 @@ class Advisor:
             "history": entry.history,
             "group": entry.group,
             "instructions": test.config.instructions,
+            "remembered": test.memory.items(),
         }
 
     # -- code ----------------------------------------------------------------------------------

@@ -53,9 +53,9 @@ from .clean_page import CleanPage
 from .execute import execute, follow_tabs
 from .history import Attempt
 from .hooks import Events
-from .memory import GreenCode, HealedCode, Judgment, Place, RunMemory, feature_of
 from .page_state import Pages
 from .renames import Proposal, Rename, apply, locator_changes, renamed_here
+from .run_memory import GreenCode, HealedCode, Judgment, Place, RunMemory, feature_of
 from .state import TestState
 from .steering import Steering, steering_allowed, stuck_step
 from .step import ScenarioEntry, StepSpec

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from playwright.sync_api import Download, Page
 
     from ..safety.sandbox import StepFunction
+    from ..safety.scenario_memory import Execution
     from .state import TestState
     from .step import StepSpec
 
@@ -65,7 +66,7 @@ def execute(
     """
     started_on, url_before = test.page, page_url(test.page)
     try:
-        function, budget = _compile(test, spec, code, secrets)
+        function, budget, memory = _compile(test, spec, code, secrets)
     except CodePolicyError as exc:
         text = outcome_text(f"CodePolicyError: {exc}", secrets)
         return Attempt(Outcome.POLICY_VIOLATION, url_before, url_before, secrets.redact(code), text)
@@ -78,6 +79,7 @@ def execute(
         error: Exception | None = None
         stop = ExecutionStop(lambda: test.tabs.open_pages, _stop_reason(budget))
         began = time.monotonic()
+        memory.forget()  # what a red try remembered is gone with it
         try:
             with stop.armed(budget.limit_ms / 1000):
                 call_step(
@@ -97,6 +99,7 @@ def execute(
         bound = _bound_hit(test)  # once a window the step opened asked for its document
         notes = test.tabs.take_notes()
         if error is None and bound is None:
+            memory.commit()
             url_after = page_url(test.page)
             text = outcome_text("\n".join(notes), secrets)
             return Attempt(Outcome.GREEN, url_before, url_after, code, text, False, notes, reaches)
@@ -128,7 +131,7 @@ def outcome_text(text: str, secrets: Secrets) -> str:
 
 def _compile(
     test: TestState, spec: StepSpec, code: str, secrets: Secrets
-) -> tuple[StepFunction, Budget]:
+) -> tuple[StepFunction, Budget, Execution]:
     leaked = secrets.found_in(code)
     if leaked:
         raise CodePolicyError(f"the code holds the literal value of secret {leaked}")
@@ -137,7 +140,8 @@ def _compile(
         secret_names(spec.text), lambda: guard is None or guard.allows(page.url)
     )
     budget = Budget(test.config.step_timeout_ms, test.config.action_timeout_ms)
-    function = compile_step(code, secret=resolver, budget=budget)
+    memory = test.memory.execution(spec.sentence, lambda text: secrets.redact(text) != text)
+    function = compile_step(code, secret=resolver, budget=budget, memory=memory)
     wanted, values = step_parameters(function), spec.parameters.values
     if wanted and wanted != len(values):
         names = ", ".join(spec.parameters.names) or "none"
@@ -145,7 +149,7 @@ def _compile(
             f"step() takes {wanted} parameters after page, but the step's parameters are "
             f"{len(values)} ({names})"
         )
-    return function, budget
+    return function, budget, memory
 
 
 def _stop_reason(budget: Budget) -> str:

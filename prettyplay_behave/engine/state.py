@@ -22,6 +22,7 @@ from playwright.sync_api import Error as PlaywrightError
 
 from ..cache import CacheKey
 from ..safety.policy import Reach
+from ..safety.scenario_memory import ScenarioMemory
 from ..vocabulary import Kind, StepStatus
 
 if TYPE_CHECKING:
@@ -53,6 +54,8 @@ class TestState:
     started: float = field(default_factory=time.monotonic)
     duration: float = 0.0
     scenario: list[ScenarioEntry] = field(default_factory=list)
+    # what its steps remembered for later ones (``remember``/``recall``); never cached
+    memory: ScenarioMemory = field(default_factory=ScenarioMemory)
     _notes: tuple[str, ...] = ()
     _reach: Reach = Reach.READS
     _failed_elsewhere: bool = False

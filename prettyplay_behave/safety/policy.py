@@ -17,6 +17,7 @@ import re
 from ..errors import CodePolicyError
 from ..page_events import PAGE_EVENTS, listener_shape
 from ..vocabulary import words
+from .scenario_memory import NAME
 
 MAX_CODE_CHARS = 20_000
 MAX_CODE_LINES = 200
@@ -25,7 +26,7 @@ MAX_EXPR_DEPTH = 60
 # A for loop may run at most this many times; the sandbox enforces it at run time.
 MAX_LOOP_ITEMS = 1_000
 
-PROVIDED_NAMES = frozenset({"page", "expect", "re", "secret"})
+PROVIDED_NAMES = frozenset({"page", "expect", "re", "secret", "remember", "recall"})
 
 BUILTIN_NAMES = words(
     "abs all any bool dict enumerate float int len list max min range round sorted str"
@@ -631,8 +632,8 @@ class _Checker:
             raise _refuse(self._secret_usage, node)
         if name not in PROVIDED_NAMES | BUILTIN_NAMES and name not in self.locals:
             raise _refuse(
-                f"name {name!r} is not allowed (only locals, page, expect, re, secret "
-                "and a few builtins)",
+                f"name {name!r} is not allowed (only locals, page, expect, re, secret, "
+                "remember, recall and a few builtins)",
                 node,
             )
 
@@ -650,6 +651,25 @@ class _Checker:
                 node,
             )
 
+    def memory_call(self, node: ast.Call) -> None:
+        """``remember("name", value)`` and ``recall("name")``: the name written out, as a few
+        words (see :mod:`.scenario_memory`), so a reviewer reads what a step keeps."""
+        assert isinstance(node.func, ast.Name)
+        wanted = 2 if node.func.id == "remember" else 1
+        first = node.args[0] if node.args else None
+        named = (
+            isinstance(first, ast.Constant)
+            and isinstance(first.value, str)
+            and NAME.fullmatch(first.value) is not None
+        )
+        if len(node.args) != wanted or node.keywords or not named:
+            usage = 'remember("name", value)' if wanted == 2 else 'recall("name")'
+            raise _refuse(
+                f"{node.func.id} may only be called as {usage}, the name a string of a few words "
+                "(letters, digits, spaces, '_', '-', '.')",
+                node,
+            )
+
     _secret_usage = (
         'secret may only be called as secret("NAME"), as the text given to '
         + "/".join(sorted(TYPING_METHODS))
@@ -661,6 +681,8 @@ class _Checker:
         if _attr_name(func) in LISTENERS:
             self.listener(node)
             return
+        if _is_call_to(node, "remember") or _is_call_to(node, "recall"):
+            self.memory_call(node)
         if _is_call_to(node, "secret"):
             valid = (
                 len(node.args) == 1

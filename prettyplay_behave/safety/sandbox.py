@@ -31,6 +31,7 @@ from .limits import (
 from .policy import BUILTIN_NAMES, MAX_LOOP_ITEMS, check_code
 from .proxy import PageProxy, PageServices, expect_for_steps
 from .regex import StepRegex
+from .scenario_memory import Execution, ScenarioMemory
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -124,13 +125,20 @@ def _checked_and_bounded(code: str) -> CodeType:
 
 
 def compile_step(
-    code: str, *, secret: Callable[[str], object] | None = None, budget: Budget | None = None
+    code: str,
+    *,
+    secret: Callable[[str], object] | None = None,
+    budget: Budget | None = None,
+    memory: Execution | None = None,
 ) -> StepFunction:
     """Check ``code`` against the policy and return its ``step`` function, bounded by
     ``budget`` (started by :func:`call_step`).
 
     ``secret`` resolves ``secret("NAME")`` calls; without it they raise CodePolicyError.
+    ``memory`` is the scenario's memory as this execution sees it (``remember``, ``recall``);
+    without it, a step has nothing to recall and keeps nothing it remembers.
     """
+    memory = memory or ScenarioMemory().execution("", lambda text: False)
     compiled = _checked_and_bounded(code)
     budget = budget or Budget(60_000)
     namespace: dict[str, object] = {
@@ -138,6 +146,8 @@ def compile_step(
         "expect": expect_for_steps,
         "re": StepRegex(budget),
         "secret": secret or _no_secrets,
+        "remember": memory.remember,
+        "recall": memory.recall,
         "__loop_items__": bounded_items(budget, MAX_LOOP_ITEMS),
         "__grow__": grow,
         "__capped__": capped,
