@@ -43,7 +43,8 @@ atomic; every load checks the syntax, the format, each entry's shape and its cod
 
 A file is input nobody vouches for (it comes in with a pull request): whatever it holds, a load
 raises a CacheError naming the file, never another exception (JSON nested past any stack, a
-value too big or too deep to print in the message). The text an entry only describes itself
+value too big or too deep to print in the message), and a named pipe or a device in its place is
+refused unread. The text an entry only describes itself
 with (a red verdict's explanation and recommendation, ``model``, ``written``) is read with its
 control characters escaped, so no output shows them raw; the text a step is matched by
 (sentence, data, values, scenario) is kept as written and escaped where it is shown. A lock file
@@ -322,11 +323,24 @@ def feature_of(cache_dir: Path, path: Path) -> str:
 def load_file(path: Path, validate: Validate) -> Library:
     """Parse and check a cache file. Raises CacheError naming the file (and the line or entry)
     when anything is wrong; the file is never modified."""
+    return parse(path, _read(path), validate)
+
+
+def _read(path: Path) -> bytes:
+    """The bytes of the file at ``path``; a CacheError when it is no regular file (a named pipe
+    or a device planted in its place would block or never end)."""
     try:
-        raw = path.read_bytes()
+        # O_NONBLOCK: opening a named pipe returns at once, so it can be refused
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         raise CacheError(f"{path}: cannot read: {exc}") from exc
-    return parse(path, raw, validate)
+    with open(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise CacheError(f"{path}: not a regular file (a named pipe, a device or a socket)")
+        try:
+            return handle.read()
+        except OSError as exc:
+            raise CacheError(f"{path}: cannot read: {exc}") from exc
 
 
 def parse(path: Path, raw: bytes, validate: Validate) -> Library:
@@ -632,7 +646,7 @@ def update(
         path.parent.mkdir(parents=True, exist_ok=True)
         _refuse_shared(lock_path)
         with filelock.FileLock(lock_path, timeout=lock_timeout):
-            old = path.read_bytes() if path.exists() else None
+            old = _read(path) if path.exists() else None
             library = parse(path, old, validate) if old is not None else Library()
             change(library)
             if not library.entries:

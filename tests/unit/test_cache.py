@@ -4,6 +4,7 @@ under a lock, refused whole when anything in them is wrong; format 1 read and mi
 from __future__ import annotations
 
 import errno
+import faulthandler
 import json
 import os
 import sys
@@ -704,3 +705,25 @@ def test_a_lock_file_that_reaches_another_file_is_refused_and_that_file_untouche
         store(tmp_path).write(entry("open the shop"))
     assert victim.read_text() == "the user's own file\n"
     assert not cache_file(tmp_path).exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes: POSIX")
+@pytest.mark.parametrize("planted", ["named pipe", "link to a device"])
+def test_a_cache_file_that_is_no_regular_file_is_refused_without_blocking(
+    tmp_path: Path, planted: str
+) -> None:
+    path = cache_file(tmp_path)
+    path.parent.mkdir(parents=True)
+    if planted == "named pipe":
+        os.mkfifo(path)  # reading it would wait for a writer for ever
+    else:
+        path.symlink_to("/dev/zero")  # reading it would never end
+    # a read that blocks is stopped here, the test failing with the stacks
+    faulthandler.dump_traceback_later(30, exit=True)
+    try:
+        with pytest.raises(CacheError, match=f"^{path}: not a regular file"):
+            store(tmp_path).lookup(entry("open the shop").key)
+        with pytest.raises(CacheError, match=f"^{path}: not a regular file"):
+            store(tmp_path).write(entry("open the shop"))  # a store that never loaded it
+    finally:
+        faulthandler.cancel_dump_traceback_later()
