@@ -44,12 +44,12 @@ atomic; every load checks the syntax, the format, each entry's shape and its cod
 A file is input nobody vouches for (it comes in with a pull request): whatever it holds, a load
 raises a CacheError naming the file, never another exception (JSON nested past any stack, a
 value too big or too deep to print in the message), and a named pipe or a device in its place is
-refused unread. The text an entry only describes itself
-with (a red verdict's explanation and recommendation, ``model``, ``written``) is read with its
-control characters escaped, so no output shows them raw; the text a step is matched by
-(sentence, data, values, scenario) is kept as written and escaped where it is shown. A lock file
-is never followed through a symbolic link (nor opened when another name shares its file): such
-a lock is refused with a CacheError naming it, and the file it points to is untouched.
+refused unread. The text an entry only describes itself with (a red verdict's explanation and
+recommendation, ``model``, ``written``) is read with its control characters escaped, so no
+output shows them raw; the text a step is matched by (sentence, data, values, scenario) is kept
+as written and escaped where it is shown. A lock file is never followed through a symbolic link
+(nor opened when another name shares its file): such a lock is refused with a CacheError naming
+it, and the file it points to is untouched.
 """
 
 from __future__ import annotations
