@@ -9,8 +9,9 @@ Response from ``goto``) not at all.
 Two bounds hold here because only here the target of a call is known:
 
 - **what comes in is redacted**: every string step code reads from the page (a field's value, a
-  text, a title, a URL, an attribute) has the test's secret values replaced by their
-  placeholders before Python sees it, in plain, URL- and HTML-encoded form;
+  text, a title, a URL, an attribute, a storage value, JSON once decoded) has the test's secret
+  values replaced by their placeholders before Python sees it, in every spelling the redactor
+  knows; a cookie's value of 8 characters or more reads as its placeholder, never as itself;
 - **what goes out stays with allowed origins**: no input reaches a frame or a window of an
   origin outside allowed_origins. Typing (``fill``, ``type``, ``press``, the keyboard), uploads,
   choices and focus reach only an element whose frame is of an allowed origin; a click, a hover,
@@ -106,8 +107,9 @@ class PageServices:
     origin_allowed: Callable[[str], bool] | None = None
     # the origin of base_url: where storage and cookies are read before a page of the app loads
     home: str | None = None
-    # a cookie value step code read, to be kept out of everything that leaves (None: shown)
-    hide: Callable[[str, str], None] | None = None
+    # a cookie value step code read, to be kept out of everything that leaves (None: shown);
+    # gives the value's placeholder (the value itself when it is too short to hide)
+    hide: Callable[[str, str], str] | None = None
     # the expect(...) timeout of the test (Playwright's own default)
     expect_timeout_ms: float = EXPECT_TIMEOUT_MS
 
@@ -537,17 +539,25 @@ class StorageProxy:
 
     def get(self, key: str) -> str | None:
         """The value kept under ``key``, or None."""
-        return dict(self._entries(key)).get(key) if self._loaded() is None else self._read(key)
+        text = self._read(key)
+        return None if text is None else self._page._services.redact(text)
 
     def get_json(self, key: str) -> Any:
-        """The value under ``key`` read as JSON (None when there is none)."""
-        text = self.get(key)
+        """The value under ``key`` read as JSON (None when there is none). Its strings are
+        redacted once decoded: a secret the app stored escaped (``p@ss\\u0026w``) is only
+        itself after decoding."""
+        text = self._read(key)
         if text is None:
             return None
+        redact = self._page._services.redact
         try:
-            return json.loads(text)
+            return _redacted(json.loads(text), redact)
         except ValueError as exc:
-            raise AssertionError(f"{self._label} {key!r} holds no JSON ({exc}): {text!r}") from None
+            raise AssertionError(
+                f"{self._label} {key!r} holds no JSON ({exc}): {redact(text)!r}"
+            ) from None
+        except RecursionError:
+            raise AssertionError(f"{self._label} {key!r} holds JSON nested too deep") from None
 
     def set(self, key: str, value: str) -> None:
         """Keep ``value`` (a string; set_json writes any JSON value) under ``key``."""
@@ -575,7 +585,9 @@ class StorageProxy:
 
     def items(self) -> list[tuple[str, str]]:
         """Every key and value, in the storage's order."""
-        return self._entries() if self._loaded() is None else self._read_all()
+        redact = self._page._services.redact
+        entries = self._entries() if self._loaded() is None else self._read_all()
+        return [(redact(key), redact(value)) for key, value in entries]
 
     # -- where the storage is -----------------------------------------------------------------
 
@@ -598,15 +610,18 @@ class StorageProxy:
         page = self._page._target
         return page.evaluate(_STORAGE_CALL, [self._kind, op, key, value])
 
+    # What is read here is as the page keeps it: the reading methods above redact it.
+
     def _read(self, key: str) -> str | None:
         if not isinstance(key, str):
             raise TypeError(f"{self._label}.get takes a string key")
+        if self._loaded() is None:
+            return dict(self._entries()).get(key)
         value = self._call("get", key)
-        return None if value is None else self._page._services.redact(value)
+        return None if value is None else str(value)
 
     def _read_all(self) -> list[tuple[str, str]]:
-        redact = self._page._services.redact
-        return [(redact(key), redact(value)) for key, value in self._call("items")]
+        return [(str(key), str(value)) for key, value in self._call("items")]
 
     def _write(self, op: str, key: str | None = None, value: str | None = None) -> None:
         sendable(f"{self._label}.{op}", (key, value))
@@ -630,14 +645,12 @@ class StorageProxy:
         )
 
     def _entries(self, key: str | None = None) -> list[tuple[str, str]]:
-        """base_url's origin's local storage, as the browser context keeps it."""
+        """base_url's origin's local storage, as the browser context keeps it (unredacted:
+        ``_write`` puts it back)."""
         state = self._page._target.context.storage_state()
-        redact = self._page._services.redact
         for entry in state["origins"]:
             if entry["origin"] == self._home():
-                return [
-                    (redact(item["name"]), redact(item["value"])) for item in entry["localStorage"]
-                ]
+                return [(item["name"], item["value"]) for item in entry["localStorage"]]
         return []
 
     def __repr__(self) -> str:
@@ -646,8 +659,14 @@ class StorageProxy:
 
 class CookiesProxy:
     """``page.cookies``: the cookies the browser would send to the page's URL (before a page of
-    the app loaded, to base_url), or to a URL of another allowed origin, by name. A value step
-    code reads is kept out of everything that leaves the machine (``redact_cookies``)."""
+    the app loaded, to base_url), or to a URL of another allowed origin, by name.
+
+    With ``redact_cookies`` (the default), a cookie value of 8 characters or more (a session,
+    HttpOnly or not, with an expiry or without: a remember-me token lasts a month) reads as its
+    placeholder ``${cookie NAME}``, never as the value, so step code has nothing to spell; the
+    value is redacted from everything that leaves the machine, and from whatever step code reads
+    later. A second value of the same cookie reads as ``${cookie NAME (2)}``, so a session that
+    changed at login is told apart. A shorter value (a theme, a consent flag) reads as it is."""
 
     __slots__ = ("_page",)
 
@@ -660,14 +679,20 @@ class CookiesProxy:
             raise TypeError("page.cookies.get takes a cookie's name")
         for cookie in self._cookies(url):
             if cookie["name"] == name:
-                value = cookie["value"]
-                if self._page._services.hide is not None:
-                    self._page._services.hide(f"cookie {name}", value)
-                return value
+                return self._value(cookie)
         return None
 
     def names(self, url: str | None = None) -> list[str]:
-        return [cookie["name"] for cookie in self._cookies(url)]
+        redact = self._page._services.redact
+        return [redact(cookie["name"]) for cookie in self._cookies(url)]
+
+    def _value(self, cookie: Any) -> str:
+        """What step code gets of ``cookie``: see the class."""
+        services = self._page._services
+        value = str(cookie["value"])
+        if services.hide is not None:
+            value = services.hide(f"cookie {cookie['name']}", value)
+        return services.redact(value)
 
     def _cookies(self, url: str | None) -> list[Any]:
         page, services = self._page, self._page._services
@@ -842,6 +867,17 @@ def _wrap(value: Any, budget: Budget, services: PageServices) -> Any:
     if isinstance(value, dict):
         return {key: _wrap(item, budget, services) for key, item in value.items()}
     return None
+
+
+def _redacted(value: Any, redact: Callable[[str], str]) -> Any:
+    """A decoded JSON value with every string in it (keys too) redacted."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [_redacted(item, redact) for item in value]
+    if isinstance(value, dict):
+        return {redact(key): _redacted(item, redact) for key, item in value.items()}
+    return value
 
 
 def _unwrap(value: Any) -> Any:

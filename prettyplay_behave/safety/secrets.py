@@ -1,10 +1,12 @@
 """Secrets: named in sentences as ``${NAME}``, typed by step code as ``secret("NAME")``.
 
 The value comes from the environment at execution only. Requests, the cache, logs and reports
-keep the placeholder; every known value is redacted (longest first) where values come in (what
-step code reads from the page) and again where they go out (snapshots, error texts, attempt
-records, requests, log records and reports), as written, in every URL- or HTML-encoded form a
-page or a browser may give it, and in other spellings.
+keep the placeholder; every known value (a secret, or a cookie's value step code read: ``hide``)
+is redacted (longest first) where values come in (what step code reads from the page) and again
+where they go out (snapshots, error texts, attempt records, requests, log records and reports):
+as written, in every URL-, HTML-, JSON- or Python-escaped form, and spelled letter by letter with
+any separators between (``str(list(value))``), in any case, reversed. Redaction takes linear time
+in the text, whatever the text.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import html.entities
 import logging
 import os
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -22,8 +25,20 @@ from ..errors import CodePolicyError, ConfigError
 PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-# Between two characters of a secret: up to three separators (spaces, dashes, dots, commas...).
-_BETWEEN = r"[\W_]{0,3}"
+# What may stand between two characters of a spelled value: any run of characters that are no
+# letters or digits (the repr of a list of its letters puts four: ``', '``), among which up to
+# ``MAX_ESCAPES`` escapes of such characters as JSON, Python, HTML or a URL writes them (``\u0027``,
+# ``\x2c``, ``&#39;``, ``&apos;``, ``%2C``). Plain separators and escapes start with characters of
+# their own, and an escape can be read in at most two ways; escapes hold letters, which could
+# start a match, so their bound keeps a search of any text linear.
+MAX_ESCAPES = 16
+_PLAIN = r"(?:[^\w\\&%]|_)*"
+_ESCAPE = (
+    r"(?:\\(?:u[0-9a-f]{4}|x[0-9a-f]{2})?"
+    r"|&(?:[a-z]{2,8};)?(?:#x?[0-9a-f]{1,6};?)?"
+    r"|%(?:(?:25)?[0-9a-f]{2})?)"
+)
+_BETWEEN = f"{_PLAIN}(?:{_ESCAPE}{_PLAIN}){{0,{MAX_ESCAPES}}}"
 MIN_SPELLED = 4  # shorter values are redacted as written only: their spellings are everywhere
 # A cookie value shorter than this (a theme, a consent flag) carries no session: hiding it would
 # redact every "1" or "dark" of every page.
@@ -31,37 +46,84 @@ MIN_HIDDEN = 8
 
 
 def spellings(value: str) -> re.Pattern[str] | None:
-    """A pattern of the other spellings of ``value`` that text may carry after a page echoed
-    it: any case, reversed, and with separators between its characters (its own separators
-    dropped or changed). None for a value of fewer than ``MIN_SPELLED`` letters and digits."""
+    """A pattern of the other spellings of ``value`` that text may carry after a page or step
+    code echoed it: any case, reversed, and with any separators between its letters and digits
+    (its own separators dropped or changed; see ``_BETWEEN``), each letter or digit as written
+    or escaped (see :func:`encodings`). None for a value of fewer than ``MIN_SPELLED`` letters and
+    digits."""
     characters = [char for char in value if char.isalnum()]
     if len(characters) < MIN_SPELLED:
         return None
-    forward = _BETWEEN.join(re.escape(char) for char in characters)
-    backward = _BETWEEN.join(re.escape(char) for char in reversed(characters))
-    return re.compile(f"{forward}|{backward}", re.IGNORECASE)
+    forms = [_any_case_forms(char) for char in characters]
+    forward = _BETWEEN.join(forms)
+    backward = _BETWEEN.join(reversed(forms))
+    start = _starts("".join(characters[:2]), "".join(characters[-1:-3:-1]))
+    return re.compile(f"{start}(?:{forward}|{backward})", re.IGNORECASE)
+
+
+def _starts(*pairs: str) -> str:
+    """A lookahead for where a match of the pattern may start: an escape, or the first
+    character of one of ``pairs`` (two characters each: how a form starts) followed by the
+    second or by a separator. The search then passes over most positions of a text at once."""
+    branches = [r"[%&\\]"]
+    for pair in pairs:
+        branches.append(
+            re.escape(pair[0]) + (f"(?:{re.escape(pair[1])}|[\\W_])" if pair[1:] else "")
+        )
+    return "(?=" + "|".join(branches) + ")"
 
 
 _ENTITY_NAMES = {chr(code): name for code, name in html.entities.codepoint2name.items()}
+_ENTITY_NAMES["'"] = "apos"  # XML's (JUnit files), not in HTML 4's table
+# The backslashes of one escape: one, or more when a second encoding doubled them. Bounded
+# repetitions only: a free one would cost quadratic time on a long run of backslashes.
+_BACKSLASH = r"\\{1,4}"
+
+
+def _escapes(char: str) -> list[str]:
+    r"""Patterns of ``char`` escaped as JSON and JavaScript (``\u0026``, a pair of surrogates
+    beyond the first plane), Python (``\x26``, ``\U0001f600``) and after a backslash (``\"``),
+    its backslash possibly doubled by a second encoding."""
+    code = ord(char)
+    if code > 0xFFFF:
+        high, low = 0xD800 + ((code - 0x10000) >> 10), 0xDC00 + ((code - 0x10000) & 0x3FF)
+        forms = [rf"{_BACKSLASH}u{high:04x}{_BACKSLASH}u{low:04x}", rf"{_BACKSLASH}U{code:08x}"]
+    else:
+        forms = [rf"{_BACKSLASH}u{code:04x}"]
+    if code < 0x100:
+        forms.append(rf"{_BACKSLASH}x{code:02x}")
+    if not char.isalnum():
+        forms.append(_BACKSLASH + re.escape(char))
+    return forms
 
 
 def _character_forms(char: str) -> str:
-    """A pattern of the ways a URL or an HTML text may write ``char``: as itself,
-    percent-encoded (its UTF-8 bytes, in either case), as a numeric or named entity, and a
+    """A pattern of the ways a URL, an HTML or XML text, a JSON or a Python text may write
+    ``char``: as itself, percent-encoded (its UTF-8 bytes, in either case, once or twice), as a
+    numeric or named entity (escaped again too: ``&amp;amp;``), escaped with a backslash, and a
     space as ``+``."""
-    forms = [re.escape(char), "".join(f"%{byte:02x}" for byte in char.encode("utf-8"))]
-    forms += [f"&#0*{ord(char)};", f"&#x0*{ord(char):x};"]
+    forms = [re.escape(char), "".join(f"%(?:25)?{byte:02x}" for byte in char.encode("utf-8"))]
+    forms += [f"&(?:amp;)?#0{{0,4}}{ord(char)};", f"&(?:amp;)?#x0{{0,4}}{ord(char):x};"]
     if char in _ENTITY_NAMES:
-        forms.append(f"&{_ENTITY_NAMES[char]};")
+        forms.append(f"&(?:amp;)?{_ENTITY_NAMES[char]};")
+    forms += _escapes(char)
     if char == " ":
         forms.append(r"\+")
     return "(?:" + "|".join(forms) + ")"
 
 
+def _any_case_forms(char: str) -> str:
+    """``char`` written in any of its forms, in either case (an escape names the case)."""
+    cases = dict.fromkeys([char, char.lower(), char.upper()])
+    return "(?:" + "|".join(_character_forms(case) for case in cases if len(case) == 1) + ")"
+
+
 def encodings(value: str) -> re.Pattern[str]:
-    """A pattern of ``value`` in any mix of URL and HTML encodings (a form's GET request puts
-    ``p@ss&w`` into the next page's URL as ``p%40ss%26w``; page markup writes ``&amp;``)."""
-    return re.compile("".join(_character_forms(char) for char in value), re.IGNORECASE)
+    r"""A pattern of ``value`` in any mix of URL, HTML, JSON and Python encodings (a form's GET
+    request puts ``p@ss&w`` into the next page's URL as ``p%40ss%26w``; page markup writes
+    ``&amp;``; a JSON serialiser may write ``p@ss\u0026w``)."""
+    forms = "".join(_character_forms(char) for char in value)
+    return re.compile(_starts(value[:2]) + forms if value else forms, re.IGNORECASE)
 
 
 def secret_names(text: str) -> list[str]:
@@ -76,6 +138,7 @@ class Secrets:
         self.environ = os.environ if environ is None else environ
         self._values: dict[str, str] = {}
         self._hidden: dict[str, str] = {}  # value: name, for values met during the run
+        self._met: Counter[str] = Counter()  # name: how many values were met under it
         self._spelled: list[tuple[str, re.Pattern[str]]] = []
         self._spelled_for: tuple[tuple[str, str], ...] = ()
 
@@ -129,12 +192,19 @@ class Secrets:
 
         return secret
 
-    def hide(self, name: str, value: str) -> None:
+    def hide(self, name: str, value: str) -> str:
         """Keep ``value`` out of everything that leaves from now on, as ``${name}``: a value the
-        run met (a cookie step code read), not one of the environment. A value shorter than
-        ``MIN_HIDDEN`` is left as it is."""
-        if len(value) >= MIN_HIDDEN:
-            self._hidden.setdefault(value, name)
+        run met (a cookie step code read), not one of the environment. Its placeholder is
+        returned; a second value under the same name is ``${name (2)}``, so two values stay told
+        apart (a session that changed at login). A value shorter than ``MIN_HIDDEN`` is left as
+        it is, and returned as it is."""
+        if len(value) < MIN_HIDDEN:
+            return value
+        if value not in self._hidden:
+            self._met[name] += 1
+            count = self._met[name]
+            self._hidden[value] = name if count == 1 else f"{name} ({count})"
+        return f"${{{self._hidden[value]}}}"
 
     def redact(self, text: str) -> str:
         """``text`` with every known value replaced by its placeholder, longest value first: as

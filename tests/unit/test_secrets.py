@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import time
 
 import pytest
 
@@ -75,3 +77,92 @@ def test_log_records_are_redacted() -> None:
     record = logging.LogRecord("prettyplay", logging.INFO, "f", 1, "typed %s", ("tok-123",), None)
     RedactingFilter(secrets).filter(record)
     assert record.getMessage() == "typed ${TOKEN}"
+
+
+# -- spellings with any separators, escaped forms, decoded storage ------------------------------
+
+CODE = "Pa@ss&w0rd-7Hq2"
+
+
+def known(value: str = CODE) -> Secrets:
+    secrets = Secrets({"CODE": value})
+    secrets.require(["CODE"], "s")
+    return secrets
+
+
+@pytest.mark.parametrize(
+    "spelled",
+    [
+        str(list(CODE)),  # one letter per item: four separators between two letters
+        str(list(CODE[::-1])),
+        "\n\n".join(CODE),
+        (" " * 40).join(CODE.upper()),
+        "', '".join(CODE).join("[]"),
+        str(list(CODE)).replace("'", "&apos;"),  # an XML attribute (JUnit)
+        str(list(CODE)).replace("'", "&#x27;"),  # html.escape
+        json.dumps(str(list(CODE))),
+        ascii(list(CODE)),
+    ],
+)
+def test_a_value_split_letter_by_letter_with_any_separators_is_redacted(spelled: str) -> None:
+    redacted = known().redact(f"got {spelled} here")
+    assert "${CODE}" in redacted
+    assert "w0rd" not in redacted.replace(" ", "").replace("'", "").replace(",", "")
+
+
+@pytest.mark.parametrize(
+    "escaped",
+    [
+        json.dumps({"p": CODE}).replace("&", "\\u0026"),  # a serialiser safe for HTML
+        json.dumps(json.dumps({"p": CODE}).replace("&", "\\u0026")),  # that JSON in JSON
+        json.dumps(CODE, ensure_ascii=True).replace("a", "\\u0061"),
+        "Pa\\x40ss\\x26w0rd\\x2d7Hq2",  # a Python repr of bytes
+        "Pa%2540ss%2526w0rd-7Hq2",  # percent-encoded twice
+        "Pa@ss&amp;amp;w0rd-7Hq2",  # an entity escaped again
+    ],
+)
+def test_a_value_is_redacted_in_json_python_and_doubly_escaped_forms(escaped: str) -> None:
+    redacted = known().redact(escaped)
+    assert "${CODE}" in redacted, redacted
+    assert "w0rd" not in redacted
+
+
+def test_a_secret_in_unpadded_json_in_a_storage_line_of_a_request_is_redacted() -> None:
+    """The snapshot's line for a key the app keeps, as a request carries it."""
+    stored = json.dumps({"user": "ann", "p": CODE}, separators=(",", ":")).replace("&", "\\u0026")
+    line = f"  local {json.dumps('draft')}: {json.dumps(stored, ensure_ascii=False)}"
+    assert known().redact(line) == '  local "draft": "{\\"user\\":\\"ann\\",\\"p\\":\\"${CODE}\\"}"'
+
+
+def test_text_without_the_value_is_left_alone_however_it_is_escaped() -> None:
+    text = "Pa\\u0026ss &amp; w0rd: 7 %26 [\\x27Pa\\x27] ', ' P, a, s, s"
+    assert known().redact(text) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "P" + "\\" * 20_000 + "x",
+        "P" + "&amp;" * 5_000 + "x",
+        "P" + "%25" * 7_000 + "x",
+        ("Pa" + ", " * 50) * 400,
+        "\\u0050\\x61" * 5_000,
+        "Pa@ss&w0rd-7Hq " * 2_000,
+    ],
+)
+def test_redaction_takes_linear_time_on_texts_made_to_backtrack(text: str) -> None:
+    secrets = known()
+    secrets.hide("cookie sid", "s3cr3t-Session-7Hq2Zx9w")
+    started = time.monotonic()
+    secrets.redact(text)
+    assert time.monotonic() - started < 5.0
+
+
+def test_a_hidden_value_gives_its_placeholder_and_a_second_value_its_own() -> None:
+    secrets = Secrets({})
+    assert secrets.hide("cookie sid", "first-Session-1") == "${cookie sid}"
+    assert secrets.hide("cookie sid", "first-Session-1") == "${cookie sid}"
+    assert secrets.hide("cookie sid", "second-Session-2") == "${cookie sid (2)}"
+    assert secrets.hide("cookie theme", "dark") == "dark"  # too short to be a session
+    assert secrets.redact(str(list("second-Session-2"))) == "['${cookie sid (2)}']"
+    assert secrets.redact("theme dark") == "theme dark"
