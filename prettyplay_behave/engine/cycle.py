@@ -330,13 +330,17 @@ _WAITING = "- waiting for "
 
 
 def failure_signature(attempt: Attempt) -> tuple[str, str] | None:
-    """What makes two failures the same: the error (its numbers aside) and the locator it was
-    waiting for. None for a failure that waited for no locator."""
+    """What makes two failures the same: the error (its quoted values and numbers aside: the
+    same check of another value fails the same way) and the locator it was waiting for. None
+    for a failure that waited for no locator."""
     lines = [line.strip() for line in attempt.text.splitlines()]
     locator = next((line[len(_WAITING) :] for line in lines if line.startswith(_WAITING)), "")
     if not lines or not locator:
         return None
-    return re.sub(r"\d+", "N", lines[0]), locator
+    return re.sub(r"\d+", "N", re.sub(_QUOTED, "'…'", lines[0])), locator
+
+
+_QUOTED = r"'[^']*'|\"[^\"]*\""
 
 
 class StepCycle:
@@ -482,17 +486,37 @@ class StepCycle:
         stays a product defect)."""
         signature = failure_signature(self.history[-1])
         judged = self.engine.memory.judgments.get(signature) if signature else None
-        page = self.engine.pages.for_classify(self.test)
-        verdict = self.advisor.classify(self.test, self.entry, page, judged)
+        template = (self.spec.kind, self.entry.key.parameters.template)
+        if judged is not None and judged.template == template:
+            verdict = self.taken(judged)
+        else:
+            page = self.engine.pages.for_classify(self.test)
+            verdict = self.advisor.classify(self.test, self.entry, page, judged)
+            if signature and not verdict.degraded:
+                self.engine.memory.judgments[signature] = Judgment(
+                    self.spec.sentence, verdict, template
+                )
         self.entry.verdicts.append(verdict)
-        if signature and not verdict.degraded:
-            self.engine.memory.judgments[signature] = Judgment(self.spec.sentence, verdict)
         root = verdict.root_step
         earlier = {entry.sentence for entry in self.test.scenario}
         blames_earlier = bool(root) and root != self.spec.sentence and root in earlier
         if blames_earlier and verdict.label != StepLabel.PRODUCT_DEFECT:
             raise self.root_failure(verdict, str(root))
         return verdict
+
+    def taken(self, judged: Judgment) -> Verdict:
+        """One verdict per failure: the same step (its sentence template) failing the same way
+        in this run takes the verdict already given, with no request."""
+        self.entry.verdict_taken_from = judged.sentence
+        record(
+            logging.INFO,
+            "verdict_taken",
+            "%r failed as %r did earlier in this run: it takes that verdict (%s), no request",
+            self.spec.sentence,
+            judged.sentence,
+            judged.verdict.label,
+        )
+        return judged.verdict
 
     def root_failure(self, verdict: Verdict, root: str) -> IncurableStepError:
         advice = f"fix the step {root!r}, or tag the scenario @group so its steps heal together"

@@ -44,11 +44,12 @@ class HealedCode:
 
 
 class Judgment(NamedTuple):
-    """The verdict a failure was given in this run, and the step it was given for (a tuple, as
-    the classify template has always read it)."""
+    """The verdict a failure was given in this run, the step it was given for and that step's
+    kind and sentence template (a tuple, as the classify template has always read it)."""
 
     sentence: str
     verdict: Verdict
+    template: tuple[str, str] = ("", "")
 
 
 @dataclass

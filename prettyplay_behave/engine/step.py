@@ -94,6 +94,8 @@ class ScenarioEntry:
     # evidence a later classification of the scenario gets
     seen: tuple[str, ...] = ()
     findings: tuple[str, ...] = ()
+    # the step whose verdict for the same failure this step took, with no request of its own
+    verdict_taken_from: str = ""
 
     @property
     def kind(self) -> Kind:
