@@ -84,7 +84,7 @@ def capture(
     try:
         raw = _aria_snapshot(page, timeout_ms)
         raw += _beyond_the_tree(page, test_id_attribute)
-        raw += _storage(page)
+        raw += _storage(page, redact)
     except PlaywrightError as exc:
         raise PageCaptureError(f"could not read the aria snapshot of {url}: {exc}") from exc
     try:
@@ -205,7 +205,8 @@ def _beyond_the_tree(page: Page, test_id_attribute: str) -> str:
     return "\n" + "\n".join([_BEYOND_HEADER, *lines]) if lines else ""
 
 
-# The web storage of the page's origin, for the snapshot: keys and the start of each value.
+# The web storage of the page's origin, for the snapshot: keys and the start of each value (with
+# room past it, so that a secret the cut would split is redacted whole first).
 _STORAGE = """([limit, chars]) => {
   const read = (kind) => {
     try {
@@ -218,22 +219,25 @@ _STORAGE = """([limit, chars]) => {
 }"""
 _STORAGE_LIMIT = 20
 _STORAGE_CHARS = 80
+_STORAGE_READ = _STORAGE_CHARS + 1_000
 _STORAGE_HEADER = (
     "- the origin's web storage and cookies (step code reads them with page.local_storage,"
     " page.session_storage and page.cookies):"
 )
 
 
-def _storage(page: Page) -> str:
+def _storage(page: Page, redact: Callable[[str], str]) -> str:
     """Lines for what the page's origin keeps beyond the page: ``local "cart": "[3, 5]"``,
     ``session "step": "2"``, ``cookie "session"`` (names only); empty when it keeps nothing,
     and for a page without a URL of its own (a blank window has the origin of whichever frame
-    opened it, maybe another origin's)."""
+    opened it, maybe another origin's). Each value is redacted before it is cut to its start,
+    and again as part of the snapshot."""
     if not page.url.startswith(("http://", "https://")):
         return ""
-    local, session = page.evaluate(_STORAGE, [_STORAGE_LIMIT, _STORAGE_CHARS])
+    local, session = page.evaluate(_STORAGE, [_STORAGE_LIMIT, _STORAGE_READ])
     lines = [
-        f"  {kind} {json.dumps(key, ensure_ascii=False)}: {json.dumps(value, ensure_ascii=False)}"
+        f"  {kind} {json.dumps(key, ensure_ascii=False)}: "
+        + json.dumps(_start(redact(value), _STORAGE_CHARS), ensure_ascii=False)
         for kind, entries in (("local", local), ("session", session))
         for key, value in entries
     ]
@@ -241,6 +245,13 @@ def _storage(page: Page) -> str:
         names = [cookie.get("name", "") for cookie in page.context.cookies([page.url])]
         lines += [f"  cookie {json.dumps(name)}" for name in names[:_STORAGE_LIMIT]]
     return "\n" + "\n".join([_STORAGE_HEADER, *lines]) if lines else ""
+
+
+def _start(text: str, chars: int) -> str:
+    """The first ``chars`` characters of ``text``, and the rest of a placeholder they cut."""
+    start = text.rfind("${", 0, chars)
+    end = text.find("}", start)
+    return text[: max(chars, end + 1)] if start != -1 and end >= chars else text[:chars]
 
 
 def _identity(item: dict[str, Any]) -> str:

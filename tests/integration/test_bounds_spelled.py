@@ -253,3 +253,26 @@ def test_a_secret_the_app_stored_as_escaped_json_reads_back_redacted_once_decode
     for request in llm.requests:
         assert not exposed(CODE, json.dumps(request.body)), request.text
     assert outcome.went_on
+
+
+def test_a_secret_the_storage_line_would_cut_in_two_is_redacted_whole_before_the_cut(
+    origins: TwoOrigins, tmp_path: Path, llm: ScriptedLLMServer, monkeypatch, browser
+) -> None:
+    """A request's storage line shows the start of each value (80 characters): a secret that
+    starts before the cut and ends after it is redacted first, so no start of it is shown."""
+    stored = json.dumps({"user": "ann-" + "x" * 56, "p": CODE}, separators=(",", ":"))
+    assert stored.index(CODE) < 80 < stored.index(CODE) + len(CODE)
+    origins.pages["/"] = APP_PAGE + (
+        f"<script>localStorage.setItem('draft', {json.dumps(stored)});</script>"
+    )
+    monkeypatch.setenv("CODE", CODE)
+    code = step('assert page.local_storage.get("draft") is None')
+    outcome = attack(
+        "generated", code, origins, tmp_path, llm, monkeypatch, browser, sentence=NAMES_CODE
+    )
+    assert outcome.error is not None
+    generate = llm.requests_for("generate")[0].text
+    storage = [line for line in generate.splitlines() if 'local "draft"' in line]
+    assert storage and storage[0].endswith('${CODE}"'), storage
+    for request in llm.requests:
+        assert not exposed(CODE[:8], json.dumps(request.body)), request.text
