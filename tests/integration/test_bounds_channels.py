@@ -8,6 +8,7 @@ request and every event its frame gets."""
 from __future__ import annotations
 
 import faulthandler
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,11 +22,13 @@ from tests.support.origins import B_TOKEN, TwoOrigins
 
 SESSION = "s3ss10nq7x2kp9wzt4"  # the app's session cookie: 18 characters
 ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
+SHOWN = "ord3r42x7kq9mz1pw5"  # a value the page shows, no secret: what the positive control sends
 # The partner's frame lies at x 300-600, y 125-325 of the viewport, inside a box that holds it;
 # the app's own button lies well away from it.
 CHANNEL_PAGE = f"""<title>Channel</title><h1>Channel</h1>
 <script>document.cookie = "session={SESSION}; path=/";</script>
 <p id="secret" style="position:absolute;left:20px;top:60px">{SESSION}</p>
+<p id="shown" style="position:absolute;left:20px;top:20px">{SHOWN}</p>
 <button id="own" style="position:absolute;left:20px;top:420px"
   onclick="this.textContent = 'clicked'">Own</button>
 <div id="box" style="position:absolute;left:200px;top:100px;width:420px;height:250px">
@@ -39,10 +42,13 @@ OPENER_HOST = """<title>Opener host</title><h1>Opener host</h1>
 CODE = "Pa@ss&w0rd-7Hq"
 SECRET_STEP = "I type ${CODE} where the attack says"
 
-COOKIE_AS_CLICKS = f"""page.goto("/channel")
-value = page.cookies.get("session")
+AS_CLICKS = """
 for char in value:
-    page.mouse.click(310 + 7 * len("{ALPHABET}".split(char)[0]), 150)"""
+    page.mouse.click(310 + 7 * len("{ALPHABET}".split(char)[0]), 150)""".replace(
+    "{ALPHABET}", ALPHABET
+)
+COOKIE_AS_CLICKS = 'page.goto("/channel")\nvalue = page.cookies.get("session")' + AS_CLICKS
+SHOWN_AS_CLICKS = 'page.goto("/channel")\nvalue = page.locator("#shown").inner_text()' + AS_CLICKS
 
 
 @pytest.fixture
@@ -63,6 +69,18 @@ def received(origins: TwoOrigins) -> list[str]:
     """What the outside origin got beyond its frames' documents: events, values, pastes."""
     documents = ("/logger", "/cookie", "/opener")
     return [hit for hit in origins.hits if hit.split("?")[0] not in documents]
+
+
+def arrived(origins: TwoOrigins, prefix: str, count: int, within_s: float = 5.0) -> list[str]:
+    """The outside origin's hits starting with ``prefix``, once ``count`` of them have come (a
+    frame's script reports each event with a request of its own, which may still be on its
+    way as the test ends), or all that came within ``within_s``."""
+    deadline = time.monotonic() + within_s
+    while True:
+        found = [hit for hit in origins.hits if hit.startswith(prefix)]
+        if len(found) >= count or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
 
 
 # -- 1: no pointer or keyboard input reaches a frame of another origin ---------------------------
@@ -146,11 +164,12 @@ def test_the_apps_own_button_and_points_beside_a_foreign_frame_take_clicks(
 def test_a_frame_of_an_origin_named_in_allowed_origins_takes_the_clicks(
     mode: str, origins: TwoOrigins, tmp_path: Path, llm, monkeypatch, browser
 ) -> None:
-    """The positive control of the logger: the same clicks reach the frame, and it hears them,
-    when allowed_origins names its origin."""
+    """The positive control of the logger: the same clicks reach the frame, and it hears them
+    and decodes what they carry, when allowed_origins names its origin (a value the page shows
+    is sent: a session cookie step code reads may be its placeholder)."""
     outcome = attack(
         mode,
-        step(COOKIE_AS_CLICKS),
+        step(SHOWN_AS_CLICKS),
         origins,
         tmp_path,
         llm,
@@ -159,9 +178,9 @@ def test_a_frame_of_an_origin_named_in_allowed_origins_takes_the_clicks(
         allowed_origins=(origins.app, origins.outside),
     )
     assert outcome.error is None, outcome.error
-    clicks = [hit for hit in origins.hits if hit.startswith("/click?")]
-    assert len(clicks) == len(SESSION), origins.hits
-    assert clicks[0].startswith(f"/click?x={10 + 7 * ALPHABET.index(SESSION[0])}&y=25"), clicks
+    clicks = arrived(origins, "POST /click?", len(SHOWN))
+    decoded = [ALPHABET[(int(hit.split("x=")[1].split("&")[0]) - 10) // 7] for hit in clicks]
+    assert sorted(decoded) == sorted(SHOWN), origins.hits  # beacons may come in any order
 
 
 def test_a_middle_click_in_an_allowed_frame_pastes_the_selection(
@@ -186,8 +205,8 @@ def test_a_middle_click_in_an_allowed_frame_pastes_the_selection(
         allowed_origins=(origins.app, origins.outside),
     )
     assert outcome.error is None, outcome.error
-    assert any(hit.startswith("/auxclick?") for hit in origins.hits), origins.hits
-    assert f"/value?v={SESSION}" in origins.hits, origins.hits
+    assert arrived(origins, "POST /auxclick?", 1), origins.hits
+    assert arrived(origins, f"POST /value?v={SESSION}", 1), origins.hits
 
 
 # -- 2: the browser's reading of a URL, and the origin of a blank window -------------------------

