@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 
 from .config import PrettyConfig, TestConfig
 from .engine.group import GroupBlock
-from .engine.step import GroupStepRecord, ScenarioEntry, StepSpec
+from .engine.step import GroupStepRecord, ScenarioEntry, StepSpec, shown_error
+from .errors import PrettyPlayError
 from .report.artifacts import folder_name
 from .runtime import Runtime
 from .vocabulary import Kind
@@ -143,7 +144,10 @@ class PrettyPlay(Steps):
 
     def perform(self, spec: StepSpec) -> ScenarioEntry:
         """A step as written (what ``step`` and ``expect`` build)."""
-        return self.runtime.engine.perform(self.state, spec)
+        try:
+            return self.runtime.engine.perform(self.state, spec)
+        except PrettyPlayError as failure:
+            raise shown_error(failure, self.runtime.config.full_tracebacks)
 
     def group(self, prompt: str, speed: int | None = None, delay: float | None = None) -> Group:
         """A block of steps with a shared goal (``prompt``) that heals as a unit."""
@@ -188,4 +192,8 @@ class Group(Steps):
 
     def perform(self, spec: StepSpec) -> ScenarioEntry:
         """A step of the group as written."""
-        return self._block.perform(self.test.state, spec)
+        try:
+            return self._block.perform(self.test.state, spec)
+        except PrettyPlayError as failure:
+            full = self.test.runtime.config.full_tracebacks
+            raise shown_error(failure, full)

@@ -389,6 +389,9 @@ class RunConfig(_Sourced):
     )
     speed: int = setting(100, _parse_int, _between(0, 100), "expected 0 to 100")
     headless: bool = setting(True, _parse_bool, _is_bool, "expected true or false")
+    # a final error's traceback: the step code's own lines only (false), or every frame of
+    # prettyplay's too (true), for a bug report about prettyplay itself
+    full_tracebacks: bool = setting(False, _parse_bool, _is_bool, "expected true or false")
     browser: str = setting(
         "chromium", _parse_str, lambda v: v in BROWSERS, f"expected one of {', '.join(BROWSERS)}"
     )

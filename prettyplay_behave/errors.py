@@ -71,6 +71,12 @@ class PrettyPlayError(Exception):
         super().__init__(*(escape_controls(a) if isinstance(a, str) else a for a in args))
 
 
+class StepCodeError(Exception):
+    """What a step's own code raised in its last red execution, as the execution's text tells
+    it (redacted, cut), with a traceback of the step code's own lines: the cause a final error
+    is shown with, where the engine's frames are hidden."""
+
+
 class ConfigError(PrettyPlayError):
     """A setting is unknown or has a bad value; names the key, the value and its source."""
 

@@ -298,8 +298,11 @@ def run_current_step(context: Any) -> None:
         else:
             state.test.perform(spec)
     except PrettyPlayError as failure:
-        # The message says all there is; the engine's frames would only bury it.
-        raise failure.with_traceback(None) from None
+        from ..engine.step import shown_error
+
+        # the message says all there is, and the step code's own lines where it raised; the
+        # engine's frames would only bury it (prettyplay.full_tracebacks shows them)
+        raise shown_error(failure, state.test.runtime.config.full_tracebacks)
     finally:
         context.page = state.test.page  # a tab the step opened, a clean page of an attempt
 

@@ -24,12 +24,12 @@ from playwright.sync_api import Error as PlaywrightError
 from ..browser.guard import BLANK
 from ..browser.stop import ExecutionStop
 from ..config import origin_of
-from ..errors import CodePolicyError, StepTimeoutError, describe_exception
+from ..errors import CodePolicyError, StepCodeError, StepTimeoutError, describe_exception
 from ..events import record
 from ..safety.limits import MAX_TEXT, MEMORY_HEADROOM, Budget, cut_text
 from ..safety.policy import Reach, reach
 from ..safety.proxy import PageServices
-from ..safety.sandbox import call_step, compile_step, step_parameters
+from ..safety.sandbox import call_step, compile_step, step_frames, step_parameters
 from ..safety.secrets import Secrets, secret_names
 from ..vocabulary import Meaning, Outcome
 from .history import Attempt
@@ -286,4 +286,9 @@ def _red(
     failed_check = asserts and isinstance(error, AssertionError) and not bound
     text = outcome_text("\n".join(texts), secrets)
     url_after = page_url(test.page)
-    return Attempt(Outcome.RED, url_before, url_after, code, text, failed_check, notes, reaches)
+    raised = None
+    if error is not None and not bound:
+        raised = StepCodeError(text).with_traceback(step_frames(error.__traceback__))
+    return Attempt(
+        Outcome.RED, url_before, url_after, code, text, failed_check, notes, reaches, raised
+    )

@@ -6,7 +6,7 @@ outcome text. Nothing is truncated or collapsed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..safety.policy import Reach
 from ..vocabulary import Outcome
@@ -22,6 +22,8 @@ class Attempt:
     failed_check: bool = False  # a check whose assertion failed: the product may be at fault
     notes: tuple[str, ...] = ()  # what the execution met on the page: dialogs nobody handled
     reach: Reach = Reach.ACTS  # how far what its code did may still be on its way
+    # what the step code raised, for the traceback of a final error (not compared, not shown)
+    error: BaseException | None = field(default=None, compare=False, repr=False)
 
     @property
     def headline(self) -> str:

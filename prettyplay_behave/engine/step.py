@@ -120,3 +120,22 @@ class GroupStepRecord:
     outcome: StepStatus
     url_before: str
     url_after: str
+
+
+def step_code_error(failure: BaseException) -> BaseException | None:
+    """What the failed step's own code raised last (see ``StepCodeError``), for the cause a
+    final error is shown with; None when the step's code never raised."""
+    entry = getattr(failure, "entry", None)
+    history = entry.history if isinstance(entry, ScenarioEntry) else []
+    return next((a.error for a in reversed(history) if a.error is not None), None)
+
+
+def shown_error(failure: BaseException, full: bool) -> BaseException:
+    """A final error as a run shows it, caused by what the step code's own lines raised:
+    without prettyplay's frames, or with ``full`` as raised, through all of them."""
+    cause = step_code_error(failure)
+    if not full:
+        failure = failure.with_traceback(None)
+    if cause is not None:
+        failure.__cause__, failure.__suppress_context__ = cause, True
+    return failure

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import functools
+import hashlib
+import linecache
 from collections.abc import Callable
-from types import CodeType
+from types import CodeType, TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CodePolicyError
@@ -115,13 +118,40 @@ class _Bound(ast.NodeTransformer):
         return ast.copy_location(ast.Call(_helper("call_method"), args, node.keywords), node)
 
 
+STEP_FILE = "<step code"
+
+
 @functools.lru_cache(maxsize=1024)
 def _checked_and_bounded(code: str) -> CodeType:
     """The policy's check and the bounded rewrite of one text, compiled: once per text, since a
     replay runs the same code in scenario after scenario (a refusal is not kept: it raises)."""
     check_code(code)
-    tree = ast.fix_missing_locations(_Bound().visit(ast.parse(code, "<step>")))
-    return compile(tree, "<step>", "exec", dont_inherit=True)
+    filename = step_filename(code)
+    tree = ast.fix_missing_locations(_Bound().visit(ast.parse(code, filename)))
+    # a traceback through the step shows its own lines (the rewrite keeps their numbers)
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    return compile(tree, filename, "exec", dont_inherit=True)
+
+
+def step_filename(code: str) -> str:
+    """The name step code runs under, one per text: what a traceback names its frames by."""
+    return f"{STEP_FILE} {hashlib.sha1(code.encode()).hexdigest()[:8]}>"
+
+
+def step_frames(tb: TracebackType | None) -> TracebackType | None:
+    """The frames of ``tb`` that run step code, with their locals cleared (a local may hold
+    what ``secret()`` gave): a traceback that shows the step's own lines and nothing else."""
+    frames: list[TracebackType] = []
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename.startswith(STEP_FILE):
+            frames.append(tb)
+        tb = tb.tb_next
+    kept: TracebackType | None = None
+    for frame in reversed(frames):
+        with contextlib.suppress(RuntimeError):  # a frame still running keeps its locals
+            frame.tb_frame.clear()
+        kept = TracebackType(kept, frame.tb_frame, frame.tb_lasti, frame.tb_lineno)
+    return kept
 
 
 def compile_step(
