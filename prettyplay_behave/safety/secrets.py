@@ -49,12 +49,12 @@ def spellings(value: str) -> re.Pattern[str] | None:
     """A pattern of the other spellings of ``value`` that text may carry after a page or step
     code echoed it: any case, reversed, and with any separators between its letters and digits
     (its own separators dropped or changed; see ``_BETWEEN``), each letter or digit as written
-    or escaped (see :func:`encodings`). None for a value of fewer than ``MIN_SPELLED`` letters and
+    or escaped (see :func:`_letter`). None for a value of fewer than ``MIN_SPELLED`` letters and
     digits."""
     characters = [char for char in value if char.isalnum()]
     if len(characters) < MIN_SPELLED:
         return None
-    forms = [_any_case_forms(char) for char in characters]
+    forms = [_letter(char, _any_case_forms) for char in characters]
     forward = _BETWEEN.join(forms)
     backward = _BETWEEN.join(reversed(forms))
     start = _starts("".join(characters[:2]), "".join(characters[-1:-3:-1]))
@@ -112,6 +112,12 @@ def _character_forms(char: str) -> str:
     return "(?:" + "|".join(forms) + ")"
 
 
+def _letter(char: str, forms: Callable[[str], str]) -> str:
+    """``char`` as itself when it is an ASCII letter or digit (no encoder escapes those, and a
+    pattern of every escape of every letter takes long to compile), else in its ``forms``."""
+    return re.escape(char) if char.isascii() and char.isalnum() else forms(char)
+
+
 def _any_case_forms(char: str) -> str:
     """``char`` written in any of its forms, in either case (an escape names the case)."""
     cases = dict.fromkeys([char, char.lower(), char.upper()])
@@ -122,7 +128,7 @@ def encodings(value: str) -> re.Pattern[str]:
     r"""A pattern of ``value`` in any mix of URL, HTML, JSON and Python encodings (a form's GET
     request puts ``p@ss&w`` into the next page's URL as ``p%40ss%26w``; page markup writes
     ``&amp;``; a JSON serialiser may write ``p@ss\u0026w``)."""
-    forms = "".join(_character_forms(char) for char in value)
+    forms = "".join(_letter(char, _character_forms) for char in value)
     return re.compile(_starts(value[:2]) + forms if value else forms, re.IGNORECASE)
 
 
@@ -141,6 +147,8 @@ class Secrets:
         self._met: Counter[str] = Counter()  # name: how many values were met under it
         self._spelled: list[tuple[str, re.Pattern[str]]] = []
         self._spelled_for: tuple[tuple[str, str], ...] = ()
+        # value: its patterns, compiled once (a long value's take some milliseconds)
+        self._compiled: dict[str, tuple[re.Pattern[str], re.Pattern[str] | None]] = {}
 
     def require(self, names: Iterable[str], sentence: str) -> None:
         """Fail before a step runs when one of its secrets is not set; remember the values."""
@@ -222,9 +230,12 @@ class Secrets:
         key = tuple(sorted(known))
         if key != self._spelled_for:
             values = sorted(known, key=lambda item: -len(item[1]))
-            self._spelled = [(name, encodings(value)) for name, value in values]
+            for _, value in values:
+                if value not in self._compiled:
+                    self._compiled[value] = (encodings(value), spellings(value))
+            self._spelled = [(name, self._compiled[value][0]) for name, value in values]
             self._spelled += [
-                (name, pattern) for name, value in values if (pattern := spellings(value))
+                (name, pattern) for name, value in values if (pattern := self._compiled[value][1])
             ]
             self._spelled_for = key
         return self._spelled

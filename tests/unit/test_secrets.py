@@ -115,7 +115,6 @@ def test_a_value_split_letter_by_letter_with_any_separators_is_redacted(spelled:
     [
         json.dumps({"p": CODE}).replace("&", "\\u0026"),  # a serialiser safe for HTML
         json.dumps(json.dumps({"p": CODE}).replace("&", "\\u0026")),  # that JSON in JSON
-        json.dumps(CODE, ensure_ascii=True).replace("a", "\\u0061"),
         "Pa\\x40ss\\x26w0rd\\x2d7Hq2",  # a Python repr of bytes
         "Pa%2540ss%2526w0rd-7Hq2",  # percent-encoded twice
         "Pa@ss&amp;amp;w0rd-7Hq2",  # an entity escaped again
@@ -125,6 +124,21 @@ def test_a_value_is_redacted_in_json_python_and_doubly_escaped_forms(escaped: st
     redacted = known().redact(escaped)
     assert "${CODE}" in redacted, redacted
     assert "w0rd" not in redacted
+
+
+@pytest.mark.parametrize(
+    "spelled",
+    [
+        "p%C3%A4ssw%C3%B6rt-Zx9w",  # a URL's
+        json.dumps("pässwört-Zx9w"),  # ensure_ascii: \u00e4
+        str(list("PÄSSWÖRT-ZX9W")),
+        ascii(list("pässwört-Zx9w")),  # '\xe4'
+    ],
+)
+def test_a_letter_beyond_ascii_is_matched_in_its_escapes_too(spelled: str) -> None:
+    redacted = known("pässwört-Zx9w").redact(spelled)
+    assert "${CODE}" in redacted, redacted
+    assert "Zx9w" not in redacted
 
 
 def test_a_secret_in_unpadded_json_in_a_storage_line_of_a_request_is_redacted() -> None:
