@@ -25,7 +25,7 @@ from playwright.sync_api import Error as PlaywrightError
 from .origins import OPAQUE
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Frame, Locator, Page
+    from playwright.sync_api import ElementHandle, Frame, Locator, Page
 
 MAX_FRAME_DEPTH = 32  # frames nested deeper than this are not followed for the focus
 MAX_OPENERS = 8  # a chain of blank windows, each opened by the one before, is followed this far
@@ -120,11 +120,22 @@ def outside_frames(page: Page, allowed: Callable[[str], bool]) -> bool:
 
 def element_frame(locator: Locator, timeout: float) -> Frame | None:
     """The frame that holds the element ``locator`` resolves to (it is waited for)."""
-    handle = locator.element_handle(timeout=max(1.0, timeout))
+    handle = one_handle(locator, timeout)
     try:
         return handle.owner_frame()
     finally:
         handle.dispose()
+
+
+def one_handle(locator: Locator, timeout: float) -> ElementHandle:
+    """The handle of the one element ``locator`` resolves to: at once when it is there (one
+    round trip), else as Playwright waits for it (polling, which raises on many elements)."""
+    found = locator.element_handles()
+    if len(found) == 1:
+        return found[0]
+    for handle in found:
+        handle.dispose()
+    return locator.element_handle(timeout=max(1.0, timeout))
 
 
 def focused_frame(page: Page, allowed: Callable[[str], bool]) -> Frame:

@@ -42,6 +42,7 @@ from .frames import (
     focused_frame,
     foreign_frames,
     frame_at,
+    one_handle,
     origin_url,
     outside_frames,
 )
@@ -185,7 +186,18 @@ class _Proxy:
                 _POINTER[page] = None  # moved somewhere in the page: where, nobody measured
             return
         timeout = min(self._default_ms, self._budget.remaining_ms())
-        frame = self._receiving_frame(page, args, timeout)
+        if name in POINTER:  # each element's frame and place, from one handle of it
+            frames = foreign_frames(page, allowed)
+            for target, position in self._pointer_targets(page, name, args, kwargs or {}):
+                frame, point = _landing(target, position, timeout)
+                self._frame_allowed(name, frame, allowed)
+                self._pointer_allowed(name, frames, point)
+                _POINTER[page] = point
+            return
+        self._frame_allowed(name, self._receiving_frame(page, args, timeout), allowed)
+
+    def _frame_allowed(self, name: str, frame: Any, allowed: Callable[[str], bool]) -> None:
+        """Refuse input into an element whose frame is of an origin outside the bounds."""
         if frame is not None and not allowed(origin_url(frame)):
             origin = self._services.redact(origin_of(origin_url(frame)))
             raise CodePolicyError(
@@ -194,12 +206,6 @@ class _Proxy:
                 "and so do clicks and every other input (add the frame's origin to "
                 "prettyplay.allowed_origins if the test may act there)"
             )
-        if name in POINTER:
-            frames = foreign_frames(page, allowed)
-            for target, position in self._pointer_targets(page, name, args, kwargs or {}):
-                point = _landing(target, position, timeout)
-                self._pointer_allowed(name, frames, point)
-                _POINTER[page] = point
 
     def _pointer_allowed(
         self, name: str, frames: list[ForeignFrame], point: tuple[float, float] | None
@@ -821,21 +827,27 @@ def _path(
     ]
 
 
-def _landing(target: Locator, position: Any, timeout: float) -> tuple[float, float]:
-    """Where a pointer action on ``target`` lands: the centre of its box, or ``position``
-    from its corner (as Playwright moves there), measured once it shows."""
-    box = Box.of(target.bounding_box(timeout=max(1.0, timeout)))
-    if box is None:  # not shown yet: the action would wait for it, and so does the check
-        target.wait_for(state="visible", timeout=max(1.0, timeout))
-        box = Box.of(target.bounding_box(timeout=max(1.0, timeout)))
+def _landing(target: Locator, position: Any, timeout: float) -> tuple[Any, tuple[float, float]]:
+    """The frame of ``target``'s element, and where a pointer action on it lands: the centre
+    of its box, or ``position`` from its corner (as Playwright moves there), measured once it
+    shows. One handle answers both: finding the element is what takes time."""
+    handle = one_handle(target, timeout)
+    try:
+        box = Box.of(handle.bounding_box())
+        if box is None:  # not shown yet: the action would wait for it, and so does the check
+            target.wait_for(state="visible", timeout=max(1.0, timeout))
+            box = Box.of(handle.bounding_box())
+        frame = handle.owner_frame()
+    finally:
+        handle.dispose()
     if box is None:
         raise CodePolicyError("the element to act on shows no box: it cannot be placed")
     if isinstance(position, dict):
         try:
-            return box.x + float(position["x"]), box.y + float(position["y"])
+            return frame, (box.x + float(position["x"]), box.y + float(position["y"]))
         except (KeyError, TypeError, ValueError):
             raise CodePolicyError("position takes {'x': ..., 'y': ...} in pixels") from None
-    return box.x + box.width / 2, box.y + box.height / 2
+    return frame, (box.x + box.width / 2, box.y + box.height / 2)
 
 
 def _inside(folder: Path, name: Any) -> Path:
