@@ -48,6 +48,7 @@ from .frames import (
 )
 from .limits import (
     EXPECT_TIMEOUT_MS,
+    MAX_STEPS,
     MAX_TYPED_KEYS,
     Budget,
     bounded_call,
@@ -765,8 +766,8 @@ class MouseProxy(_Proxy):
                 y = kwargs.get("y", y)
             if not all(isinstance(value, (int, float)) for value in (x, y)):
                 raise CodePolicyError(f"mouse.{name} takes a point: x and y in pixels")
-            steps = kwargs.get("steps", args[2] if name == "move" and len(args) > 2 else 1)
-            points = _path(before, (float(x), float(y)), steps if name == "move" else 1)
+            steps = kwargs.get("steps", 1) if name == "move" else 1
+            points = _path(before, (float(x), float(y)), steps)
         if allowed is not None and outside_frames(page, allowed):
             frames = foreign_frames(page, allowed)
             for point in points:
@@ -810,15 +811,14 @@ def expect_for_steps(actual: Any, *args: Any, **kwargs: Any) -> AssertionsProxy:
     return AssertionsProxy(playwright_expect(target, *args, **kwargs), budget, services)
 
 
-MAX_STEPS = 1_000  # the moves one mouse.move may make on its way, each checked
-
-
 def _path(
     start: tuple[float, float] | None, end: tuple[float, float], steps: Any
 ) -> list[tuple[float, float] | None]:
-    """The points a ``mouse.move(..., steps=n)`` sends a move at, as Playwright spaces them."""
-    if not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS:
-        raise CodePolicyError(f"mouse.move takes steps from 1 to {MAX_STEPS:,}")
+    """The points a ``mouse.move(..., steps=n)`` sends a move at, as Playwright spaces them
+    once the steps are clamped (:mod:`.limits`)."""
+    if not isinstance(steps, int):
+        raise CodePolicyError("mouse.move takes steps as a whole number")
+    steps = max(1, min(steps, MAX_STEPS))
     if start is None or steps == 1:
         return [end]
     return [
