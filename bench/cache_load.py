@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT))
 
 from prettyplay_behave import cache  # noqa: E402
 from prettyplay_behave.cache import FORMAT, CacheKey, CacheStore  # noqa: E402
-from prettyplay_behave.safety.policy import check_code  # noqa: E402
+from prettyplay_behave.safety.step_code import check_code  # noqa: E402
 
 CODE = [
     "def step(page) -> None:",

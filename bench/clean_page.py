@@ -28,7 +28,7 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 from prettyplay_behave import PrettyConfig, PrettyPlay  # noqa: E402
 from prettyplay_behave.browser.session import CHROMIUM_ARGS, find_system_chromium  # noqa: E402
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore  # noqa: E402
-from prettyplay_behave.safety.policy import check_code  # noqa: E402
+from prettyplay_behave.safety.step_code import check_code  # noqa: E402
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer  # noqa: E402
 from tests.support.pages import PageServer  # noqa: E402
 

@@ -59,7 +59,7 @@ import plain_replay  # noqa: E402  (beside this file)
 from prettyplay_behave.behave.liveness import scenario_keys, scenarios_of, step_keys  # noqa: E402
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore, StepEntry  # noqa: E402
 from prettyplay_behave.demo.server import DemoShop  # noqa: E402
-from prettyplay_behave.safety.policy import check_code  # noqa: E402
+from prettyplay_behave.safety.step_code import check_code  # noqa: E402
 from tests.support.llm_server import ScriptedLLMServer  # noqa: E402
 from tests.support.pages import PageServer  # noqa: E402
 from tests.support.todo_app import step_code, todo_page  # noqa: E402

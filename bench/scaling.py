@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore  # noqa: E402
-from prettyplay_behave.safety.policy import check_code  # noqa: E402
+from prettyplay_behave.safety.step_code import check_code  # noqa: E402
 
 OPEN = 'def step(page) -> None:\n    page.goto("/")\n'
 HEADING = (

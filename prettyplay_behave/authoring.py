@@ -147,7 +147,8 @@ class PrettyPlay(Steps):
         try:
             return self.runtime.engine.perform(self.state, spec)
         except PrettyPlayError as failure:
-            raise shown_error(failure, self.runtime.config.full_tracebacks)
+            full = self.runtime.config.full_tracebacks
+            raise shown_error(failure, full) from failure.__cause__  # the cause it was just given
 
     def group(self, prompt: str, speed: int | None = None, delay: float | None = None) -> Group:
         """A block of steps with a shared goal (``prompt``) that heals as a unit."""
@@ -196,4 +197,4 @@ class Group(Steps):
             return self._block.perform(self.test.state, spec)
         except PrettyPlayError as failure:
             full = self.test.runtime.config.full_tracebacks
-            raise shown_error(failure, full)
+            raise shown_error(failure, full) from failure.__cause__

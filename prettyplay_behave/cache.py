@@ -69,7 +69,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import CacheError, CodePolicyError, escape_controls
-from .parameters import Parameters, code_parameters, parameterize
+from .parameters import Parameters, parameterize
+from .safety.step_code import step_code
 from .vocabulary import Kind, Origin
 
 FORMAT = 2
@@ -206,7 +207,8 @@ class CacheEntry:
 
     def library_entry(self, written: str = "") -> StepEntry:
         key, parameters = self.key, self.key.parameters
-        names, uses_all = code_parameters(self.code)
+        code = step_code(self.code)
+        names, uses_all = code.parameters, code.uses_all_parameters
         general = bool(names) and uses_all and len(names) == len(parameters.values)
         return StepEntry(
             kind=key.kind,
@@ -469,7 +471,7 @@ def _checked(where: str, entry: StepEntry, validate: Validate) -> StepEntry:
         validate(entry.code)
     except CodePolicyError as exc:
         raise CacheError(f"{where} ({entry.describe()}): the code is refused: {exc}") from exc
-    names, _ = code_parameters(entry.code)
+    names = step_code(entry.code).parameters
     if names != entry.parameters:
         raise CacheError(
             f"{where} ({entry.describe()}): 'parameters' {list(entry.parameters)} are not what "

@@ -25,7 +25,7 @@ from colorama import Fore, Style
 from .cache import Library, StepEntry, parse
 from .errors import CacheError, escape_controls
 from .report.diffs import unified_diff
-from .safety.policy import check_code
+from .safety.step_code import check_code
 from .vocabulary import counted
 
 WORKING_TREE = "working tree"

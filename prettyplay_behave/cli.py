@@ -37,7 +37,7 @@ from .cache import DEFAULT_CACHE_DIR, CacheStore, StepEntry, load_file, update
 from .cache_diff import DiffError, diff
 from .errors import CacheError, ConfigError, escape_controls
 from .parameters import parameterize
-from .safety.policy import check_code
+from .safety.step_code import check_code
 from .scaffold import DEFAULT_BASE_URL, ScaffoldError, init
 from .vocabulary import counted
 

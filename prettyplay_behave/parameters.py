@@ -16,7 +16,6 @@ placeholder (``${NAME}``) is never a parameter.
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass
 
@@ -120,18 +119,3 @@ def _unique(name: str, taken: list[str]) -> str:
 
 # Names a parameter cannot take: what step code is given, and what it may call.
 RESERVED = frozenset({"page", "expect", "re", "secret"})
-
-
-def code_parameters(code: str) -> tuple[tuple[str, ...], bool]:
-    """The parameters ``code``'s ``step`` takes after ``page``, and whether it uses each of them
-    (code that leaves a value unused spells it out, and serves only that value)."""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        return (), True
-    step = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "step"), None)
-    if step is None:
-        return (), True
-    names = tuple(arg.arg for arg in step.args.args[1:])
-    used = {n.id for n in ast.walk(step) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    return names, all(name in used for name in names)

@@ -27,8 +27,8 @@ from .llm.prompts import Prompts
 from .report.artifacts import Artifacts, folder_name
 from .report.html import REPORT_NAME, write_report
 from .report.summary import RunSummary
-from .safety.policy import check_code
 from .safety.secrets import RedactingFilter, Secrets
+from .safety.step_code import check_code
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Page, Playwright

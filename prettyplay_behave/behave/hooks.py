@@ -302,7 +302,8 @@ def run_current_step(context: Any) -> None:
 
         # the message says all there is, and the step code's own lines where it raised; the
         # engine's frames would only bury it (prettyplay.full_tracebacks shows them)
-        raise shown_error(failure, state.test.runtime.config.full_tracebacks)
+        full = state.test.runtime.config.full_tracebacks
+        raise shown_error(failure, full) from failure.__cause__  # the cause it was just given
     finally:
         context.page = state.test.page  # a tab the step opened, a clean page of an attempt
 

@@ -30,8 +30,7 @@ from typing import Any, TextIO
 from ..cache import CACHE_FOLDER, CacheKey, CacheStore, StepEntry
 from ..config import PrettyConfig, TestConfig
 from ..errors import escape_controls
-from ..parameters import code_parameters
-from ..safety.policy import check_code
+from ..safety.step_code import check_code, step_code
 from ..vocabulary import Word, counted
 from .liveness import scenarios_of, step_keys
 from .mapping import scenario_namespace, step_spec
@@ -195,7 +194,7 @@ class _Run:
             assert found.verdict is not None
             return planned(Fate.REPLAY_RED, f"remembered {found.verdict.label}")
         if found is not None:
-            self._went_green(family, spec.sentence, bool(code_parameters(found.code)[0]))
+            self._went_green(family, spec.sentence, bool(step_code(found.code).parameters))
             return planned(Fate.REPLAY)
         if strict:
             return planned(Fate.MISSING, "strict: no cached code, the run fails it")

@@ -45,8 +45,8 @@ from ..errors import (
 from ..events import record
 from ..llm.answers import CannotAnswer, Verdict
 from ..llm.purposes import Purpose
-from ..parameters import code_parameters
 from ..safety.secrets import Secrets, secret_names
+from ..safety.step_code import step_code
 from ..vocabulary import Origin, Outcome, StepLabel, StepStatus
 from .advisor import Advisor, verdict_failure
 from .clean_page import CleanPage
@@ -323,7 +323,7 @@ def pause(test: TestState, seconds: float) -> None:
 def _fits(entry: ScenarioEntry, sentence: str, code: str) -> bool:
     """Whether code that went green for ``sentence`` fits ``entry``'s step: it takes the values
     as parameters, or the values are the same."""
-    return bool(code_parameters(code)[0]) or sentence == entry.sentence
+    return bool(step_code(code).parameters) or sentence == entry.sentence
 
 
 _WAITING = "- waiting for "

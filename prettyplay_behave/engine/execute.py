@@ -27,10 +27,11 @@ from ..config import origin_of
 from ..errors import CodePolicyError, StepCodeError, StepTimeoutError, describe_exception
 from ..events import record
 from ..safety.limits import MAX_TEXT, MEMORY_HEADROOM, Budget, cut_text
-from ..safety.policy import Reach, reach
+from ..safety.policy import Reach
 from ..safety.proxy import PageServices
 from ..safety.sandbox import call_step, compile_step, step_frames, step_parameters
 from ..safety.secrets import Secrets, secret_names
+from ..safety.step_code import step_code
 from ..vocabulary import Meaning, Outcome
 from .history import Attempt
 
@@ -70,7 +71,7 @@ def execute(
     except CodePolicyError as exc:
         text = outcome_text(f"CodePolicyError: {exc}", secrets)
         return Attempt(Outcome.POLICY_VIOLATION, url_before, url_before, secrets.redact(code), text)
-    reaches = reach(code)
+    reaches = step_code(code).reach
     attempt_no = 0 if at_once else 1
     while True:
         # the settle lets late events arrive too; execution 0 is the replay's, before any wait

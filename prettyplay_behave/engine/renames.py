@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..safety.policy import LOCATING_METHODS
+from ..safety.step_code import step_code
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -118,9 +119,8 @@ def apply(code: str, changes: list[Change]) -> str | None:
 def _locators(code: str) -> list[str]:
     """The source of each locator call of ``code`` with constant arguments, from its method's
     name on (``get_by_role("button", name="Add")``), in order."""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    tree = step_code(code).tree
+    if tree is None:
         return []
     found: list[tuple[int, int, str]] = []
     for node in ast.walk(tree):

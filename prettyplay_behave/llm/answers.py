@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..safety.step_code import step_code
 from ..vocabulary import GroupLabel, StepLabel
 
 # A step is a few lines; an answer this long is a runaway generation, not code to read.
@@ -209,16 +210,12 @@ def _read(text: str, what: str = "the code block") -> _Reading:
     code = textwrap.dedent(text).strip("\n")
     if not code.strip():
         return _Reading(code, None, f"{what} is empty")
-    try:
-        tree = ast.parse(code)
-    except SyntaxError as exc:
-        return _Reading(code, None, f"the code does not parse: line {exc.lineno}: {exc.msg}")
-    except (ValueError, RecursionError, MemoryError) as exc:
-        return _Reading(code, None, f"the code does not parse: {exc}")
-    steps = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "step"]
-    if not steps:
+    read = step_code(code + "\n")  # the text the answer gives, parsed once for the whole run
+    if read.tree is None:
+        return _Reading(code, None, f"the code does not parse: {read.unparsed}")
+    if read.step is None:
         return _Reading(code, None, f"{what} does not define the function step(page)")
-    return _Reading(code, steps[0], "")
+    return _Reading(code, read.step, "")
 
 
 def _step_code(reading: _Reading) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import enum
-import functools
 import re
 
 from ..errors import CodePolicyError
@@ -322,24 +321,9 @@ def navigation_problem(url: str) -> str | None:
     return f"navigating to a {scheme}: URL is not allowed (only http, https or a relative path)"
 
 
-@functools.lru_cache(maxsize=4096)  # only passes are kept: a refusal raises
-def check_code(code: str) -> None:
-    """Refuse ``code`` with a CodePolicyError unless it is an allowed step function.
-
-    A replay checks each entry when its cache file loads and again before it runs; the second
-    check of the same text is a lookup.
-    """
-    if len(code) > MAX_CODE_CHARS:
-        raise CodePolicyError(f"step code is too long ({len(code)} > {MAX_CODE_CHARS} characters)")
-    lines = len(code.splitlines())
-    if lines > MAX_CODE_LINES:
-        raise CodePolicyError(f"step code is too long ({lines} > {MAX_CODE_LINES} lines)")
-    try:
-        tree = ast.parse(code, "<step>")
-    except SyntaxError as exc:
-        raise CodePolicyError(f"syntax error: {exc.msg}", exc.lineno) from None
-    except (ValueError, RecursionError, MemoryError) as exc:
-        raise CodePolicyError(f"step code cannot be parsed: {exc}") from None
+def check_tree(tree: ast.Module) -> None:
+    """Refuse parsed step code with a CodePolicyError unless it is an allowed step function
+    (:func:`.step_code.check_code` checks a text: its size, its syntax, then this)."""
     _Checker().module(tree)
 
 
@@ -349,25 +333,6 @@ class Reach(enum.IntEnum):
     READS = 0  # it only read the page: nothing it did is in flight
     NAVIGATES = 1  # it navigated, and Playwright waited for the document: the browser's events
     ACTS = 2  # it acted in the page (input, listeners): whatever the page's scripts set off
-
-
-@functools.lru_cache(maxsize=4096)
-def reach(code: str) -> Reach:
-    """How far what ``code`` (which passed the policy) does may reach past its return: it
-    reads when it names no attribute but those of ``READ_ONLY_ATTRIBUTES`` and calls no name
-    but ``expect``, ``re``, ``secret`` and the builtins; it navigates when it adds no more than
-    ``NAVIGATING_ATTRIBUTES``; whatever else it touches may act in the page."""
-    found = Reach.READS
-    for node in ast.walk(ast.parse(code, "<step>")):
-        called = node.func if isinstance(node, ast.Call) else None
-        if isinstance(called, ast.Name) and called.id not in PROVIDED_NAMES | BUILTIN_NAMES:
-            return Reach.ACTS
-        if not isinstance(node, ast.Attribute) or node.attr in READ_ONLY_ATTRIBUTES:
-            continue
-        if node.attr not in NAVIGATING_ATTRIBUTES:
-            return Reach.ACTS
-        found = Reach.NAVIGATES
-    return found
 
 
 def _instead(name: str) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
+import copy
 import functools
 import hashlib
 import linecache
@@ -31,10 +32,11 @@ from .limits import (
     numbers_sum,
     printable,
 )
-from .policy import BUILTIN_NAMES, MAX_LOOP_ITEMS, check_code
+from .policy import BUILTIN_NAMES, MAX_LOOP_ITEMS
 from .proxy import PageProxy, PageServices, expect_for_steps
 from .regex import StepRegex
 from .scenario_memory import Execution, ScenarioMemory
+from .step_code import step_code
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -125,9 +127,12 @@ STEP_FILE = "<step code"
 def _checked_and_bounded(code: str) -> CodeType:
     """The policy's check and the bounded rewrite of one text, compiled: once per text, since a
     replay runs the same code in scenario after scenario (a refusal is not kept: it raises)."""
-    check_code(code)
+    checked = step_code(code)
+    checked.check()
+    assert checked.tree is not None  # code that passes the policy parses
     filename = step_filename(code)
-    tree = ast.fix_missing_locations(_Bound().visit(ast.parse(code, filename)))
+    # the rewrite changes the tree it walks: a copy, for the parsed tree is shared
+    tree = ast.fix_missing_locations(_Bound().visit(copy.deepcopy(checked.tree)))
     # a traceback through the step shows its own lines (the rewrite keeps their numbers)
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     return compile(tree, filename, "exec", dont_inherit=True)

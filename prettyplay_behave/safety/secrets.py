@@ -11,7 +11,6 @@ in the text, whatever the text.
 
 from __future__ import annotations
 
-import ast
 import html.entities
 import logging
 import os
@@ -21,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..errors import CodePolicyError, ConfigError
+from .step_code import step_code
 
 PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -243,19 +243,14 @@ class Secrets:
     def found_in(self, code: str) -> str | None:
         """The name of a secret whose value (in any spelling) a string literal of ``code``
         holds."""
-        if not self._values:  # no secret named yet: nothing to find (and no parse per replay)
+        if not self._values:  # no secret named yet: nothing to find
             return None
-        try:
-            tree = ast.parse(code)
-        except SyntaxError:  # the policy reports it
-            return None
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                redacted = self.redact(node.value)
-                for name in self._values:
-                    placeholder = f"${{{name}}}"
-                    if redacted.count(placeholder) > node.value.count(placeholder):
-                        return name
+        for literal in step_code(code).strings:
+            redacted = self.redact(literal)
+            for name in self._values:
+                placeholder = f"${{{name}}}"
+                if redacted.count(placeholder) > literal.count(placeholder):
+                    return name
         return None
 
 

@@ -14,7 +14,7 @@ import filelock
 import pytest
 
 from prettyplay_behave.cache import load_file
-from prettyplay_behave.safety.policy import check_code
+from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import BehaveProject
 from tests.faults.support import (
     NEVER,
@@ -223,7 +223,7 @@ def test_a_cache_file_is_whole_at_every_moment_of_a_write(tmp_path: Path) -> Non
             "import sys\n"
             "from pathlib import Path\n"
             "from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore\n"
-            "from prettyplay_behave.safety.policy import check_code\n"
+            "from prettyplay_behave.safety.step_code import check_code\n"
             "store = CacheStore(Path(sys.argv[1]), check_code)\n"
             "code = 'def step(page) -> None:\\n    page.goto(\"/\")\\n'\n"
             "for n in range(60):\n"

@@ -24,8 +24,8 @@ from prettyplay_behave.engine.history import Attempt
 from prettyplay_behave.engine.state import TestState
 from prettyplay_behave.llm.answers import Verdict
 from prettyplay_behave.report.attachments import allure_listening, step_texts
-from prettyplay_behave.safety.policy import check_code
 from prettyplay_behave.safety.secrets import Secrets
+from prettyplay_behave.safety.step_code import check_code
 from prettyplay_behave.vocabulary import FailureKind, Kind, Origin, Outcome, StepLabel, StepStatus
 from tests.conftest import BehaveProject, BehaveResult, copy_examples
 from tests.support.changed_ui import CART, CHECKOUT

@@ -19,7 +19,7 @@ from prettyplay_behave import (
 )
 from prettyplay_behave.browser.session import BrowserSession, find_system_chromium
 from prettyplay_behave.config import resolve_config
-from prettyplay_behave.safety.policy import check_code
+from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import BehaveProject
 from tests.support import code
 from tests.support.code import step

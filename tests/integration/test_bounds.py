@@ -29,7 +29,8 @@ from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.engine import execute
 from prettyplay_behave.engine.execute import MEMORY_PASSED
 from prettyplay_behave.safety import limits, sandbox
-from prettyplay_behave.safety.policy import Reach, check_code
+from prettyplay_behave.safety.policy import Reach
+from prettyplay_behave.safety.step_code import check_code
 from tests.support.attacks import (
     APP_PAGE,
     ATTACK,

@@ -17,7 +17,7 @@ import pytest
 from prettyplay_behave.browser.stop import GRACE_S
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.safety.limits import MAX_TYPED_KEYS
-from prettyplay_behave.safety.policy import check_code
+from prettyplay_behave.safety.step_code import check_code
 from tests.support.attacks import (
     APP_PAGE,
     INCURABLE,

@@ -17,7 +17,7 @@ from prettyplay_behave import PrettyConfig, PrettyPlay, PrettyPlayError
 from prettyplay_behave.browser.settle import Settler
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore, RedVerdict
 from prettyplay_behave.safety.limits import MAX_SENT, MAX_TEXT
-from prettyplay_behave.safety.policy import check_code
+from prettyplay_behave.safety.step_code import check_code
 from tests.support import attacks
 from tests.support.attacks import (
     APP_PAGE,

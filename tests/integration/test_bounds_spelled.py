@@ -18,7 +18,7 @@ import pytest
 
 from prettyplay_behave import PrettyPlay
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
-from prettyplay_behave.safety.policy import check_code
+from prettyplay_behave.safety.step_code import check_code
 from tests.support.attacks import APP_PAGE, INCURABLE, MODES, attack, step
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer
 from tests.support.origins import TwoOrigins

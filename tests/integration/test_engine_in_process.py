@@ -16,7 +16,7 @@ from prettyplay_behave import (
     ProviderUnavailableError,
 )
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
-from prettyplay_behave.safety.policy import check_code
+from prettyplay_behave.safety.step_code import check_code
 from tests.support.llm_server import CLEAN_GATE, code_answer, http_error, json_answer
 from tests.support.scripted_provider import ScriptedProvider
 from tests.support.shop_steps import ACCEPT, BROKEN_ACCEPT, HEADING, OPEN_SHOP

@@ -20,7 +20,7 @@ from prettyplay_behave.engine.state import TestState
 from prettyplay_behave.engine.steering import StuckStep
 from prettyplay_behave.engine.step import ScenarioEntry
 from prettyplay_behave.report.artifacts import Artifacts
-from prettyplay_behave.safety.policy import check_code
+from prettyplay_behave.safety.step_code import check_code
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.shop_steps import ACCEPT, BROKEN_ACCEPT, OPEN_SHOP
 

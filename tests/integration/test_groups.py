@@ -17,7 +17,7 @@ from prettyplay_behave import (
     ProviderUnavailableError,
 )
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
-from prettyplay_behave.safety.policy import check_code
+from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import BehaveProject, copy_examples
 from tests.support.caches import by_sentence, steps
 from tests.support.changed_ui import CHECKOUT

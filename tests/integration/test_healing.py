@@ -19,7 +19,7 @@ from prettyplay_behave import (
 )
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.runtime import Runtime
-from prettyplay_behave.safety.policy import check_code
+from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import ROOT, BehaveProject
 from tests.support.caches import by_sentence, plant, steps
 from tests.support.changed_ui import CART

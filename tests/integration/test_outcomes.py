@@ -21,7 +21,7 @@ from prettyplay_behave import (
     RedStepError,
 )
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
-from prettyplay_behave.safety.policy import check_code
+from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import BehaveProject
 from tests.support import caches
 from tests.support.llm_server import (

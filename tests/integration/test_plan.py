@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore, RedVerdict
-from prettyplay_behave.safety.policy import check_code
+from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import copy_examples
 
 # the plan in a process of its own, where opening a browser session fails the run

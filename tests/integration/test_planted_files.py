@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore, RedVerdict
-from prettyplay_behave.safety.policy import check_code
+from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import ROOT, BehaveProject
 from tests.support.attacks import MODES
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer

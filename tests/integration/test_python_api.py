@@ -19,7 +19,7 @@ from prettyplay_behave import (
 )
 from prettyplay_behave.browser.guard import NavigationGuard
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
-from prettyplay_behave.safety.policy import check_code
+from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import launch_chromium
 from tests.support import caches
 from tests.support.hooks import Recorder

@@ -19,7 +19,7 @@ from prettyplay_behave import (
     PrettyConfig,
     PrettyPlay,
 )
-from prettyplay_behave.safety.policy import check_code
+from prettyplay_behave.safety.step_code import check_code
 from tests.support.code import answering, step
 from tests.support.llm_server import ScriptedLLMServer, json_answer
 from tests.support.origins import FRAME_TEXT, TwoOrigins

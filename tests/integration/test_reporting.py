@@ -23,8 +23,8 @@ from prettyplay_behave.engine.state import TestState
 from prettyplay_behave.llm.answers import Verdict
 from prettyplay_behave.report.html import write_report
 from prettyplay_behave.report.summary import RunSummary
-from prettyplay_behave.safety.policy import check_code
 from prettyplay_behave.safety.secrets import Secrets
+from prettyplay_behave.safety.step_code import check_code
 from prettyplay_behave.vocabulary import FailureKind, Kind, Outcome, StepLabel, StepStatus
 from tests.conftest import BehaveProject, copy_examples, new_project
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer

@@ -26,8 +26,8 @@ from prettyplay_behave.llm.answers import Verdict
 from prettyplay_behave.parameters import parameterize
 from prettyplay_behave.report.html import write_report
 from prettyplay_behave.report.summary import RunSummary
-from prettyplay_behave.safety.policy import check_code
 from prettyplay_behave.safety.secrets import Secrets
+from prettyplay_behave.safety.step_code import check_code
 from prettyplay_behave.vocabulary import GroupLabel, Kind, Origin, StepStatus
 from tests.conftest import BehaveProject, BehaveResult, copy_examples
 from tests.support.caches import by_sentence

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -18,6 +19,7 @@ from prettyplay_behave.safety.proxy import (
     expect_for_steps,
 )
 from prettyplay_behave.safety.sandbox import call_step, compile_step
+from prettyplay_behave.safety.step_code import StepCode
 from tests.support.pages import PageServer
 
 FORM = """<!doctype html>
@@ -190,7 +192,8 @@ def test_loop_walks_a_snapshot(page: Page) -> None:
 
 
 def test_namespace_holds_only_the_allowlist(page: Page, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sandbox, "check_code", lambda code: None)
+    # the policy off: what the namespace itself lets through
+    monkeypatch.setattr(sandbox, "step_code", lambda code: StepCode(code, ast.parse(code), None))
     for body, error in [
         ('open("/etc/passwd")', NameError),
         ('__import__("os")', NameError),

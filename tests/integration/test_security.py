@@ -21,7 +21,7 @@ from prettyplay_behave import CacheError, IncurableStepError, PrettyPlay
 from prettyplay_behave.browser.guard import DocumentWatch, NavigationGuard, _identity
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.errors import CodePolicyError
-from prettyplay_behave.safety.policy import check_code
+from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import BehaveProject
 from tests.escapes import ESCAPES
 from tests.support.llm_server import (

@@ -19,7 +19,7 @@ import pytest
 
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
 from prettyplay_behave.parameters import parameterize
-from prettyplay_behave.safety.policy import check_code
+from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import BehaveProject, copy_examples
 from tests.support.caches import steps
 from tests.support.llm_server import (

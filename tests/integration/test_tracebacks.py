@@ -47,6 +47,7 @@ def test_a_failure_shows_the_step_code_line_and_hides_the_engine(
     assert ("prettyplay_behave/engine/cycle.py" in shown) is full
     # the step's locals (what it read from the page) are gone from its frame, whatever a reader
     # asks for
+    assert cause is not None
     frames = traceback.TracebackException.from_exception(cause, capture_locals=True).stack
     assert [frame.name for frame in frames] == ["step"]
     assert not frames[0].locals

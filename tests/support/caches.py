@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
-from prettyplay_behave.safety.policy import check_code
+from prettyplay_behave.safety.step_code import check_code
 
 
 def steps(path: Path) -> list[dict[str, Any]]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from prettyplay_behave.parameters import Parameters, code_parameters, parameterize
+from prettyplay_behave.parameters import Parameters, parameterize
+from prettyplay_behave.safety.step_code import step_code
 
 CASES = {
     "a quoted string": (
@@ -72,12 +73,10 @@ def test_an_outline_that_does_not_fit_the_sentence_is_ignored() -> None:
 
 
 def test_what_code_takes_and_whether_it_uses_each() -> None:
-    assert code_parameters("def step(page, item):\n    page.fill('#a', item)\n") == (
-        ("item",),
-        True,
-    )
-    assert code_parameters("def step(page, item):\n    page.fill('#a', 'x')\n") == (
-        ("item",),
-        False,
-    )
-    assert code_parameters("def step(page):\n    pass\n") == ((), True)
+    def taken(code: str) -> tuple[tuple[str, ...], bool]:
+        read = step_code(code)
+        return read.parameters, read.uses_all_parameters
+
+    assert taken("def step(page, item):\n    page.fill('#a', item)\n") == (("item",), True)
+    assert taken("def step(page, item):\n    page.fill('#a', 'x')\n") == (("item",), False)
+    assert taken("def step(page):\n    pass\n") == ((), True)

@@ -17,8 +17,9 @@ from playwright.sync_api import (
 
 from prettyplay_behave.errors import CodePolicyError
 from prettyplay_behave.safety import policy
-from prettyplay_behave.safety.policy import check_code, navigation_problem, url_scheme
+from prettyplay_behave.safety.policy import navigation_problem, url_scheme
 from prettyplay_behave.safety.proxy import PageProxy
+from prettyplay_behave.safety.step_code import check_code, step_code
 from tests.escapes import ESCAPES
 from tests.support.code import step
 
@@ -349,7 +350,7 @@ REACHES = [
 def test_how_far_what_a_step_does_may_reach_past_its_return(code: str, reach: policy.Reach) -> None:
     step = f"def step(page) -> None:\n    {code}\n"
     check_code(step)
-    assert policy.reach(step) is reach
+    assert step_code(step).reach is reach
 
 
 def test_what_only_reads_or_navigates_is_allowed_and_never_acts_in_the_page() -> None:

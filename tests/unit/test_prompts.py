@@ -319,7 +319,8 @@ def test_the_code_contract_lists_exactly_what_the_policy_admits():
 )
 def test_a_refusal_names_what_to_use_instead(code, named):
     from prettyplay_behave.errors import CodePolicyError
-    from prettyplay_behave.safety.policy import ALTERNATIVES, check_code
+    from prettyplay_behave.safety.policy import ALTERNATIVES
+    from prettyplay_behave.safety.step_code import check_code
 
     with pytest.raises(CodePolicyError) as refused:
         check_code(f"def step(page) -> None:\n    {code}\n")

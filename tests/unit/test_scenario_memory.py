@@ -97,7 +97,7 @@ def test_an_unknown_name_names_what_was_remembered_and_by_which_step() -> None:
 )  # fmt: skip
 def test_the_policy_wants_each_name_written_out(call: str) -> None:
     from prettyplay_behave.errors import CodePolicyError
-    from prettyplay_behave.safety.policy import check_code
+    from prettyplay_behave.safety.step_code import check_code
 
     with pytest.raises(CodePolicyError):
         check_code(f"def step(page) -> None:\n    {call}\n")

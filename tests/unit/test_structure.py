@@ -231,3 +231,23 @@ def test_every_hook_event_is_called_as_its_typed_method_by_name() -> None:
                 assert not node.args, f"{path.name}: {node.func.attr} is called by position"
                 called.add(node.func.attr)
     assert called == set(HOOK_EVENTS)
+
+
+def test_step_code_is_parsed_in_one_place() -> None:
+    """Only ``safety/step_code.py`` parses step code; ``engine/renames.py`` parses locator
+    expressions (``mode="eval"``) and reads code through it too."""
+    parsers: dict[str, int] = {}
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            called = node.func
+            parses = (
+                isinstance(called, ast.Attribute)
+                and called.attr == "parse"
+                and isinstance(called.value, ast.Name)
+                and called.value.id == "ast"
+            )
+            if parses and not any(k.arg == "mode" for k in node.keywords):
+                parsers.setdefault(name, node.lineno)
+    assert list(parsers) == [f"{PACKAGE}.safety.step_code"], parsers

@@ -1,0 +1,144 @@
+"""Step code as one value: its text, parsed once, and what the checks found in it.
+
+Code enters a run in three places (an LLM's answer, a cache file, a steered turn) and is then
+checked, compiled, scanned for secrets, and read for its parameters and reach. Each of those
+reads :func:`step_code` of the text, which parses it and runs the code policy on it once: a
+replay that loads, checks, runs and writes back the same text many times parses it once.
+
+Contract: ``step_code(text)`` never raises; ``.check()`` raises the policy's
+:class:`~..errors.CodePolicyError` (a fresh one each time) or returns; ``.tree`` is the parsed
+module (None when the text does not parse), shared by every reader, so readers must not change
+it (the sandbox's rewrite works on a copy).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from dataclasses import dataclass
+from functools import cached_property
+
+from ..errors import CodePolicyError
+from .policy import (
+    BUILTIN_NAMES,
+    MAX_CODE_CHARS,
+    MAX_CODE_LINES,
+    NAVIGATING_ATTRIBUTES,
+    PROVIDED_NAMES,
+    READ_ONLY_ATTRIBUTES,
+    Reach,
+    check_tree,
+)
+
+
+@dataclass(frozen=True, eq=False)
+class StepCode:
+    """One text of step code: its tree, the policy's verdict, its parameters and its reach."""
+
+    text: str
+    tree: ast.Module | None  # None when the text does not parse
+    problem: tuple[str, int | None] | None  # the policy's refusal (message, line), if any
+    unparsed: str = ""  # why the text does not parse ("line 3: invalid syntax"), if it does not
+
+    def check(self) -> None:
+        """Raise the policy's refusal of this code, if it has one."""
+        if self.problem is not None:
+            raise CodePolicyError(*self.problem)
+
+    @property
+    def passes(self) -> bool:
+        return self.problem is None
+
+    @cached_property
+    def step(self) -> ast.FunctionDef | None:
+        """The top-level ``def step``, when the code parses and has one."""
+        body = self.tree.body if self.tree is not None else []
+        return next((n for n in body if isinstance(n, ast.FunctionDef) and n.name == "step"), None)
+
+    @cached_property
+    def parameters(self) -> tuple[str, ...]:
+        """The parameters ``step`` takes after ``page``."""
+        return tuple(arg.arg for arg in self.step.args.args[1:]) if self.step else ()
+
+    @cached_property
+    def uses_all_parameters(self) -> bool:
+        """Whether ``step`` uses each of its parameters (code that leaves a value unused spells
+        it out, and serves only that value)."""
+        if self.step is None:
+            return True
+        used = {
+            n.id
+            for n in ast.walk(self.step)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+        }
+        return all(name in used for name in self.parameters)
+
+    @cached_property
+    def strings(self) -> tuple[str, ...]:
+        """Every string literal of the code."""
+        if self.tree is None:
+            return ()
+        return tuple(
+            node.value
+            for node in ast.walk(self.tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        )
+
+    @cached_property
+    def reach(self) -> Reach:
+        """How far what the code (which passed the policy) does may reach past its return: it
+        reads when it names no attribute but those of ``READ_ONLY_ATTRIBUTES`` and calls no
+        name but the provided ones and the builtins; it navigates when it adds no more than
+        ``NAVIGATING_ATTRIBUTES``; whatever else it touches may act in the page."""
+        found = Reach.READS
+        for node in ast.walk(self.tree) if self.tree is not None else ():
+            called = node.func if isinstance(node, ast.Call) else None
+            if isinstance(called, ast.Name) and called.id not in PROVIDED_NAMES | BUILTIN_NAMES:
+                return Reach.ACTS
+            if not isinstance(node, ast.Attribute) or node.attr in READ_ONLY_ATTRIBUTES:
+                continue
+            if node.attr not in NAVIGATING_ATTRIBUTES:
+                return Reach.ACTS
+            found = Reach.NAVIGATES
+        return found
+
+
+@functools.lru_cache(maxsize=4096)
+def step_code(text: str) -> StepCode:
+    """``text`` as step code: parsed and checked once per text (see the module docstring)."""
+    try:
+        tree: ast.Module | None = ast.parse(text, "<step>")
+        unparsed = ""
+    except SyntaxError as exc:
+        tree, unparsed = None, f"line {exc.lineno}: {exc.msg}"
+        problem: tuple[str, int | None] | None = (f"syntax error: {exc.msg}", exc.lineno)
+    except (ValueError, RecursionError, MemoryError) as exc:
+        tree, unparsed = None, str(exc)
+        problem = (f"step code cannot be parsed: {exc}", None)
+    lines = len(text.splitlines())
+    if len(text) > MAX_CODE_CHARS:
+        problem = (f"step code is too long ({len(text)} > {MAX_CODE_CHARS} characters)", None)
+    elif lines > MAX_CODE_LINES:
+        problem = (f"step code is too long ({lines} > {MAX_CODE_LINES} lines)", None)
+    elif tree is not None:
+        problem = _refusal(tree)
+    return StepCode(text, tree, problem, unparsed)
+
+
+def _refusal(tree: ast.Module) -> tuple[str, int | None] | None:
+    """What the policy refuses in ``tree``, or None."""
+    try:
+        check_tree(tree)
+    except CodePolicyError as refused:
+        return refused.problem, refused.line
+    except RecursionError:
+        return "expression is nested too deeply", None
+    return None
+
+
+def check_code(code: str) -> None:
+    """Refuse ``code`` with a CodePolicyError unless it is an allowed step function.
+
+    A replay checks each entry when its cache file loads and again before it runs; every check
+    after the first of the same text is a lookup."""
+    step_code(code).check()
