@@ -29,7 +29,7 @@ from ..events import record
 from ..safety.limits import MAX_TEXT, MEMORY_HEADROOM, Budget, cut_text
 from ..safety.policy import Reach
 from ..safety.proxy import PageServices
-from ..safety.sandbox import call_step, compile_step, step_frames, step_parameters
+from ..safety.sandbox import call_step, compile_step, step_frames
 from ..safety.secrets import Secrets, secret_names
 from ..safety.step_code import step_code
 from ..vocabulary import Meaning, Outcome
@@ -143,7 +143,7 @@ def _compile(
     budget = Budget(test.config.step_timeout_ms, test.config.action_timeout_ms)
     memory = test.memory.execution(spec.sentence, lambda text: secrets.redact(text) != text)
     function = compile_step(code, secret=resolver, budget=budget, memory=memory)
-    wanted, values = step_parameters(function), spec.parameters.values
+    wanted, values = len(step_code(code).parameters), spec.parameters.values
     if wanted and wanted != len(values):
         names = ", ".join(spec.parameters.names) or "none"
         raise CodePolicyError(

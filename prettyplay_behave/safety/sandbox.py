@@ -206,14 +206,10 @@ def call_step(
 ) -> None:
     """Run a compiled step on ``page`` within its budget; whatever the step raises propagates
     unchanged (a ``MemoryError`` when it passed the memory headroom). A step that takes
-    parameters gets the step's ``values``, in order; one that takes none spells them out."""
+    parameters gets the step's ``values``, in order (the caller checked that they fit); one
+    that takes none spells them out."""
     budget: Budget = _namespace(step_fn)["__budget__"]
     wanted = step_parameters(step_fn)
-    if wanted and wanted != len(values):
-        raise CodePolicyError(
-            f"step() takes {wanted} parameter{'s' * (wanted != 1)} after page, but its sentence "
-            f"has {len(values)} value{'s' * (len(values) != 1)}"
-        )
     budget.start()
     with memory_headroom():
         step_fn(PageProxy(page, budget, services, on_navigate=on_navigate), *values[:wanted])
