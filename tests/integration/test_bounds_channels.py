@@ -187,7 +187,7 @@ def test_a_middle_click_in_an_allowed_frame_pastes_the_selection(
     origins: TwoOrigins, tmp_path: Path, llm, monkeypatch, browser
 ) -> None:
     """The positive control of the selection attack: the channel is real. Chromium keeps the
-    primary selection (no flag or policy turns it off), so a middle click in a frame that takes
+    primary selection in a headless run too, so a middle click in a frame that takes
     input (its origin allowed) pastes what was selected in the app: only the refusal of input
     into other origins' frames closes it."""
     code = step(
