@@ -39,14 +39,14 @@ def write_file(folder: Path, entries: int) -> Path:
 
 def main() -> None:
     parses = 0
-    original = cache.load_file
+    original = cache.store.load_file
 
     def counted(*args: object, **kwargs: object) -> object:
         nonlocal parses
         parses += 1
         return original(*args, **kwargs)  # type: ignore[arg-type]
 
-    cache.load_file = counted  # type: ignore[assignment]
+    cache.store.load_file = counted  # type: ignore[assignment]
     print("| entries | file size | first lookup (load, validate), ms | lookups, µs each | parses |")
     print("| ---: | ---: | ---: | ---: | ---: |")
     for entries in (1_000, 10_000):
@@ -67,7 +67,7 @@ def main() -> None:
             size = path.stat().st_size / 1024
             print(f"| {entries:,} | {size:,.0f} KiB | {statistics.median(loads):.0f} | "
                   f"{statistics.median(lookups):.1f} | {parses} |")  # fmt: skip
-    cache.load_file = original
+    cache.store.load_file = original
 
 
 if __name__ == "__main__":

@@ -26,11 +26,10 @@ import logging
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..cache import RED_LABELS, CacheEntry, CacheStore, RedVerdict, StepEntry, today
+from ..cache import RED_LABELS, CacheEntry, CacheStore, RedVerdict, StepEntry
 from ..errors import (
     CacheError,
     IncurableStepError,
@@ -179,19 +178,15 @@ class Engine:
     def write(self, test: TestState, entry: ScenarioEntry, code: str, origin: Origin) -> None:
         """Keep ``code`` as the step's cache entry, with its origin: in the feature's library,
         or pinned to the step's scenario where the shared entry it replaced still serves other
-        steps (or it replaced a pin). Code that replaces an entry of narrower reach (a pin, an
-        entry specific to values) takes its place; a shared entry is only ever replaced by an
-        entry of the same identity."""
+        steps (or it replaced a pin); the cache decides what the new entry replaces
+        (``CacheStore.replace``)."""
         old = entry.cached
         pinned = (old is not None and old.scenario is not None) or self._served_elsewhere(
             test, entry
         )
         keep = CacheEntry(entry.key, code, origin, pinned=pinned, model=self.advisor.code_model)
-        written = keep.library_entry(today())
-        narrower = old is not None and (old.scenario is not None or old.values is not None)
-        doomed = [old] if old is not None and narrower and old.identity != written.identity else []
         path = self.cache.path_for(entry.key.test)
-        changed = self.cache.keep(path, [written], doomed)
+        changed, written = self.cache.replace(keep, old)
         self.cache_writes += changed
         record(
             logging.INFO,
@@ -244,12 +239,7 @@ class Engine:
     def turn_green(self, test: TestState, entry: ScenarioEntry, red: StepEntry) -> None:
         """A step remembered red went green: its pin loses the verdict, or goes when the shared
         entry has the same code."""
-        path = self.cache.path_for(test.name)
-        shared = self.cache.library(path).find(entry.key, pins=False)
-        keeps = (
-            [] if shared is not None and shared.code == red.code else [replace(red, verdict=None)]
-        )
-        self.cache_writes += self.cache.keep(path, keeps, [red])
+        self.cache_writes += self.cache.turn_green(entry.key, red)
 
     def spread_renames(self, test: TestState, entry: ScenarioEntry, old: str, new: str) -> None:
         """One heal per rename: the locators the heal changed are changed in every other entry

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from prettyplay_behave import CacheError, PrettyPlay
-from prettyplay_behave import cache as cache_module
+from prettyplay_behave.cache import store as cache_module
 from tests.faults.support import api_config, folder_bytes, plant, temp_files
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer
 from tests.support.shop_steps import ACCEPT, OPEN_SHOP

@@ -17,7 +17,7 @@ from prettyplay_behave import (
     PrettyPlay,
     ProviderUnavailableError,
 )
-from prettyplay_behave import cache as cache_module
+from prettyplay_behave.cache import store as cache_module
 from tests.faults.support import api_config, folder_bytes, plant
 from tests.support.caches import steps
 from tests.support.llm_server import (

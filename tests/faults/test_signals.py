@@ -57,7 +57,7 @@ import os
 import time
 import types
 
-import prettyplay_behave.cache as cache
+import prettyplay_behave.cache.store as cache
 
 HOLD = {hold!r}
 fsyncs = []

@@ -193,7 +193,7 @@ def test_a_red_entry_keeps_its_verdict(tmp_path: Path) -> None:
 
 
 def test_the_file_format_is_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cache, "today", lambda: "2026-12-02")
+    monkeypatch.setattr(cache.store, "today", lambda: "2026-12-02")
     cache_store = store(tmp_path)
     cache_store.write(entry("open the shop"))
     cache_store.write(entry("log in as", data='"""\nadmin\n"""', kind="check", origin="steered"))
@@ -278,9 +278,9 @@ def test_an_unchanged_entry_does_not_rewrite_the_file(tmp_path: Path) -> None:
 def test_an_entry_rewritten_with_the_same_code_keeps_its_day(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cache, "today", lambda: "2026-01-01")
+    monkeypatch.setattr(cache.store, "today", lambda: "2026-01-01")
     store(tmp_path).write(entry("open the shop"))
-    monkeypatch.setattr(cache, "today", lambda: "2026-12-02")
+    monkeypatch.setattr(cache.store, "today", lambda: "2026-12-02")
     assert store(tmp_path).write(entry("open the shop")) is False
     assert store(tmp_path).write(entry("open the shop", code=ADD_TEA)) is True
     written = load_file(cache_file(tmp_path), refuse_imports).entries[0].written
@@ -406,7 +406,7 @@ def test_a_file_is_parsed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         calls.append(args)
         return load_file(*args)
 
-    monkeypatch.setattr(cache, "load_file", counting_load)
+    monkeypatch.setattr(cache.store, "load_file", counting_load)
     reader = store(tmp_path)
     reader.lookup(entry("open the shop").key)
     reader.lookup(entry("missing").key)
@@ -579,7 +579,7 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp_file(
     def no_space(*args: Any) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(cache.os, failing, no_space)
+    monkeypatch.setattr(cache.store.os, failing, no_space)
     with pytest.raises(CacheError, match="No space left on device") as raised:
         cache_store.write(entry("add to basket"))
     monkeypatch.undo()

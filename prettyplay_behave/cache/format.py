@@ -1,0 +1,360 @@
+"""The cache file format: a library's bytes, read and checked, and written back.
+
+Format 2 is the JSON the package docstring shows; format 1 (an entry per scenario and
+occurrence) is read and migrated. Whatever the bytes hold, a read raises a CacheError naming the
+file, never another exception.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import CacheError, CodePolicyError, escape_controls
+from ..safety.step_code import step_code
+from ..vocabulary import Kind
+from .library import (
+    FORMAT,
+    ORIGINS,
+    RED_LABELS,
+    CacheEntry,
+    CacheKey,
+    Library,
+    RedVerdict,
+    StepEntry,
+    Validate,
+    _quoted,
+)
+
+READS = (1, 2)  # the formats a file may be in
+
+_V1_FIELDS = {"code", "data", "kind", "occurrence", "origin", "sentence"}
+_FIELDS = {
+    "code",
+    "data",
+    "kind",
+    "model",
+    "occurrence",
+    "origin",
+    "parameters",
+    "scenario",
+    "sentence",
+    "values",
+    "verdict",
+    "written",
+}
+_CONFLICT_MARKERS = ("<<<<<<<", "=======", ">>>>>>>")
+
+
+def load_file(path: Path, validate: Validate) -> Library:
+    """Parse and check a cache file. Raises CacheError naming the file (and the line or entry)
+    when anything is wrong; the file is never modified."""
+    return parse(path, _read(path), validate)
+
+
+def _read(path: Path) -> bytes:
+    """The bytes of the file at ``path``; a CacheError when it is no regular file (a named pipe
+    or a device planted in its place would block or never end)."""
+    try:
+        # O_NONBLOCK: opening a named pipe returns at once, so it can be refused
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise CacheError(f"{path}: cannot read: {exc}") from exc
+    with open(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise CacheError(f"{path}: not a regular file (a named pipe, a device or a socket)")
+        try:
+            return handle.read()
+        except OSError as exc:
+            raise CacheError(f"{path}: cannot read: {exc}") from exc
+
+
+def parse(path: Path, raw: bytes, validate: Validate) -> Library:
+    """Parse and check the bytes of a cache file, as :func:`load_file` does with the file's own:
+    e.g. the file as a git commit holds it. ``path`` only names it in errors."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise CacheError(f"{path}: not valid UTF-8 at line {line}") from exc
+    # split("\n"), not splitlines(): JSON strings may hold U+2028 and the like, which are no lines.
+    for number, line_text in enumerate(text.split("\n"), start=1):
+        if line_text.startswith(_CONFLICT_MARKERS):
+            raise CacheError(
+                f"{path}: merge conflict markers at line {number}; resolve the conflict "
+                "(or delete the file to generate its entries again)"
+            )
+    if not text.strip():
+        raise CacheError(f"{path}: the file is empty")
+    try:
+        document = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except json.JSONDecodeError as exc:
+        if not text[exc.pos :].strip():
+            raise CacheError(
+                f"{path}: the JSON ends early at line {exc.lineno} (truncated?)"
+            ) from exc
+        raise CacheError(
+            f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from exc
+    except _DuplicateKeyError as exc:
+        raise CacheError(
+            f"{path}: the key {_quoted(exc.args[0])} appears twice in one object"
+        ) from exc
+    except RecursionError:
+        # json's parser recurses per level; a file of arrays in arrays runs out of stack.
+        raise CacheError(f"{path}: the JSON nests too deeply to be a cache file") from None
+    except ValueError as exc:  # a number past the digits Python converts (sys.int_info)
+        raise CacheError(f"{path}: a value cannot be read: {exc}") from None
+    return _parse_document(path, document, validate)
+
+
+class _DuplicateKeyError(ValueError):
+    pass
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # json.loads keeps the last of two equal keys silently; a bad merge can produce them.
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKeyError(key)
+        result[key] = value
+    return result
+
+
+def _parse_document(path: Path, document: Any, validate: Validate) -> Library:
+    if not isinstance(document, dict):
+        raise CacheError(f"{path}: expected a JSON object at the top")
+    if "format" not in document:
+        raise CacheError(f"{path}: the 'format' field is missing")
+    version = document["format"]
+    if type(version) is not int or version not in READS:
+        newer = type(version) is int and version > FORMAT
+        raise CacheError(
+            f"{path}: cache format {_quoted(version)} "
+            + ("is newer than this prettyplay reads" if newer else "is unknown")
+            + f" (it reads formats {' and '.join(map(str, READS))}"
+            + ("; upgrade prettyplay-behave to read this file)" if newer else ")")
+        )
+    if version == 1:
+        return Library(_parse_v1(path, document, validate), format=1)
+    unknown = set(document) - {"format", "steps"}
+    if unknown:
+        raise CacheError(f"{path}: unknown top-level fields {_quoted(sorted(unknown))}")
+    steps = document.get("steps")
+    if not isinstance(steps, list):
+        raise CacheError(f"{path}: 'steps' must be a list of entries")
+    library = Library()
+    seen: set[tuple[object, ...]] = set()
+    for index, raw in enumerate(steps, start=1):
+        where = f"{path}: entry {index}"
+        entry = _parse_entry(where, raw, validate)
+        if entry.identity in seen:
+            raise CacheError(f"{where}: duplicate of an earlier entry ({entry.describe()})")
+        seen.add(entry.identity)
+        library.upsert(entry)
+    return library
+
+
+def _texts(where: str, raw: dict[str, Any], name: str) -> tuple[str, ...]:
+    value = raw.get(name, [])
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise CacheError(f"{where}: {name!r} must be a list of strings")
+    return tuple(value)
+
+
+def _text(where: str, raw: dict[str, Any], name: str, required: bool = True) -> str:
+    if name not in raw:
+        if required:
+            raise CacheError(f"{where}: missing field {name!r}")
+        return ""
+    if not isinstance(raw[name], str):
+        raise CacheError(f"{where}: {name!r} must be a string")
+    return str(raw[name])
+
+
+def _kind(where: str, text: str) -> str:
+    try:
+        return str(Kind(text))
+    except ValueError:
+        kinds = ", ".join(str(kind) for kind in Kind)
+        raise CacheError(
+            f"{where}: unknown kind {_quoted(text)} (expected one of {kinds})"
+        ) from None
+
+
+def _origin(where: str, text: str) -> str:
+    if text not in ORIGINS:
+        raise CacheError(f"{where}: unknown origin {_quoted(text)} (expected one of {ORIGINS})")
+    return text
+
+
+def _checked(where: str, entry: StepEntry, validate: Validate) -> StepEntry:
+    _origin(where, entry.origin)
+    try:
+        validate(entry.code)
+    except CodePolicyError as exc:
+        raise CacheError(f"{where} ({entry.describe()}): the code is refused: {exc}") from exc
+    names = step_code(entry.code).parameters
+    if names != entry.parameters:
+        raise CacheError(
+            f"{where} ({entry.describe()}): 'parameters' {list(entry.parameters)} are not what "
+            f"its code takes after page ({list(names)})"
+        )
+    return entry
+
+
+def _parse_entry(where: str, raw: Any, validate: Validate) -> StepEntry:
+    if not isinstance(raw, dict):
+        raise CacheError(f"{where}: expected an object")
+    unknown = sorted(set(raw) - _FIELDS)
+    if unknown:
+        raise CacheError(f"{where}: unknown fields {_quoted(unknown)}")
+    missing = sorted({"code", "kind", "origin", "sentence"} - set(raw))
+    if missing:
+        raise CacheError(f"{where}: missing fields {missing}")
+    values = _texts(where, raw, "values") if "values" in raw else None
+    scenario = _text(where, raw, "scenario") if "scenario" in raw else None
+    occurrence = raw.get("occurrence", 1)
+    if type(occurrence) is not int or occurrence < 1:
+        raise CacheError(
+            f"{where}: 'occurrence' must be a whole number from 1, not {_quoted(occurrence)}"
+        )
+    if "occurrence" in raw and scenario is None:
+        raise CacheError(f"{where}: 'occurrence' belongs to an entry pinned to a 'scenario'")
+    verdict = _verdict(where, raw["verdict"]) if "verdict" in raw else None
+    if verdict is not None and scenario is None:
+        raise CacheError(f"{where}: a red entry ('verdict') is pinned to its 'scenario'")
+    entry = StepEntry(
+        kind=_kind(where, _text(where, raw, "kind")),
+        sentence=_text(where, raw, "sentence"),
+        code="\n".join(_texts(where, raw, "code")),
+        origin=_origin(where, _text(where, raw, "origin")),
+        data="\n".join(_texts(where, raw, "data")),
+        parameters=_texts(where, raw, "parameters"),
+        values=values,
+        scenario=scenario,
+        occurrence=occurrence,
+        model=escape_controls(_text(where, raw, "model", required=False)),
+        written=escape_controls(_text(where, raw, "written", required=False)),
+        verdict=verdict,
+    )
+    return _checked(where, entry, validate)
+
+
+def _verdict(where: str, raw: Any) -> RedVerdict:
+    if not isinstance(raw, dict) or set(raw) - {"label", "explanation", "recommendation"}:
+        raise CacheError(f"{where}: 'verdict' must hold label, explanation and recommendation")
+    label = _text(where, raw, "label")
+    if label not in RED_LABELS:
+        raise CacheError(
+            f"{where}: a red entry's label is one of {RED_LABELS}, not {_quoted(label)}"
+        )
+    return RedVerdict(
+        label, _text(where, raw, "explanation"), _text(where, raw, "recommendation", False)
+    )
+
+
+def _parse_v1(path: Path, document: dict[str, Any], validate: Validate) -> list[StepEntry]:
+    """A format-1 file (an entry per scenario and occurrence) as the library it migrates to:
+    equal code of one step is one entry; other code of it is pinned to its scenario."""
+    unknown = set(document) - {"format", "tests"}
+    if unknown:
+        raise CacheError(f"{path}: unknown top-level fields {_quoted(sorted(unknown))}")
+    tests = document.get("tests")
+    if not isinstance(tests, dict):
+        raise CacheError(f"{path}: 'tests' must be an object of test name -> list of entries")
+    library = Library()
+    for scenario, raw_entries in tests.items():
+        if not isinstance(raw_entries, list):
+            raise CacheError(f"{path}: test {_quoted(scenario)}: expected a list of entries")
+        seen: set[tuple[str, str, str, int]] = set()
+        for index, raw in enumerate(raw_entries, start=1):
+            where = f"{path}: test {_quoted(scenario)}, entry {index}"
+            key, code, origin = _parse_v1_entry(where, raw)
+            if (key.kind, key.sentence, key.data, key.occurrence) in seen:
+                raise CacheError(
+                    f"{where}: duplicate of an earlier entry ({key.kind} {key.sentence!r}, "
+                    f"occurrence {key.occurrence})"
+                )
+            seen.add((key.kind, key.sentence, key.data, key.occurrence))
+            shared = CacheEntry(key, code, origin).library_entry()
+            found = library.find(key)
+            if found is not None and found.code == shared.code:
+                continue
+            entry = shared if found is None else replace(shared, scenario=scenario)
+            library.upsert(_checked(where, entry, validate))
+    return library.entries
+
+
+def _parse_v1_entry(where: str, raw: Any) -> tuple[CacheKey, str, str]:
+    if not isinstance(raw, dict):
+        raise CacheError(f"{where}: expected an object")
+    missing = sorted(_V1_FIELDS - {"data"} - set(raw))
+    if missing:
+        raise CacheError(f"{where}: missing fields {missing}")
+    unknown = sorted(set(raw) - _V1_FIELDS)
+    if unknown:
+        raise CacheError(f"{where}: unknown fields {_quoted(unknown)}")
+    occurrence = raw["occurrence"]
+    if type(occurrence) is not int or occurrence < 1:
+        raise CacheError(
+            f"{where}: 'occurrence' must be a whole number from 1, not {_quoted(occurrence)}"
+        )
+    key = CacheKey(
+        "_",
+        _kind(where, _text(where, raw, "kind")),
+        _text(where, raw, "sentence"),
+        "\n".join(_texts(where, raw, "data")),
+        occurrence,
+    )
+    code = "\n".join(_texts(where, raw, "code"))
+    return key, code, _origin(where, _text(where, raw, "origin"))
+
+
+# --- writing ---
+
+
+def render(library: Library) -> bytes:
+    """The file's bytes: entries in one stable order, sorted keys, two-space indent."""
+    ordered = sorted(library.entries, key=_order)
+    document = {"format": FORMAT, "steps": [_entry_json(e) for e in ordered]}
+    return (json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
+
+
+def _order(entry: StepEntry) -> tuple[object, ...]:
+    pin = (entry.scenario is not None, entry.scenario or "", entry.occurrence)
+    return (
+        entry.sentence,
+        entry.kind,
+        entry.data,
+        entry.values is not None,
+        entry.values or (),
+        *pin,
+    )
+
+
+def _entry_json(entry: StepEntry) -> dict[str, Any]:
+    raw: dict[str, Any] = {
+        # one line per list item; the final newline of the code is implied
+        "code": entry.code.rstrip("\n").split("\n"),
+        "kind": entry.kind,
+        "origin": entry.origin,
+        "sentence": entry.sentence,
+    }
+    optional: dict[str, Any] = {
+        "data": entry.data.split("\n") if entry.data else None,
+        "parameters": list(entry.parameters) or None,
+        "values": list(entry.values) if entry.values is not None else None,
+        "scenario": entry.scenario,
+        "occurrence": entry.occurrence if entry.scenario is not None else None,
+        "model": entry.model or None,
+        "written": entry.written or None,
+        "verdict": ({k: v for k, v in vars(entry.verdict).items() if v} if entry.verdict else None),
+    }
+    raw.update({name: value for name, value in optional.items() if value is not None})
+    return raw

@@ -1,0 +1,245 @@
+"""A step library: the entries of one cache file, the address of a step, and how a step finds
+its entry (see the package docstring).
+
+Contract: everything here is in memory; :mod:`.format` reads and writes files of it and
+:mod:`.store` keeps them on disk.
+"""
+
+from __future__ import annotations
+
+import re
+import reprlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from ..errors import CacheError, escape_controls
+from ..parameters import Parameters, parameterize
+from ..safety.step_code import step_code
+from ..vocabulary import Kind, Origin
+
+FORMAT = 2  # the format a library is written in
+ORIGINS = tuple(str(origin) for origin in Origin if origin.stored)
+RED_LABELS = ("product_defect", "incurable")
+SEPARATOR = "::"
+# Characters Windows (or a shell) refuses in file names; `/` is kept as the folder separator.
+_HOSTILE = re.compile(r'[<>:"\\|?*\x00-\x1f]')
+
+Validate = Callable[[str], None]
+
+# What a message quotes of a value the file holds: a few levels and items, whatever its size.
+_QUOTE = reprlib.Repr()
+_QUOTE.maxlevel, _QUOTE.maxlist, _QUOTE.maxdict, _QUOTE.maxstring = 2, 4, 4, 200
+
+
+def _quoted(value: object) -> str:
+    return _QUOTE.repr(value)
+
+
+@dataclass(frozen=True)
+class CacheKey:
+    """The address of one step of one test: its test, kind, sentence (as the step has it, values
+    filled in), data, occurrence (identical steps earlier in the test) and, for an Outline row,
+    the Outline step it was made from."""
+
+    test: str
+    kind: str
+    sentence: str
+    data: str = ""
+    occurrence: int = 1
+    outline: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", str(Kind(self.kind)))
+
+    @cached_property
+    def parameters(self) -> Parameters:
+        return parameterize(self.sentence, self.outline)
+
+    @property
+    def scenario(self) -> str:
+        """The test's key in its cache file: the scenario name, or the test's own name."""
+        return self.test.partition(SEPARATOR)[2] if SEPARATOR in self.test else self.test
+
+
+@dataclass(frozen=True)
+class RedVerdict:
+    """The verdict a red entry remembers."""
+
+    label: str
+    explanation: str
+    recommendation: str = ""
+
+    def __post_init__(self) -> None:
+        # the LLM's words, or a planted file's: kept (and shown) with control characters escaped
+        for name in ("explanation", "recommendation"):
+            object.__setattr__(self, name, escape_controls(getattr(self, name)))
+
+
+@dataclass(frozen=True)
+class StepEntry:
+    """One entry of a feature's step library."""
+
+    kind: str
+    sentence: str  # the template, ``{}`` for each parameter
+    code: str
+    origin: str
+    data: str = ""
+    parameters: tuple[str, ...] = ()  # what the code takes after ``page``
+    values: tuple[str, ...] | None = None  # only these values, when set
+    scenario: str | None = None  # pinned to this scenario, when set
+    occurrence: int = 1  # the scenario's occurrence of the step it is pinned to
+    model: str = ""
+    written: str = ""  # the day its code was written
+    verdict: RedVerdict | None = None
+
+    def __post_init__(self) -> None:
+        # One canonical form: the file stores lines, so code always ends in exactly one newline.
+        object.__setattr__(self, "code", self.code.rstrip("\n") + "\n")
+
+    @property
+    def identity(self) -> tuple[object, ...]:
+        """What two entries of one library may not share."""
+        pin = (self.scenario, self.occurrence) if self.scenario is not None else (None, 0)
+        return (self.kind, self.sentence, self.data, self.values, *pin)
+
+    @property
+    def red(self) -> bool:
+        return self.verdict is not None
+
+    def describe(self) -> str:
+        parts = [f"{self.kind} {_quoted(self.sentence)}"]
+        if self.values is not None:
+            parts.append(f"for {', '.join(map(repr, self.values))}")
+        if self.scenario is not None:
+            occurrence = f" #{self.occurrence}" if self.occurrence > 1 else ""
+            parts.append(f"in {_quoted(self.scenario)}{occurrence}")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """Code to keep for the step at ``key``: a library entry, specific to the step's values when
+    the code spells them out, or pinned to the step's scenario (``pinned``), red with a
+    ``verdict``."""
+
+    key: CacheKey
+    code: str
+    origin: str  # an Origin's value; checked when the entry is written
+    pinned: bool = False
+    verdict: RedVerdict | None = None
+    model: str = ""
+
+    def library_entry(self, written: str = "") -> StepEntry:
+        key, parameters = self.key, self.key.parameters
+        code = step_code(self.code)
+        names, uses_all = code.parameters, code.uses_all_parameters
+        general = bool(names) and uses_all and len(names) == len(parameters.values)
+        return StepEntry(
+            kind=key.kind,
+            sentence=parameters.template,
+            code=self.code,
+            origin=self.origin,
+            data=key.data,
+            parameters=names,
+            values=None if general or not parameters.values else parameters.values,
+            scenario=key.scenario if self.pinned or self.verdict else None,
+            occurrence=key.occurrence,
+            model=self.model,
+            written=written,
+            verdict=self.verdict,
+        )
+
+
+class Library:
+    """The entries of one cache file, and the format it was read in; indexed by their place
+    (kind, data, sentence) so that a lookup costs the same in a file of ten entries or ten
+    thousand."""
+
+    def __init__(self, entries: Iterable[StepEntry] = (), format: int = FORMAT) -> None:
+        self.format = format
+        self._entries: dict[tuple[object, ...], StepEntry] = {}
+        self._places: dict[tuple[str, str, str], dict[tuple[object, ...], StepEntry]] = {}
+        for entry in entries:
+            self.upsert(entry)
+
+    @property
+    def entries(self) -> list[StepEntry]:
+        """In the order they were added; a replaced entry keeps its place."""
+        return list(self._entries.values())
+
+    def find(self, key: CacheKey, pins: bool = True) -> StepEntry | None:
+        """The entry that serves ``key``, in the order the module tells (``pins=False``: the
+        entry it would find without its scenario's pin)."""
+        parameters, scenario = key.parameters, key.scenario
+        templated = self._at(key.kind, key.data, parameters.template)
+        literal = [e for e in self._at(key.kind, key.data, key.sentence) if not e.parameters]
+
+        def fits(entry: StepEntry, values: tuple[str, ...]) -> bool:
+            if entry.values is not None:
+                return entry.values == values
+            return len(entry.parameters) in (0, len(values)) if values else not entry.parameters
+
+        def pinned(entry: StepEntry) -> bool:
+            return entry.scenario == scenario and entry.occurrence == key.occurrence
+
+        for candidates, values in ((templated, parameters.values), (literal, ())):
+            for entry in candidates:
+                if pins and pinned(entry) and fits(entry, values):
+                    return entry
+        for candidates, values in ((templated, parameters.values), (literal, ())):
+            shared = [e for e in candidates if e.scenario is None and fits(e, values)]
+            specific = [e for e in shared if e.values is not None]
+            if specific or shared:
+                return (specific or shared)[0]
+        return None
+
+    def get(self, identity: tuple[object, ...]) -> StepEntry | None:
+        return self._entries.get(identity)
+
+    def _at(self, kind: str, data: str, sentence: str) -> list[StepEntry]:
+        return list(self._places.get((kind, data, sentence), {}).values())
+
+    def upsert(self, entry: StepEntry) -> None:
+        """Add ``entry``, or replace the one of its identity in place."""
+        self._entries[entry.identity] = entry
+        self._places.setdefault((entry.kind, entry.data, entry.sentence), {})[entry.identity] = (
+            entry
+        )
+
+    def remove(self, doomed: Iterable[StepEntry]) -> None:
+        for entry in doomed:
+            if self._entries.pop(entry.identity, None) is not None:
+                del self._places[(entry.kind, entry.data, entry.sentence)][entry.identity]
+
+
+def locate(cache_dir: Path, test_name: str) -> tuple[Path, str]:
+    """The cache file of a test and the test's key inside it (its scenario)."""
+    if SEPARATOR in test_name:
+        feature, _, test_key = test_name.partition(SEPARATOR)
+        parts = _path_parts(test_name, feature)
+    else:
+        test_key = test_name
+        parts = _path_parts(test_name, _HOSTILE.sub("_", test_name))
+    parts[-1] += ".json"
+    return cache_dir.joinpath(*parts), test_key
+
+
+def _path_parts(test_name: str, path: str) -> list[str]:
+    parts = [part for part in path.split("/") if part not in ("", ".")]
+    if ".." in parts:
+        raise CacheError(f"test {test_name!r}: its cache file would lie outside the cache folder")
+    if not parts:
+        raise CacheError(f"test {test_name!r}: no cache file name can be made from it")
+    return parts
+
+
+def feature_of(cache_dir: Path, path: Path) -> str:
+    """The feature file a cache file belongs to, relative to the features folder ("" for a
+    test of the Python API)."""
+    try:
+        stem = path.relative_to(cache_dir).as_posix().removesuffix(".json")
+    except ValueError:
+        return ""
+    return stem if stem.endswith(".feature") else ""
