@@ -102,7 +102,7 @@ def _parse_context_args(text: str) -> dict[str, Any]:
 
 
 def _context_args_problem(value: Any) -> str | None:
-    from .browser.context_args import problem
+    from .context_args import problem
 
     return problem(value)
 

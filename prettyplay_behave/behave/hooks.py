@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..browser.context_args import problem as context_args_problem
 from ..cache import CACHE_FOLDER
 from ..config import PrettyConfig, in_ci, resolve_config, shown
+from ..context_args import problem as context_args_problem
 from ..errors import CacheError, ConfigError, PrettyPlayError
 from ..events import record
 from ..report import attachments

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import origin_of
+from ..context_args import ORIGIN_BOUND
 from ..errors import ConfigError, PrettyPlayError
-from .context_args import ORIGIN_BOUND
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

@@ -173,7 +173,7 @@ def test_a_setting_near_no_key_lists_them_all() -> None:
 
 
 def test_the_refused_context_options_are_playwright_options_each_with_what_to_use_instead() -> None:
-    from prettyplay_behave.browser.context_args import ORIGIN_BOUND, REFUSED, playwright_options
+    from prettyplay_behave.context_args import ORIGIN_BOUND, REFUSED, playwright_options
 
     options = playwright_options()
     assert {"geolocation", "permissions", "http_credentials", "offline"} <= options

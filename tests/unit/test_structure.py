@@ -251,3 +251,18 @@ def test_step_code_is_parsed_in_one_place() -> None:
             if parses and not any(k.arg == "mode" for k in node.keywords):
                 parsers.setdefault(name, node.lineno)
     assert list(parsers) == [f"{PACKAGE}.safety.step_code"], parsers
+
+
+FOUNDATION = {f"{PACKAGE}.{name}" for name in ("config", "errors", "vocabulary", "events",
+              "parameters", "page_events", "context_args", "meaning", "resources")}  # fmt: skip
+
+
+def test_nothing_runs_back_up_from_the_foundation() -> None:
+    """The settings, the errors and the words every room uses import only each other and leaf
+    modules (ones that import nothing of the package, as ``safety/origins.py``)."""
+    leaves = {name for name, imports in GRAPH.items() if not imports}
+    rooms = tuple(f"{PACKAGE}.{room}." for room in ("browser", "engine", "llm", "cache",
+                                                   "report", "behave", "interactive"))  # fmt: skip
+    for name in FOUNDATION:
+        assert GRAPH[name] <= FOUNDATION | leaves, (name, GRAPH[name] - FOUNDATION - leaves)
+        assert not [m for m in GRAPH[name] if m.startswith(rooms)], name
