@@ -223,3 +223,66 @@ def test_a_steered_turn_recalls_what_an_earlier_step_remembered(
         t.step('I add a todo "buy milk"')
         checked = t.expect("the count has grown by one")
     assert part.outcomes == ["green"] and checked.origin == "steered"
+
+
+BEHAVE_FEATURE = """\
+Feature: Todos remembered
+  Scenario: A name nobody remembered
+    Given I open the todo app
+    And I note how many items are left
+    Then the total is what was noted
+
+  Scenario: A secret
+    Given I open the login
+    When I type ${CODE} as the code
+    Then I note the code
+
+  @group
+  Scenario: A group that counts again
+    Given I open the todo app
+    And I add a todo "feed the cat"
+    And I count the items
+    When I add a todo "buy milk"
+    Then the count has grown by one
+"""
+LOGIN = '<title>Login</title><label>Code <input id="code"></label>'
+
+
+@pytest.mark.slow
+def test_a_behave_run_names_an_unknown_name_refuses_a_secret_and_recovers_a_group(
+    project: BehaveProject, llm: ScriptedLLMServer
+) -> None:
+    with PageServer({"/": todo_page(), "/login": LOGIN}) as app:
+        project.write("features/todos.feature", BEHAVE_FEATURE)
+        llm.on("gate", CLEAN_GATE, repeat=True)
+        incurable = {"label": "incurable", "explanation": "-", "recommendation": "-"}
+        llm.on("classify", json_answer(incurable), repeat=True)
+        root = {"label": "recoverable", "root_step": "I count the items",
+                "explanation": "the count is off", "recommendation": "-"}  # fmt: skip
+        llm.on("diagnose", json_answer(root))
+        llm.on("generate", code_answer(step('recall("total")')), step="the total is")
+        llm.on("generate", code_answer(step('page.goto("/login")')), step="I open the login")
+        typing = 'page.get_by_label("Code").fill(secret("CODE"))'
+        llm.on("generate", code_answer(step(typing)), step="I type ${CODE}")
+        noted = 'remember("code", page.get_by_label("Code").input_value())'
+        llm.on("generate", code_answer(step(noted)), step="I note the code", repeat=True)
+        # the group's first count is off by ten; its recovery writes the right one
+        wrong = NOTE.replace('int(left.split(" ")[0])', 'int(left.split(" ")[0]) + 10')
+        llm.on("generate", code_answer(step(wrong)), step="I count the items")
+        llm.on(None, code_answer(step(NOTE)), step="I count the items", repeat=True)
+        for sentence, code in ANSWERS.items():
+            llm.on(None, code_answer(code), step=sentence, repeat=True)
+        result = project.run(
+            "-D", f"prettyplay.base_url={app.url}", "-D", "prettyplay.generation_attempts=1",
+            env={**llm.env, "CODE": "tea-for-two-42"},
+        )  # fmt: skip
+    assert result.returncode == 1, result
+    assert (
+        "recall('total'): nothing was remembered under 'total'; remembered: 'items left' (by "
+        "the step 'I note how many items are left')"
+    ) in result.output
+    assert "remember('code', ...): the value holds a secret" in result.output
+    assert "tea-for-two-42" not in result.output
+    assert "1 scenario passed, 0 failed, 2 error" in result.output, result
+    assert 'File "<step code ' in result.output  # the step code's own line, where it raised
+    assert len(llm.requests_for("diagnose")) == 1
