@@ -27,7 +27,7 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 
 from prettyplay_behave import PrettyConfig, PrettyPlay  # noqa: E402
 from prettyplay_behave.browser.session import CHROMIUM_ARGS, find_system_chromium  # noqa: E402
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore  # noqa: E402
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite  # noqa: E402
 from prettyplay_behave.safety.step_code import check_code  # noqa: E402
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer  # noqa: E402
 from tests.support.pages import PageServer  # noqa: E402
@@ -67,7 +67,7 @@ def once(earlier: int, browser, pages: PageServer, llm: ScriptedLLMServer, folde
     for number, sentence in enumerate(sentences):
         kind = "step" if number == 0 else "expect"
         store.write(
-            CacheEntry(CacheKey("t", kind, sentence), OPEN if number == 0 else LOOK, "generated")
+            CacheWrite(CacheKey("t", kind, sentence), OPEN if number == 0 else LOOK, "generated")
         )
     llm.reset()
     llm.on("generate", code_answer(WRONG), code_answer(RIGHT))

@@ -57,7 +57,7 @@ sys.path.insert(0, str(ROOT))
 import plain_replay  # noqa: E402  (beside this file)
 
 from prettyplay_behave.behave.liveness import scenario_keys, scenarios_of, step_keys  # noqa: E402
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore, StepEntry  # noqa: E402
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite, StepEntry  # noqa: E402
 from prettyplay_behave.demo.server import DemoShop  # noqa: E402
 from prettyplay_behave.safety.step_code import check_code  # noqa: E402
 from tests.support.llm_server import ScriptedLLMServer  # noqa: E402
@@ -169,7 +169,7 @@ def todo_project(project: Path) -> None:
     store = CacheStore(features / ".prettyplay", validate=check_code)
     for feature_file in sorted(features.glob("*.feature")):
         for key in scenario_keys(feature_file, features):
-            store.write(CacheEntry(key, step_code(key.parameters.template), origin="generated"))
+            store.write(CacheWrite(key, step_code(key.parameters.template), origin="generated"))
 
 
 def shop_project(project: Path) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore  # noqa: E402
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite  # noqa: E402
 from prettyplay_behave.safety.step_code import check_code  # noqa: E402
 
 OPEN = 'def step(page) -> None:\n    page.goto("/")\n'
@@ -41,9 +41,9 @@ def project(root: Path, scenarios: int) -> Path:
         lines += [f"  Scenario: Visit {n}", "    Given I open the shop",
                   "    Then the heading says Demo Shop", ""]  # fmt: skip
         test = f"many.feature::Visit {n}"
-        store.write(CacheEntry(CacheKey(test, "step", "I open the shop"), OPEN, "generated"))
+        store.write(CacheWrite(CacheKey(test, "step", "I open the shop"), OPEN, "generated"))
         heading = CacheKey(test, "expect", "the heading says Demo Shop")
-        store.write(CacheEntry(heading, HEADING, "generated"))
+        store.write(CacheWrite(heading, HEADING, "generated"))
     (features / "many.feature").write_text("\n".join(lines))
     return root
 

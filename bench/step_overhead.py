@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from prettyplay_behave import cache  # noqa: E402
-from prettyplay_behave.behave import hooks  # noqa: E402
+from prettyplay_behave.behave import environment as hooks  # noqa: E402
 from prettyplay_behave.browser import guard, settle, snapshot, tabs  # noqa: E402
 from prettyplay_behave.engine import cycle, execute, page_state  # noqa: E402
 from prettyplay_behave.engine import hooks as hook_events  # noqa: E402

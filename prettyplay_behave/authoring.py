@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from .config import PrettyConfig, TestConfig
 from .engine.group import GroupBlock
-from .engine.step import GroupStepRecord, ScenarioEntry, StepSpec, shown_error
+from .engine.step import GroupStepRecord, StepRun, StepSpec, shown_error
 from .errors import PrettyPlayError
 from .report.artifacts import folder_name
 from .runtime import Runtime
@@ -37,17 +37,17 @@ class Steps:
 
     def step(
         self, sentence: str, tries: int = 1, delay: float | None = None, *, data: str = ""
-    ) -> ScenarioEntry:
+    ) -> StepRun:
         """An action, performed on the live page."""
         return self.perform(StepSpec(Kind.ACTION, sentence, data, tries, delay))
 
     def expect(
         self, sentence: str, tries: int = 1, delay: float | None = None, *, data: str = ""
-    ) -> ScenarioEntry:
+    ) -> StepRun:
         """A check, asserted on the live page."""
         return self.perform(StepSpec(Kind.CHECK, sentence, data, tries, delay))
 
-    def perform(self, spec: StepSpec) -> ScenarioEntry:
+    def perform(self, spec: StepSpec) -> StepRun:
         """A step as written (what ``step`` and ``expect`` build)."""
         raise NotImplementedError
 
@@ -142,7 +142,7 @@ class PrettyPlay(Steps):
 
     # -- steps ---------------------------------------------------------------------------------
 
-    def perform(self, spec: StepSpec) -> ScenarioEntry:
+    def perform(self, spec: StepSpec) -> StepRun:
         """A step as written (what ``step`` and ``expect`` build)."""
         try:
             return self.runtime.engine.perform(self.state, spec)
@@ -191,7 +191,7 @@ class Group(Steps):
     ) -> None:
         self.finish(exc is not None)
 
-    def perform(self, spec: StepSpec) -> ScenarioEntry:
+    def perform(self, spec: StepSpec) -> StepRun:
         """A step of the group as written."""
         try:
             return self._block.perform(self.test.state, spec)

@@ -126,7 +126,7 @@ def read_features(behave_args: Sequence[str]) -> tuple[list[Any], PrettyConfig, 
     from behave.runner import Runner
     from behave.runner_util import parse_features
 
-    from .hooks import run_config
+    from .environment import run_config
 
     try:
         behave_config = Configuration(command_args=list(behave_args), load_config=True)

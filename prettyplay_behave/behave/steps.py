@@ -20,7 +20,7 @@ from typing import Any
 from behave.matchers import Matcher
 from behave.runner import the_step_registry as registry
 
-from .hooks import run_current_step
+from .environment import run_current_step
 
 
 class FallbackMatcher(Matcher):

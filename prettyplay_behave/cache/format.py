@@ -21,8 +21,8 @@ from .library import (
     FORMAT,
     ORIGINS,
     RED_LABELS,
-    CacheEntry,
     CacheKey,
+    CacheWrite,
     Library,
     RedVerdict,
     StepEntry,
@@ -282,7 +282,7 @@ def _parse_v1(path: Path, document: dict[str, Any], validate: Validate) -> list[
                     f"occurrence {key.occurrence})"
                 )
             seen.add((key.kind, key.sentence, key.data, key.occurrence))
-            shared = CacheEntry(key, code, origin).library_entry()
+            shared = CacheWrite(key, code, origin).library_entry()
             found = library.find(key)
             if found is not None and found.code == shared.code:
                 continue

@@ -119,7 +119,7 @@ class StepEntry:
 
 
 @dataclass(frozen=True)
-class CacheEntry:
+class CacheWrite:
     """Code to keep for the step at ``key``: a library entry, specific to the step's values when
     the code spells them out, or pinned to the step's scenario (``pinned``), red with a
     ``verdict``."""

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..errors import CacheError
 from .format import FORMAT, _checked, _read, load_file, parse, render
-from .library import CacheEntry, CacheKey, Library, StepEntry, Validate, locate
+from .library import CacheKey, CacheWrite, Library, StepEntry, Validate, locate
 
 CACHE_FOLDER = ".prettyplay"  # beside the features, by default
 DEFAULT_CACHE_DIR = Path("features") / CACHE_FOLDER
@@ -138,7 +138,7 @@ class CacheStore:
         """The entry that serves ``key``, or None; raises CacheError when its file is corrupt."""
         return self.library(self.path_for(key.test)).find(key)
 
-    def write(self, entry: CacheEntry) -> bool:
+    def write(self, entry: CacheWrite) -> bool:
         """Keep ``entry`` in its feature's library, replacing the one of the same identity in
         place; True if the file changed."""
         stored = entry.library_entry(today())
@@ -166,7 +166,7 @@ class CacheStore:
         self._files[path] = library
         return changed
 
-    def replace(self, keep: CacheEntry, old: StepEntry | None) -> tuple[bool, StepEntry]:
+    def replace(self, keep: CacheWrite, old: StepEntry | None) -> tuple[bool, StepEntry]:
         """Keep new code for a step whose entry was ``old`` (None: it had none): whether the
         file changed, and the entry written. Code that replaces an entry of narrower reach (a
         pin, an entry specific to values) takes its place; a shared entry is only ever replaced

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from .renames import Proposal
     from .run_memory import Judgment
     from .state import TestState
-    from .step import GroupStepRecord, ScenarioEntry
+    from .step import GroupStepRecord, StepRun
 
 DEFECT_HEADLINE = "the product does not do what the step says"
 RUNAWAY_HEAD_CHARS = 2_000
@@ -67,7 +67,7 @@ class Advisor:
     def require(self) -> None:
         self.llm.require()
 
-    def _send(self, purpose: Purpose, entry: ScenarioEntry, **context: Any) -> Answer:
+    def _send(self, purpose: Purpose, entry: StepRun, **context: Any) -> Answer:
         """Render, redact and send one request about ``entry``.
 
         The user message carries page-derived text outside the untrusted block too (outcome
@@ -79,7 +79,7 @@ class Advisor:
         messages = [{**m, "content": self.secrets.redact(m["content"])} for m in (system, user)]
         return self.llm.ask(purpose, step=entry.sentence, messages=messages)
 
-    def _step_context(self, test: TestState, entry: ScenarioEntry) -> dict[str, Any]:
+    def _step_context(self, test: TestState, entry: StepRun) -> dict[str, Any]:
         return {
             "step": entry.spec,
             "base_url": test.config.base_url,
@@ -96,7 +96,7 @@ class Advisor:
         self,
         purpose: Purpose,
         test: TestState,
-        entry: ScenarioEntry,
+        entry: StepRun,
         page: PageState,
         verdict: Verdict | None = None,
         guidance: str = "",
@@ -128,7 +128,7 @@ class Advisor:
     def classify(
         self,
         test: TestState,
-        entry: ScenarioEntry,
+        entry: StepRun,
         page: PageState,
         earlier: Judgment | None = None,
     ) -> Verdict:
@@ -154,7 +154,7 @@ class Advisor:
         test: TestState,
         prompt: str,
         records: Sequence[GroupStepRecord],
-        failed: ScenarioEntry,
+        failed: StepRun,
         page: PageState,
     ) -> Verdict:
         """One diagnose request about a failed group step."""
@@ -175,7 +175,7 @@ class Advisor:
         )
         return verdict
 
-    def _verdict(self, purpose: Purpose, entry: ScenarioEntry, text: str, about: str) -> Verdict:
+    def _verdict(self, purpose: Purpose, entry: StepRun, text: str, about: str) -> Verdict:
         """The verdict of a classify or diagnose answer (``about`` a step or a group); one that
         cannot be read is taken as incurable, as its purpose says, the raw answer logged."""
         assert purpose.unreadable is Unreadable.INCURABLE
@@ -206,7 +206,7 @@ class Advisor:
     def gate(
         self,
         test: TestState,
-        entry: ScenarioEntry,
+        entry: StepRun,
         green: Attempt,
         before: PageState,
         after: PageState,
@@ -271,7 +271,7 @@ class Advisor:
     def gate_batch(
         self,
         test: TestState,
-        entry: ScenarioEntry,
+        entry: StepRun,
         renames: Sequence[tuple[str, str]],
         batch: Sequence[Proposal],
     ) -> list[bool]:

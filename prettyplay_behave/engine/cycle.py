@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..cache import RED_LABELS, CacheEntry, CacheStore, RedVerdict, StepEntry
+from ..cache import RED_LABELS, CacheStore, CacheWrite, RedVerdict, StepEntry
 from ..errors import (
     CacheError,
     IncurableStepError,
@@ -57,7 +57,7 @@ from .renames import Proposal, Rename, apply, locator_changes, renamed_here
 from .run_memory import GreenCode, HealedCode, Judgment, Place, RunMemory, feature_of
 from .state import TestState
 from .steering import Steering, steering_allowed, stuck_step
-from .step import ScenarioEntry, StepSpec
+from .step import StepRun, StepSpec
 
 if TYPE_CHECKING:
     from ..cache import CacheKey
@@ -88,10 +88,10 @@ class Engine:
         self.cache_writes = 0  # entries written (changed) in this run
         self.memory = RunMemory()
 
-    def perform(self, test: TestState, spec: StepSpec, group: str | None = None) -> ScenarioEntry:
+    def perform(self, test: TestState, spec: StepSpec, group: str | None = None) -> StepRun:
         """Perform one step of ``test`` (a member of ``group``, when given); its scenario
         entry. A PrettyPlayError it raises carries that entry."""
-        entry = ScenarioEntry(spec, test.key_for(spec), group)
+        entry = StepRun(spec, test.key_for(spec), group)
         if not test.scenario and test.page.url != "about:blank":
             test.touched_elsewhere()  # a hook had the page before the first step
         self.events.on_step_started(sentence=spec.sentence, step=entry, test=test)
@@ -118,7 +118,7 @@ class Engine:
         return entry
 
     @contextmanager
-    def booked(self, entry: ScenarioEntry) -> Iterator[None]:
+    def booked(self, entry: StepRun) -> Iterator[None]:
         """Book on ``entry`` the LLM requests and tokens of what runs inside."""
         before = self.advisor.llm.total_usage
         try:
@@ -132,12 +132,12 @@ class Engine:
         """Where a library entry of ``test``'s cache file is."""
         return self.cache.path_for(test.name), cached.identity
 
-    def _went_green(self, test: TestState, entry: ScenarioEntry) -> None:
+    def _went_green(self, test: TestState, entry: StepRun) -> None:
         place = self.place(test, entry.cached) if entry.cached is not None else None
         found = GreenCode(test.name, entry.sentence, entry.code)
         self.memory.went_green(entry.spec.family, found, place, entry.key.occurrence)
 
-    def _served_elsewhere(self, test: TestState, entry: ScenarioEntry) -> bool:
+    def _served_elsewhere(self, test: TestState, entry: StepRun) -> bool:
         """Whether the shared library entry this step replayed went green for another step of
         this run: then new code for this step is pinned to its scenario, not shared."""
         cached = entry.cached
@@ -147,7 +147,7 @@ class Engine:
             self.place(test, cached), test.name, entry.key.occurrence
         )
 
-    def proven(self, test: TestState, entry: ScenarioEntry) -> list[tuple[str, str]]:
+    def proven(self, test: TestState, entry: StepRun) -> list[tuple[str, str]]:
         """Code for the same step that went green in this run (the same feature's first, newest
         first), then the entries other features' libraries keep for it: (where, code). Code
         that spells its values out serves only a step with those values."""
@@ -175,7 +175,7 @@ class Engine:
         test's ``healing_attempts`` cycles for that prompt are spent."""
         return self.memory.next_recovery_cycle(test.name, prompt, test.config.healing_attempts)
 
-    def write(self, test: TestState, entry: ScenarioEntry, code: str, origin: Origin) -> None:
+    def write(self, test: TestState, entry: StepRun, code: str, origin: Origin) -> None:
         """Keep ``code`` as the step's cache entry, with its origin: in the feature's library,
         or pinned to the step's scenario where the shared entry it replaced still serves other
         steps (or it replaced a pin); the cache decides what the new entry replaces
@@ -184,7 +184,7 @@ class Engine:
         pinned = (old is not None and old.scenario is not None) or self._served_elsewhere(
             test, entry
         )
-        keep = CacheEntry(entry.key, code, origin, pinned=pinned, model=self.advisor.code_model)
+        keep = CacheWrite(entry.key, code, origin, pinned=pinned, model=self.advisor.code_model)
         path = self.cache.path_for(entry.key.test)
         changed, written = self.cache.replace(keep, old)
         self.cache_writes += changed
@@ -206,7 +206,7 @@ class Engine:
                 self.spread_renames(test, entry, replaced, code)
         entry.code, entry.origin, entry.cached = code, origin, written
 
-    def remember(self, test: TestState, entry: ScenarioEntry, failure: StepFailedError) -> None:
+    def remember(self, test: TestState, entry: StepRun, failure: StepFailedError) -> None:
         """A step judged ``product_defect`` or ``incurable`` keeps the code that ran, the
         verdict and its explanation, pinned to its scenario and marked red: a later replay that
         is still red fails with that verdict and no request."""
@@ -220,7 +220,7 @@ class Engine:
             return
         verdict = RedVerdict(failure.label, failure.explanation, failure.recommendation)
         origin = cached.origin if cached is not None else str(entry.origin or Origin.GENERATED)
-        keep = CacheEntry(entry.key, failure.code, origin, verdict=verdict)
+        keep = CacheWrite(entry.key, failure.code, origin, verdict=verdict)
         try:
             changed = self.cache.write(keep)
         except CacheError as exc:  # code the policy refuses is no code to replay
@@ -236,12 +236,12 @@ class Engine:
             self.cache.path_for(entry.key.test),
         )
 
-    def turn_green(self, test: TestState, entry: ScenarioEntry, red: StepEntry) -> None:
+    def turn_green(self, test: TestState, entry: StepRun, red: StepEntry) -> None:
         """A step remembered red went green: its pin loses the verdict, or goes when the shared
         entry has the same code."""
         self.cache_writes += self.cache.turn_green(entry.key, red)
 
-    def spread_renames(self, test: TestState, entry: ScenarioEntry, old: str, new: str) -> None:
+    def spread_renames(self, test: TestState, entry: StepRun, old: str, new: str) -> None:
         """One heal per rename: the locators the heal changed are changed in every other entry
         of the cache that names them, judged by the gate in one request (see ``renames``)."""
         changes = locator_changes(old, new)
@@ -273,7 +273,7 @@ class Engine:
             sum(passed),
         )
 
-    def steer(self, test: TestState, entry: ScenarioEntry, failure: IncurableStepError) -> bool:
+    def steer(self, test: TestState, entry: StepRun, failure: IncurableStepError) -> bool:
         """The steering gate: True when the part behind it made the step green."""
         if self.steering is None or not steering_allowed(test.config, self.advisor.available):
             return False
@@ -310,7 +310,7 @@ def pause(test: TestState, seconds: float) -> None:
     test.page.wait_for_timeout(seconds * 1000)
 
 
-def _fits(entry: ScenarioEntry, sentence: str, code: str) -> bool:
+def _fits(entry: StepRun, sentence: str, code: str) -> bool:
     """Whether code that went green for ``sentence`` fits ``entry``'s step: it takes the values
     as parameters, or the values are the same."""
     return bool(step_code(code).parameters) or sentence == entry.sentence
@@ -336,7 +336,7 @@ _QUOTED = r"'[^']*'|\"[^\"]*\""
 class StepCycle:
     """One step's way through the cycle."""
 
-    def __init__(self, engine: Engine, test: TestState, entry: ScenarioEntry) -> None:
+    def __init__(self, engine: Engine, test: TestState, entry: StepRun) -> None:
         self.engine = engine
         self.advisor = engine.advisor
         self.test = test

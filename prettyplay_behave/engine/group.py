@@ -28,7 +28,7 @@ from ..vocabulary import GroupLabel, StepStatus
 from .advisor import verdict_failure
 from .cycle import StepCycle, after_request, pause
 from .hooks import Events
-from .step import GroupStepRecord, ScenarioEntry
+from .step import GroupStepRecord, StepRun
 
 if TYPE_CHECKING:
     from ..llm.answers import Verdict
@@ -56,8 +56,8 @@ class GroupBlock:
         self.speed = speed
         self.delay = delay
         self.traces: list[GroupStepRecord] = []
-        self.members: list[ScenarioEntry] = []  # the executed steps, for the recovery row
-        self._last_failed: ScenarioEntry | None = None  # of the recovery under way
+        self.members: list[StepRun] = []  # the executed steps, for the recovery row
+        self._last_failed: StepRun | None = None  # of the recovery under way
 
     @property
     def pace_ms(self) -> int:
@@ -78,7 +78,7 @@ class GroupBlock:
 
     # -- a step of the group -----------------------------------------------------------------
 
-    def perform(self, test: TestState, spec: StepSpec) -> ScenarioEntry:
+    def perform(self, test: TestState, spec: StepSpec) -> StepRun:
         seconds = (self.delay or 0) if not self.traces else self.pace_ms / 1000
         if seconds:
             pause(test, seconds)
@@ -90,7 +90,7 @@ class GroupBlock:
                 GroupStepRecord(spec.sentence, StepStatus.FAILED, url_before, test.page.url)
             )
             failed = failure.entry if isinstance(failure, PrettyPlayError) else None
-            if not isinstance(failed, ScenarioEntry):
+            if not isinstance(failed, StepRun):
                 raise
             self.members.append(failed)
             if not self._recoverable(test, failure):
@@ -112,7 +112,7 @@ class GroupBlock:
         )
 
     def _recover_booked(
-        self, test: TestState, failed: ScenarioEntry, failure: IncurableStepError
+        self, test: TestState, failed: StepRun, failure: IncurableStepError
     ) -> None:
         """Recover, booking the group's requests on the step whose failure started them."""
         try:
@@ -126,7 +126,7 @@ class GroupBlock:
 
     # -- recovery ------------------------------------------------------------------------------
 
-    def recover(self, test: TestState, failed: ScenarioEntry, failure: StepFailedError) -> None:
+    def recover(self, test: TestState, failed: StepRun, failure: StepFailedError) -> None:
         """Recover from ``failure`` of ``failed``, or raise the final error.
 
         A final failure (not a product defect) passes the steering gate with the group context
@@ -139,7 +139,7 @@ class GroupBlock:
             if not self.engine.steer(test, stuck, final):
                 raise
 
-    def _cycles(self, test: TestState, failed: ScenarioEntry, failure: StepFailedError) -> None:
+    def _cycles(self, test: TestState, failed: StepRun, failure: StepFailedError) -> None:
         self._last_failed = failed
         while self.engine.next_recovery_cycle(test, self.prompt):
             try:
@@ -156,9 +156,7 @@ class GroupBlock:
         cap = test.config.healing_attempts
         raise failure.recast(type(failure), f"the group's recovery cycles are exhausted ({cap})")
 
-    def _row(
-        self, verdict: Verdict, failed: ScenarioEntry, failure: StepFailedError
-    ) -> list[ScenarioEntry]:
+    def _row(self, verdict: Verdict, failed: StepRun, failure: StepFailedError) -> list[StepRun]:
         """The steps to regenerate: from the root step through the failed step."""
         if verdict.label != GroupLabel.RECOVERABLE:
             raise verdict_failure(verdict, "the group cannot recover", failure)
@@ -178,8 +176,8 @@ class GroupBlock:
         return list(self.members[root : last + 1])
 
     def _run_row(
-        self, test: TestState, row: list[ScenarioEntry], verdict: Verdict
-    ) -> tuple[ScenarioEntry, IncurableStepError] | None:
+        self, test: TestState, row: list[StepRun], verdict: Verdict
+    ) -> tuple[StepRun, IncurableStepError] | None:
         """Regenerate each row step on the current page, gated and written back per step.
 
         Returns the step that failed again and its failure, or None when the whole row healed.

@@ -3,7 +3,7 @@
 A hook is any object with some of the methods of :class:`Hooks` (subclass it, or write the
 methods on an object of your own); each is optional. A method takes, by name, any of the
 values its event gives: the plain ones (``sentence``, ``outcome``, ``explanation``, ...) and the
-objects behind them (``step``, the step's :class:`~.step.ScenarioEntry` with its code, origin
+objects behind them (``step``, the step's :class:`~.step.StepRun` with its code, origin
 and history; ``test``, the :class:`~.state.TestState` with its page and config; ``verdict``;
 ``group``). So ``def on_step_finished(self, sentence, outcome)`` and ``def
 on_step_finished(self, step, test)`` both work; ``**values`` takes them all, and ``*args`` the
@@ -33,23 +33,21 @@ from ..events import log, record
 if TYPE_CHECKING:
     from ..llm.answers import Verdict
     from .state import TestState
-    from .step import ScenarioEntry
+    from .step import StepRun
 
 
 class Hooks:
     """The hook events, each with what it gives; a hook defines any of them, taking any of its
     values by name."""
 
-    def on_step_started(self, sentence: str, step: ScenarioEntry, test: TestState) -> None:
+    def on_step_started(self, sentence: str, step: StepRun, test: TestState) -> None:
         """A step is about to run."""
 
-    def on_step_finished(
-        self, sentence: str, outcome: str, step: ScenarioEntry, test: TestState
-    ) -> None:
+    def on_step_finished(self, sentence: str, outcome: str, step: StepRun, test: TestState) -> None:
         """A step ended: ``passed``, ``failed`` or ``passed after recovery``."""
 
     def on_healing_started(
-        self, sentence: str, category: str, step: ScenarioEntry, test: TestState, verdict: Verdict
+        self, sentence: str, category: str, step: StepRun, test: TestState, verdict: Verdict
     ) -> None:
         """A step's heal begins: ``rot``, ``fixable`` or (a group's row) ``recoverable``."""
 
@@ -57,7 +55,7 @@ class Hooks:
         self,
         sentence: str,
         explanation: str,
-        step: ScenarioEntry,
+        step: StepRun,
         test: TestState,
         verdict: Verdict | None,
     ) -> None:
@@ -65,16 +63,16 @@ class Hooks:
         classification or diagnosis that started the heal (None for a steered step, and for
         code that healed the same step or locator earlier in the run)."""
 
-    def on_group_started(self, prompt: str, steps: list[ScenarioEntry]) -> None:
+    def on_group_started(self, prompt: str, steps: list[StepRun]) -> None:
         """A group block begins. ``steps`` are the group's steps that ran (here none yet)."""
 
-    def on_group_passed(self, prompt: str, steps: list[ScenarioEntry]) -> None:
+    def on_group_passed(self, prompt: str, steps: list[StepRun]) -> None:
         """A group block ended green (a recovered group too)."""
 
-    def on_group_failed(self, prompt: str, steps: list[ScenarioEntry]) -> None:
+    def on_group_failed(self, prompt: str, steps: list[StepRun]) -> None:
         """A group block ended through an exception."""
 
-    def on_group_finished(self, prompt: str, steps: list[ScenarioEntry]) -> None:
+    def on_group_finished(self, prompt: str, steps: list[StepRun]) -> None:
         """A group block ended, either way; exactly once."""
 
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ..browser.settle import Settler
     from ..browser.tabs import Tabs
     from ..config import TestConfig
-    from .step import ScenarioEntry, StepSpec
+    from .step import StepRun, StepSpec
 
 
 @dataclass
@@ -53,7 +53,7 @@ class TestState:
     downloads: Path | None = None  # where its downloads are saved (report_dir)
     started: float = field(default_factory=time.monotonic)
     duration: float = 0.0
-    scenario: list[ScenarioEntry] = field(default_factory=list)
+    scenario: list[StepRun] = field(default_factory=list)
     # what its steps remembered for later ones (``remember``/``recall``); never cached
     memory: ScenarioMemory = field(default_factory=ScenarioMemory)
     _notes: tuple[str, ...] = ()
@@ -80,7 +80,7 @@ class TestState:
         occurrence = self._seen[spec.identity]
         return CacheKey(self.name, spec.kind, spec.sentence, spec.data, occurrence, spec.outline)
 
-    def add_step(self, entry: ScenarioEntry) -> None:
+    def add_step(self, entry: StepRun) -> None:
         """A step that ran joins the scenario, whatever its outcome."""
         self.scenario.append(entry)
 

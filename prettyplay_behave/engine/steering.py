@@ -31,14 +31,14 @@ if TYPE_CHECKING:
     from .advisor import Advisor
     from .page_state import Pages
     from .state import TestState
-    from .step import ScenarioEntry
+    from .step import StepRun
 
 
 @dataclass(frozen=True)
 class StuckStep:
     """A step about to end with a final error, and the engine's services a steering part may use."""
 
-    entry: ScenarioEntry  # its spec, its history (every turn joins it) and its group
+    entry: StepRun  # its spec, its history (every turn joins it) and its group
     failure: IncurableStepError  # what propagates unless a turn goes green
     current_page: Callable[[], Page]  # the test's page now (a clean page for a turn is new)
     ask: Callable[[str], str | Attempt]  # a steer request with this guidance: code, or a record
@@ -70,7 +70,7 @@ def steering_allowed(config: TestConfig, llm_available: bool) -> bool:
 
 def stuck_step(
     test: TestState,
-    entry: ScenarioEntry,
+    entry: StepRun,
     failure: IncurableStepError,
     advisor: Advisor,
     pages: Pages,

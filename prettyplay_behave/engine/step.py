@@ -69,7 +69,7 @@ class StepSpec:
 
 
 @dataclass
-class ScenarioEntry:
+class StepRun:
     """An executed step of the test, as later requests see it; group membership is permanent."""
 
     spec: StepSpec
@@ -126,7 +126,7 @@ def step_code_error(failure: BaseException) -> BaseException | None:
     """What the failed step's own code raised last (see ``StepCodeError``), for the cause a
     final error is shown with; None when the step's code never raised."""
     entry = getattr(failure, "entry", None)
-    history = entry.history if isinstance(entry, ScenarioEntry) else []
+    history = entry.history if isinstance(entry, StepRun) else []
     return next((a.error for a in reversed(history) if a.error is not None), None)
 
 

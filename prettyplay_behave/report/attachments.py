@@ -22,7 +22,7 @@ from .diffs import change_of
 
 if TYPE_CHECKING:
     from ..engine.state import TestState
-    from ..engine.step import ScenarioEntry
+    from ..engine.step import StepRun
 
 Redact = Callable[[str], str]
 COST_PARAMETER = "LLM cost"
@@ -42,7 +42,7 @@ def allure_listening() -> Any | None:
     return allure
 
 
-def step_texts(test: TestState, entry: ScenarioEntry, redact: Redact) -> list[tuple[str, str]]:
+def step_texts(test: TestState, entry: StepRun, redact: Redact) -> list[tuple[str, str]]:
     """The text attachments of one step: its code, how it ran, its code diff when the run
     rewrote it, its attempt history and its verdicts; each redacted."""
     texts = [("how it ran", how_it_ran(entry))]
@@ -58,7 +58,7 @@ def step_texts(test: TestState, entry: ScenarioEntry, redact: Redact) -> list[tu
     return [(name, escape_controls(redact(text))) for name, text in texts]
 
 
-def how_it_ran(entry: ScenarioEntry) -> str:
+def how_it_ran(entry: StepRun) -> str:
     lines = [
         f"{entry.kind}: {entry.sentence}",
         f"origin: {entry.origin or 'none (no code ran)'}",
@@ -72,12 +72,12 @@ def how_it_ran(entry: ScenarioEntry) -> str:
     return "\n".join(lines) + "\n"
 
 
-def history(entry: ScenarioEntry) -> str:
+def history(entry: StepRun) -> str:
     records = [f"attempt {number}\n{a.render()}" for number, a in enumerate(entry.history)]
     return "\n---\n".join(records) + "\n"
 
 
-def verdicts(entry: ScenarioEntry) -> str:
+def verdicts(entry: StepRun) -> str:
     texts = []
     for verdict in entry.verdicts:
         root = f"\nroot step: {verdict.root_step}" if verdict.root_step else ""
@@ -98,7 +98,7 @@ def test_cost(test: TestState) -> str:
 
 
 def attach_steps(
-    allure: Any, test: TestState, entries: Sequence[tuple[ScenarioEntry, bool]], redact: Redact
+    allure: Any, test: TestState, entries: Sequence[tuple[StepRun, bool]], redact: Redact
 ) -> None:
     """Attach to the Allure step that is running the texts of its own entries (``True``) and of
     earlier entries it rewrote (``False``, e.g. the row of a group recovery), those named after

@@ -2,7 +2,7 @@
 the verdict or guidance that caused the rewrite.
 
 A heal, a group row's recovery and a steered turn replace code a step already had; the engine
-keeps the code it replaced (``ScenarioEntry.replaced``). A reviewer reads the change as a diff
+keeps the code it replaced (``StepRun.replaced``). A reviewer reads the change as a diff
 beside its cause: the classification of a healed step, the group diagnosis of a recovered one
 (booked on the group step that failed, which may be a later one), the guidance of a steered one.
 """
@@ -18,7 +18,7 @@ from ..vocabulary import Origin
 
 if TYPE_CHECKING:
     from ..engine.state import TestState
-    from ..engine.step import ScenarioEntry
+    from ..engine.step import StepRun
     from ..llm.answers import Verdict
 
 
@@ -66,7 +66,7 @@ class Change:
     note: str = ""  # why, for new code that came without a verdict (a rename, a heal reused)
 
 
-def cause(test: TestState, entry: ScenarioEntry) -> Verdict | None:
+def cause(test: TestState, entry: StepRun) -> Verdict | None:
     """The verdict that started a rewrite: the entry's own last verdict, or for a row step
     recovered without one, the diagnosis booked on the later group step that failed."""
     if entry.verdicts:
@@ -78,7 +78,7 @@ def cause(test: TestState, entry: ScenarioEntry) -> Verdict | None:
     return None
 
 
-def change_of(test: TestState, entry: ScenarioEntry, redact: Callable[[str], str]) -> Change | None:
+def change_of(test: TestState, entry: StepRun, redact: Callable[[str], str]) -> Change | None:
     """The change an entry's rewrite made, redacted, or None when the run rewrote nothing."""
     if entry.replaced is None or entry.origin is None:
         return None

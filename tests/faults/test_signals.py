@@ -222,13 +222,13 @@ def test_a_cache_file_is_whole_at_every_moment_of_a_write(tmp_path: Path) -> Non
             "-c",
             "import sys\n"
             "from pathlib import Path\n"
-            "from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore\n"
+            "from prettyplay_behave.cache import CacheWrite, CacheKey, CacheStore\n"
             "from prettyplay_behave.safety.step_code import check_code\n"
             "store = CacheStore(Path(sys.argv[1]), check_code)\n"
             "code = 'def step(page) -> None:\\n    page.goto(\"/\")\\n'\n"
             "for n in range(60):\n"
             "    key = CacheKey('shop.feature::Visit', 'step', f'step {n}')\n"
-            "    store.write(CacheEntry(key, code, 'generated'))\n",
+            "    store.write(CacheWrite(key, code, 'generated'))\n",
             str(cache_dir),
         ]
     )

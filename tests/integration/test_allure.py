@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from prettyplay_behave.browser.tabs import Tabs
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
 from prettyplay_behave.config import PrettyConfig
 from prettyplay_behave.demo.server import DemoShop
 from prettyplay_behave.engine import step as engine_step
@@ -224,7 +224,7 @@ def test_without_allure_behave_a_run_is_as_before(project: BehaveProject, shop) 
         ("I accept the cookie banner", BROKEN_ACCEPT),
     ):
         store.write(
-            CacheEntry(CacheKey("shop.feature::Broken", "step", sentence), code, "generated")
+            CacheWrite(CacheKey("shop.feature::Broken", "step", sentence), code, "generated")
         )
     result = project.run(
         "-o", "-", *JSON, "-D", f"prettyplay.base_url={shop.url}",
@@ -248,7 +248,7 @@ def test_every_attachment_text_is_redacted(browser) -> None:
     try:
         test = TestState("login.feature::In", PrettyConfig().for_test(), Tabs(page))
         spec = engine_step.StepSpec(Kind.ACTION, f"log in as {canary}")
-        entry = engine_step.ScenarioEntry(
+        entry = engine_step.StepRun(
             spec, CacheKey(test.name, spec.kind, spec.sentence), group=f"the {canary} group",
             outcome=StepStatus.FAILED, origin=Origin.STEERED, code=f"# {canary}\n",
             replaced=f"# was {canary}\n", guidance=f"type {canary}",

@@ -25,7 +25,7 @@ from prettyplay_behave import (
     runtime,
 )
 from prettyplay_behave.browser.guard import NavigationGuard
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
 from prettyplay_behave.engine import execute
 from prettyplay_behave.engine.execute import MEMORY_PASSED
 from prettyplay_behave.safety import limits, sandbox
@@ -509,7 +509,7 @@ def test_a_secret_in_any_spelling_reaches_no_request_log_report_junit_or_output(
     for sentence, (kind, body) in ECHO_STEPS.items():
         if mode == "planted" or kind == "step":
             key = CacheKey("echo.feature::A secret echoed back", kind, sentence)
-            store.write(CacheEntry(key, step(body), "generated"))
+            store.write(CacheWrite(key, step(body), "generated"))
     if mode == "generated":
         llm.on("generate", code_answer(step(ECHO_STEPS["the page shows the name in capitals"][1])))
         llm.on("gate", CLEAN_GATE, repeat=True)
@@ -565,7 +565,7 @@ def test_forged_markers_in_outcome_texts_arrive_neutralised(
         cache = tmp_path / "cache"
         plant(cache, ("step", "I open the app", OPEN_APP), ("expect", "the heading shows", HEADING))
         CacheStore(cache, validate=check_code).write(
-            CacheEntry(CacheKey(TEST, "step", ATTACK), READ_THE_STATUS, "generated")
+            CacheWrite(CacheKey(TEST, "step", ATTACK), READ_THE_STATUS, "generated")
         )
         config = PrettyConfig(base_url=origins.app, cache_dir=str(cache), strict=True)
         with (

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from prettyplay_behave.browser.stop import GRACE_S
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
 from prettyplay_behave.safety.limits import MAX_TYPED_KEYS
 from prettyplay_behave.safety.step_code import check_code
 from tests.support.attacks import (
@@ -283,7 +283,7 @@ def test_a_secret_read_back_reaches_no_output_report_junit_allure_or_request(
     for sentence, (kind, body) in LOGIN_STEPS.items():
         if mode == "planted" or kind == "step":
             key = CacheKey("login.feature::A password read back", kind, sentence)
-            store.write(CacheEntry(key, step(body), "generated"))
+            store.write(CacheWrite(key, step(body), "generated"))
     if mode == "generated":
         llm.on("generate", code_answer(step(READ_BACK)))
         llm.on("gate", CLEAN_GATE, repeat=True)

@@ -15,7 +15,7 @@ import pytest
 
 from prettyplay_behave import PrettyConfig, PrettyPlay, PrettyPlayError
 from prettyplay_behave.browser.settle import Settler
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore, RedVerdict
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite, RedVerdict
 from prettyplay_behave.safety.limits import MAX_SENT, MAX_TEXT
 from prettyplay_behave.safety.step_code import check_code
 from tests.support import attacks
@@ -170,11 +170,11 @@ def test_a_huge_failure_text_is_cut_before_any_output_or_request(
 ) -> None:
     project.write("features/shouting.feature", MESSAGE_FEATURE)
     store = CacheStore(project.cache_dir, validate=check_code)
-    store.write(CacheEntry(CacheKey(SCENARIO, "step", "I open the app"), OPEN_APP, "generated"))
+    store.write(CacheWrite(CacheKey(SCENARIO, "step", "I open the app"), OPEN_APP, "generated"))
     body, said = BIG_MESSAGES[how]
     shout = step(body)
     if mode == "planted":
-        store.write(CacheEntry(CacheKey(SCENARIO, "expect", "the page shouts"), shout, "generated"))
+        store.write(CacheWrite(CacheKey(SCENARIO, "expect", "the page shouts"), shout, "generated"))
     else:
         llm.on("generate", code_answer(shout))
         llm.on("gate", CLEAN_GATE, repeat=True)
@@ -269,7 +269,7 @@ def test_a_planted_stop_of_time_before_a_remembered_red_step_does_not_hold_the_s
     cache = tmp_path / "cache"
     code, took_hold = STOPS[how]
     plant(cache, ("step", "I open the app", OPEN_APP), ("step", "I stop the clock", code))
-    red = CacheEntry(
+    red = CacheWrite(
         CacheKey(TEST, "expect", "the heading shows"),
         HEADING,
         "generated",

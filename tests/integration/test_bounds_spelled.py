@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from prettyplay_behave import PrettyPlay
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
 from prettyplay_behave.safety.step_code import check_code
 from tests.support.attacks import APP_PAGE, INCURABLE, MODES, attack, step
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer
@@ -113,7 +113,7 @@ def test_the_apps_cookies_spelled_letter_by_letter_reach_no_output_report_junit_
     for sentence, (kind, body) in COOKIE_STEPS.items():
         if mode != "generated" or kind == "step":
             key = CacheKey("cookies.feature::The cookies spelled", kind, sentence)
-            store.write(CacheEntry(key, step(body), "generated"))
+            store.write(CacheWrite(key, step(body), "generated"))
     if mode == "generated":
         llm.on("generate", code_answer(step(SPELL_COOKIES)))
         llm.on("gate", CLEAN_GATE, repeat=True)

@@ -17,7 +17,7 @@ ENTRIES = 50
 WRITER = """
 import sys, time
 from pathlib import Path
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.cache import CacheWrite, CacheKey, CacheStore
 
 cache_dir, go, worker, count = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 store = CacheStore(cache_dir, lambda code: None)
@@ -26,7 +26,7 @@ while not go.exists():
     time.sleep(0.005)
 for n in range(count):
     key = CacheKey("shop.feature::Race", "step", f"step {n} of writer {worker}")
-    store.write(CacheEntry(key, f"def step(page):\\n    pass  # {worker}.{n}", "generated"))
+    store.write(CacheWrite(key, f"def step(page):\\n    pass  # {worker}.{n}", "generated"))
 """
 
 

@@ -15,7 +15,7 @@ from prettyplay_behave import (
     ProductDefectError,
     ProviderUnavailableError,
 )
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
 from prettyplay_behave.safety.step_code import check_code
 from tests.support.llm_server import CLEAN_GATE, code_answer, http_error, json_answer
 from tests.support.scripted_provider import ScriptedProvider
@@ -36,7 +36,7 @@ def config(shop, tmp_path: Path, **changes: object) -> PrettyConfig:
 def plant(tmp_path: Path, *steps: tuple[str, str, str]) -> Path:
     store = CacheStore(tmp_path / "cache", validate=check_code)
     for kind, sentence, code in steps:
-        store.write(CacheEntry(CacheKey("t", kind, sentence), code, "generated"))
+        store.write(CacheWrite(CacheKey("t", kind, sentence), code, "generated"))
     return tmp_path / "cache" / "t.json"
 
 

@@ -14,11 +14,11 @@ from playwright.sync_api import Error as PlaywrightError
 from prettyplay_behave import IncurableStepError, PrettyConfig, PrettyPlay
 from prettyplay_behave.browser.settle import Settler
 from prettyplay_behave.browser.tabs import Tabs
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
 from prettyplay_behave.engine.hooks import Events, Hooks
 from prettyplay_behave.engine.state import TestState
 from prettyplay_behave.engine.steering import StuckStep
-from prettyplay_behave.engine.step import ScenarioEntry
+from prettyplay_behave.engine.step import StepRun
 from prettyplay_behave.report.artifacts import Artifacts
 from prettyplay_behave.safety.step_code import check_code
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
@@ -46,7 +46,7 @@ class ScriptedSteering:
 def plant(cache: Path, test: str, *steps: tuple[str, str]) -> None:
     store = CacheStore(cache, validate=check_code)
     for sentence, code in steps:
-        store.write(CacheEntry(CacheKey(test, "step", sentence), code, "generated"))
+        store.write(CacheWrite(CacheKey(test, "step", sentence), code, "generated"))
 
 
 def test_a_steering_part_handed_to_a_test_takes_the_terminal_dialogs_place(
@@ -148,7 +148,7 @@ def test_a_hook_method_that_no_event_calls_is_warned_about_with_the_name_meant(c
 def test_the_hooks_class_names_every_event_and_a_subclass_is_quiet(caplog) -> None:
     class Mine(Hooks):
         def on_step_finished(
-            self, sentence: str, outcome: str, step: ScenarioEntry, test: TestState
+            self, sentence: str, outcome: str, step: StepRun, test: TestState
         ) -> None: ...
 
     with caplog.at_level(logging.WARNING, "prettyplay"):

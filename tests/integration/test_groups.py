@@ -16,7 +16,7 @@ from prettyplay_behave import (
     ProductDefectError,
     ProviderUnavailableError,
 )
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
 from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import BehaveProject, copy_examples
 from tests.support.caches import by_sentence, steps
@@ -89,7 +89,7 @@ def plant(tmp_path: Path, *steps: tuple[str, str, str], test: str = "t") -> Path
     for kind, sentence, code in steps:
         counts[(kind, sentence)] = counts.get((kind, sentence), 0) + 1
         key = CacheKey(test, kind, sentence, "", counts[(kind, sentence)])
-        store.write(CacheEntry(key, code, "generated"))
+        store.write(CacheWrite(key, code, "generated"))
     return tmp_path / "cache" / f"{test}.json"
 
 

@@ -17,7 +17,7 @@ from prettyplay_behave import (
     ProductDefectError,
     RedStepError,
 )
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
 from prettyplay_behave.runtime import Runtime
 from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import ROOT, BehaveProject
@@ -157,9 +157,9 @@ config = functools.partial(api_config, action_timeout_ms=2_000)
 
 def plant_broken(tmp_path: Path) -> Path:
     store = CacheStore(tmp_path / "cache", validate=check_code)
-    store.write(CacheEntry(CacheKey("t", "step", "open the shop"), OPEN_SHOP, "generated"))
+    store.write(CacheWrite(CacheKey("t", "step", "open the shop"), OPEN_SHOP, "generated"))
     key = CacheKey("t", "step", "accept the cookie banner")
-    store.write(CacheEntry(key, BROKEN_ACCEPT, "generated"))
+    store.write(CacheWrite(key, BROKEN_ACCEPT, "generated"))
     return tmp_path / "cache" / "t.json"
 
 
@@ -259,7 +259,7 @@ def test_a_freshly_generated_check_that_fails_is_classified_at_once(
     shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     store = CacheStore(tmp_path / "cache", validate=check_code)
-    store.write(CacheEntry(CacheKey("t", "step", "open the shop"), OPEN_SHOP, "generated"))
+    store.write(CacheWrite(CacheKey("t", "step", "open the shop"), OPEN_SHOP, "generated"))
     wrong_heading = (
         "def step(page) -> None:\n"
         '    expect(page.get_by_role("heading", level=1)).to_have_text("Welcome", timeout=500)\n'
@@ -285,7 +285,7 @@ def test_a_failed_check_classified_rot_regenerates_within_the_budget(
         '    expect(page.get_by_role("heading", level=1)).to_have_text("Demo Shop")\n'
     )
     store = CacheStore(tmp_path / "cache", validate=check_code)
-    store.write(CacheEntry(CacheKey("t", "step", "open the shop"), OPEN_SHOP, "generated"))
+    store.write(CacheWrite(CacheKey("t", "step", "open the shop"), OPEN_SHOP, "generated"))
     llm_env.on("generate", code_answer(wrong), code_answer(right))
     llm_env.on("classify", verdict("fixable", "exact text differs"))
     llm_env.on("gate", CLEAN_GATE)
@@ -360,9 +360,9 @@ def test_a_heal_serves_the_same_step_of_another_feature_with_no_request(
     store = CacheStore(tmp_path / "cache", validate=check_code)
     broken = {"a.feature::Shop": BROKEN_ACCEPT, "b.feature::Shop": ELSEWHERE_ACCEPT}
     for test, code in broken.items():
-        store.write(CacheEntry(CacheKey(test, "step", "open the shop"), OPEN_SHOP, "generated"))
+        store.write(CacheWrite(CacheKey(test, "step", "open the shop"), OPEN_SHOP, "generated"))
         key = CacheKey(test, "step", "accept the cookie banner")
-        store.write(CacheEntry(key, code, "generated"))
+        store.write(CacheWrite(key, code, "generated"))
     llm_env.on("classify", verdict("rot", "the button was renamed"))
     llm_env.on("heal", code_answer(ACCEPT))
     llm_env.on("gate", CLEAN_GATE)

@@ -20,7 +20,7 @@ from prettyplay_behave import (
     ProviderUnavailableError,
     RedStepError,
 )
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
 from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import BehaveProject
 from tests.support import caches
@@ -59,7 +59,7 @@ def plant(project: BehaveProject, feature: str, rows: list[tuple[str, str, str, 
     store = CacheStore(project.cache_dir, validate=check_code)
     for scenario, kind, sentence, code in rows:
         store.write(
-            CacheEntry(CacheKey(f"{feature}::{scenario}", kind, sentence), code, "generated")
+            CacheWrite(CacheKey(f"{feature}::{scenario}", kind, sentence), code, "generated")
         )
 
 
@@ -243,7 +243,7 @@ def test_a_navigation_to_a_down_app_names_the_network_error(
     down = f"http://127.0.0.1:{closed_port()}"
     config = PrettyConfig(base_url=down, cache_dir=str(tmp_path / "cache"), strict=True)
     CacheStore(tmp_path / "cache", validate=check_code).write(
-        CacheEntry(CacheKey("down", "action", "open the shop"), OPEN_SHOP, "generated")
+        CacheWrite(CacheKey("down", "action", "open the shop"), OPEN_SHOP, "generated")
     )
     llm_env.on("classify", json_answer(INCURABLE))
     with PrettyPlay("down", config=config, browser=browser) as t:

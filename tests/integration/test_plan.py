@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore, RedVerdict
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite, RedVerdict
 from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import copy_examples
 
@@ -94,7 +94,7 @@ def test_reuse_red_and_own_steps(tmp_path: Path) -> None:
         "    Then the heading says Demo Shop\n"
     )
     store = CacheStore(root / "features" / ".prettyplay", validate=check_code)
-    red = CacheEntry(
+    red = CacheWrite(
         CacheKey("more.feature::Again", "check", "the heading says Demo Shop"),
         "def step(page) -> None:\n    assert False, 'no heading'\n",
         "generated",

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore, RedVerdict
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite, RedVerdict
 from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import ROOT, BehaveProject
 from tests.support.attacks import MODES
@@ -72,10 +72,10 @@ def strings(value: object) -> Iterator[str]:
 def plant_red(cache_dir: Path) -> Path:
     """The shop's steps, the check remembered red with a hostile verdict."""
     store = CacheStore(cache_dir, validate=check_code)
-    store.write(CacheEntry(CacheKey(TEST, "step", "I open the shop"), OPEN_SHOP, "generated"))
+    store.write(CacheWrite(CacheKey(TEST, "step", "I open the shop"), OPEN_SHOP, "generated"))
     verdict = RedVerdict("product_defect", "placeholder", "placeholder")
     key = CacheKey(TEST, "expect", "the shop is open")
-    store.write(CacheEntry(key, RED_CHECK, "generated", verdict=verdict))
+    store.write(CacheWrite(key, RED_CHECK, "generated", verdict=verdict))
     path = store.path_for(TEST)
 
     def hostile(document: dict) -> None:
@@ -103,7 +103,7 @@ def test_a_hostile_verdict_reaches_no_output_raw(
         strict: tuple[str, ...] = ("-D", "prettyplay.strict=true")
     else:
         store = CacheStore(project.cache_dir, validate=check_code)
-        store.write(CacheEntry(CacheKey(TEST, "step", "I open the shop"), OPEN_SHOP, "generated"))
+        store.write(CacheWrite(CacheKey(TEST, "step", "I open the shop"), OPEN_SHOP, "generated"))
         llm.on("generate", code_answer(RED_CHECK))
         llm.on("gate", CLEAN_GATE, repeat=True)
         verdict = {"label": "product_defect", "explanation": HOSTILE, "recommendation": HOSTILE}
@@ -162,7 +162,7 @@ def test_cache_list_check_plan_and_diff_show_planted_text_escaped(
     # a second file, named and worded by the attacker, that serves a step of the feature
     hostile_name = project.cache_dir / "x\x1b[2J\x07.feature.json"
     CacheStore(project.cache_dir, validate=check_code).write(
-        CacheEntry(CacheKey("x\x1b[2J\x07.feature::Any", "step", "I look around"),
+        CacheWrite(CacheKey("x\x1b[2J\x07.feature::Any", "step", "I look around"),
                    'def step(page) -> None:\n    page.goto("/\x1b[2J")\n', "generated")
     )  # fmt: skip
     assert hostile_name.exists()
@@ -231,8 +231,8 @@ def test_a_planted_lock_link_leaves_its_target_untouched_on_prune(
 ) -> None:
     project.write("features/shop.feature", FEATURE)
     store = CacheStore(project.cache_dir, validate=check_code)
-    store.write(CacheEntry(CacheKey(TEST, "step", "I open the shop"), OPEN_SHOP, "generated"))
-    store.write(CacheEntry(CacheKey(TEST, "step", "I left long ago"), OPEN_SHOP, "generated"))
+    store.write(CacheWrite(CacheKey(TEST, "step", "I open the shop"), OPEN_SHOP, "generated"))
+    store.write(CacheWrite(CacheKey(TEST, "step", "I left long ago"), OPEN_SHOP, "generated"))
     lock = project.cache_dir / "shop.feature.json.lock"
     lock.unlink()
     lock.symlink_to(victim)
@@ -272,7 +272,7 @@ def test_a_lock_file_hard_linked_to_another_file_is_refused(tmp_path: Path, vict
     store = CacheStore(cache, validate=check_code)
     with pytest.raises(Exception, match="the lock file is not a file of its own"):
         store.write(
-            CacheEntry(CacheKey("bounds", "step", "I open the shop"), OPEN_SHOP, "generated")
+            CacheWrite(CacheKey("bounds", "step", "I open the shop"), OPEN_SHOP, "generated")
         )
     assert victim.read_text() == "the user's own file\n"
 
@@ -285,7 +285,7 @@ def test_the_run_keeps_its_summary_when_the_obsolete_entries_cannot_be_known(
     project.write("features/shop.feature", FEATURE.replace("    Then the shop is open\n", ""))
     project.write("features/broken.feature", "Feature: Broken\n  Examples:\n")
     CacheStore(project.cache_dir, validate=check_code).write(
-        CacheEntry(CacheKey(TEST, "step", "I open the shop"), OPEN_SHOP, "generated")
+        CacheWrite(CacheKey(TEST, "step", "I open the shop"), OPEN_SHOP, "generated")
     )
     result = project.run(
         "-D", f"prettyplay.base_url={shop.url}", "features/shop.feature", timeout=120

@@ -18,7 +18,7 @@ from prettyplay_behave import (
     ProviderUnavailableError,
 )
 from prettyplay_behave.browser.guard import NavigationGuard
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
 from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import launch_chromium
 from tests.support import caches
@@ -175,7 +175,7 @@ def test_tries_reexecute_a_red_step(
     shop.order_delay = 2.0  # the order stays "processing…" that long
     store = CacheStore(tmp_path / "cache", validate=check_code)
     for (kind, sentence), code in ORDER.items():
-        store.write(CacheEntry(CacheKey("tries", kind, sentence), code, "generated"))
+        store.write(CacheWrite(CacheKey("tries", kind, sentence), code, "generated"))
     # settle_ms=0: no settle wait, so only the re-executions of ``tries`` can see the status
     with PrettyPlay(
         "tries", config=api_config(shop.url, tmp_path / "cache", settle_ms=0), browser=browser

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from prettyplay_behave.browser.tabs import Tabs
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
 from prettyplay_behave.cache import CacheKey as Key
 from prettyplay_behave.config import PrettyConfig
 from prettyplay_behave.engine import step
@@ -60,7 +60,7 @@ def plant(project: BehaveProject, rows: list[tuple[str, str, str, str]]) -> None
     store = CacheStore(project.cache_dir, validate=check_code)
     for scenario, kind, sentence, code in rows:
         key = CacheKey(f"shop.feature::{scenario}", kind, sentence)
-        store.write(CacheEntry(key, code, "generated"))
+        store.write(CacheWrite(key, code, "generated"))
 
 
 @dataclass
@@ -190,8 +190,8 @@ def test_prune_removes_exactly_the_obsolete_entries(tmp_path: Path) -> None:
     gone = CacheKey("shop/cart.feature::A scenario that was deleted", "action", "I open the shop")
     unused = CacheKey("shop/cart.feature::Add a product to the cart", "action", "I dance")
     cart = 'def step(page) -> None:\n    page.goto("/cart")\n'
-    store.write(CacheEntry(gone, cart, "healed", pinned=True))
-    store.write(CacheEntry(unused, OPEN_SHOP, "generated"))
+    store.write(CacheWrite(gone, cart, "healed", pinned=True))
+    store.write(CacheWrite(unused, OPEN_SHOP, "generated"))
     before = {p: p.read_text() for p in cache_dir.rglob("*.json")}
     project = BehaveProject(root)
     partial = project.run("features/login.feature")
@@ -239,8 +239,8 @@ def test_the_entries_of_steps_a_failed_run_never_reached_stay_live(
         (CacheKey("shop.feature::Stops early", "check", "the heading says Welcome"), WELCOME),
         (CacheKey("shop.feature::Stops early", "check", "the heading says Demo Shop"), HEADING),
     ]:
-        store.write(CacheEntry(key, code, "generated"))
-    store.write(CacheEntry(deleted, HEADING.replace("heading", "banner"), "healed", pinned=True))
+        store.write(CacheWrite(key, code, "generated"))
+    store.write(CacheWrite(deleted, HEADING.replace("heading", "banner"), "healed", pinned=True))
     result = project.run("-D", f"prettyplay.base_url={shop.url}")
     assert result.returncode == 1, result
     assert "1 step passed, 1 failed, 1 skipped" in result.output  # a red check: a failure
@@ -347,7 +347,7 @@ def test_the_html_report_redacts_every_text_it_shows(browser, tmp_path: Path) ->
         url = f"http://127.0.0.1:8000/welcome?token={canary}"
         attempt = Attempt(Outcome.RED, url, url, f"# {canary}\n", f"Actual value: {canary}")
         spec = step.StepSpec(Kind.ACTION, f"log in as {canary}")
-        entry = step.ScenarioEntry(
+        entry = step.StepRun(
             spec, Key(test.name, spec.kind, spec.sentence), group=f"the {canary} group",
             outcome=StepStatus.FAILED, code=f"# {canary}\n", history=[attempt],
             failure=FailureKind.INCURABLE,

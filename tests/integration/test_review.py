@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from prettyplay_behave.browser.tabs import Tabs
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
 from prettyplay_behave.config import PrettyConfig
 from prettyplay_behave.demo.server import DemoShop
 from prettyplay_behave.engine import step
@@ -255,7 +255,7 @@ def test_cache_diff_refuses_what_it_cannot_compare(tmp_path: Path) -> None:
     outside = tmp_path / "not-a-repo"
     store = CacheStore(outside / "features" / ".prettyplay", validate=check_code)
     store.write(
-        CacheEntry(CacheKey("shop.feature::A", "step", "I open the shop"), OPEN_SHOP, "generated")
+        CacheWrite(CacheKey("shop.feature::A", "step", "I open the shop"), OPEN_SHOP, "generated")
     )
     done = cache_diff(outside)
     assert done.returncode == 2 and done.stdout == ""
@@ -280,7 +280,7 @@ def plant(
     origin: str = "generated",
     pinned: bool = False,
 ) -> None:
-    store.write(CacheEntry(CacheKey(test, "action", sentence), code, origin, pinned))
+    store.write(CacheWrite(CacheKey(test, "action", sentence), code, origin, pinned))
 
 
 def test_cache_diff_lists_added_removed_and_changed_entries_in_new_and_deleted_files(
@@ -364,7 +364,7 @@ def test_the_report_shows_a_steered_change_and_a_row_recovered_without_its_own_v
 
         def entry(sentence: str, old: str, new: str, origin: Origin, group: str | None = None):
             spec = step.StepSpec(Kind.ACTION, sentence)
-            made = step.ScenarioEntry(
+            made = step.StepRun(
                 spec, CacheKey(test.name, spec.kind, sentence), group=group,
                 outcome=StepStatus.PASSED, origin=origin, code=new, replaced=old,
             )  # fmt: skip
@@ -418,7 +418,7 @@ def test_the_diff_of_a_rewrite_is_redacted(browser, tmp_path: Path) -> None:
         test = TestState("login.feature::In", PrettyConfig().for_test(), Tabs(page))
         spec = step.StepSpec(Kind.ACTION, "log in with ${TOKEN}")
         test.add_step(
-            step.ScenarioEntry(
+            step.StepRun(
                 spec, CacheKey(test.name, spec.kind, spec.sentence), outcome=StepStatus.PASSED,
                 origin=Origin.HEALED, replaced=f'def step(page) -> None:\n    x = "{canary}"\n',
                 code=f'def step(page) -> None:\n    y = "{canary}"\n',

@@ -19,7 +19,7 @@ from playwright.sync_api import Route, expect
 
 from prettyplay_behave import CacheError, IncurableStepError, PrettyPlay
 from prettyplay_behave.browser.guard import DocumentWatch, NavigationGuard, _identity
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
 from prettyplay_behave.errors import CodePolicyError
 from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import BehaveProject
@@ -56,7 +56,7 @@ def order_as_a_secret_customer(project: BehaveProject) -> None:
         "step",
         "I am at the checkout with a tea in the cart",
     )
-    store.write(CacheEntry(key, TO_CHECKOUT, "generated"))
+    store.write(CacheWrite(key, TO_CHECKOUT, "generated"))
 
 
 def script_the_secret_order(llm: ScriptedLLMServer) -> None:
@@ -316,7 +316,7 @@ def test_navigation_outside_the_origins_is_blocked(
 ) -> None:
     store = CacheStore(tmp_path / "cache", validate=check_code)
     store.write(
-        CacheEntry(
+        CacheWrite(
             CacheKey("t", "step", "leave"), code.replace("{outside}", site.outside), "generated"
         )
     )
@@ -342,7 +342,7 @@ def test_the_bounds_hold_in_a_browser_shared_with_a_callers_blank_tabs(
     # tabs in the same browser make that ambiguous, and the bound still lands on the test's page.
     store = CacheStore(tmp_path / "cache", validate=check_code)
     code = f'def step(page) -> None:\n    page.goto("{site.outside}/goto")\n'
-    store.write(CacheEntry(CacheKey("t", "step", "leave"), code, "generated"))
+    store.write(CacheWrite(CacheKey("t", "step", "leave"), code, "generated"))
     theirs = [browser.new_context() for _ in range(3)]
     try:
         tabs = [context.new_page() for context in theirs]
@@ -381,7 +381,7 @@ def test_a_fresh_page_is_known_in_one_round_trip_only_when_it_is_the_one_blank_p
 def test_allowed_origins_opens_the_bounds(site: Site, tmp_path: Path, browser) -> None:
     store = CacheStore(tmp_path / "cache", validate=check_code)
     code = PARTNER
-    store.write(CacheEntry(CacheKey("t", "step", "visit the partner"), code, "generated"))
+    store.write(CacheWrite(CacheKey("t", "step", "visit the partner"), code, "generated"))
     settings = config(
         site.app, tmp_path / "cache", strict=True, allowed_origins=(site.app, site.outside)
     )
@@ -393,7 +393,7 @@ def test_allowed_origins_opens_the_bounds(site: Site, tmp_path: Path, browser) -
 def test_file_urls_are_refused(shop, tmp_path: Path) -> None:
     store = CacheStore(tmp_path / "cache", validate=check_code)
     with pytest.raises(CacheError) as caught:
-        store.write(CacheEntry(CacheKey("t", "step", "read"), ESCAPES["goto_file"], "generated"))
+        store.write(CacheWrite(CacheKey("t", "step", "read"), ESCAPES["goto_file"], "generated"))
     assert str(caught.value).endswith(
         "t.json: a new entry (action 'read'): the code is refused: line 2: page.goto: "
         "navigating to a file: URL is not allowed (only http, https or a relative path)"
@@ -417,7 +417,7 @@ def test_the_injection_page_stays_inside_the_untrusted_block(
     llm_env.on("gate", CLEAN_GATE)
     plant = CacheStore(tmp_path / "cache", validate=check_code)
     plant.write(
-        CacheEntry(
+        CacheWrite(
             CacheKey("t", "step", "open the promotion"),
             'def step(page) -> None:\n    page.goto("/promo")\n',
             "generated",
@@ -449,7 +449,7 @@ def test_the_check_command_names_a_bad_entry(tmp_path: Path) -> None:
     cache_dir = tmp_path / ".prettyplay"
     store = CacheStore(cache_dir, validate=check_code)
     store.write(
-        CacheEntry(
+        CacheWrite(
             CacheKey("shop/a.feature::Fine", "step", "open"),
             'def step(page) -> None:\n    page.goto("/")\n',
             "generated",

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
 from prettyplay_behave.parameters import parameterize
 from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import BehaveProject, copy_examples
@@ -221,7 +221,7 @@ def test_a_rename_that_breaks_five_sentences_costs_at_most_four_requests(
         kind = "check" if template.startswith("the ") else "action"
         sentence = template.replace("{}", "x")
         store.write(
-            CacheEntry(CacheKey(test, kind, sentence), code_of(template, body), "generated")
+            CacheWrite(CacheKey(test, kind, sentence), code_of(template, body), "generated")
         )
     app.pages["/"] = todo_page("renamed")
     rot = {"label": "rot", "explanation": "the field's placeholder is new", "recommendation": "-"}

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from prettyplay_behave import PrettyConfig, PrettyPlay, PrettyPlayError
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
 from tests.support import caches
 from tests.support.code import step as step  # the attack tests' step code comes from here
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
@@ -81,7 +81,7 @@ def attack(
     if mode == "planted":
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
         CacheStore(cache, validate=lambda code: None).write(
-            CacheEntry(CacheKey(TEST, "step", sentence), code, "generated")
+            CacheWrite(CacheKey(TEST, "step", sentence), code, "generated")
         )
         settings["strict"] = True
     else:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from prettyplay_behave.cache import CacheEntry, CacheKey, CacheStore
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
 from prettyplay_behave.safety.step_code import check_code
 
 
@@ -62,5 +62,5 @@ def plant(cache_dir: Path, test: str, *entries: tuple[str, str, str]) -> Path:
     code policy checks each); the cache file they are in."""
     store = CacheStore(cache_dir, validate=check_code)
     for kind, sentence, code in entries:
-        store.write(CacheEntry(CacheKey(test, kind, sentence), code, "generated"))
+        store.write(CacheWrite(CacheKey(test, kind, sentence), code, "generated"))
     return store.path_for(test)

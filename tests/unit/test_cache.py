@@ -16,9 +16,9 @@ import pytest
 
 from prettyplay_behave import cache
 from prettyplay_behave.cache import (
-    CacheEntry,
     CacheKey,
     CacheStore,
+    CacheWrite,
     RedVerdict,
     load_file,
     locate,
@@ -43,12 +43,12 @@ def store(tmp_path: Path, **options: Any) -> CacheStore:
 
 def entry(
     sentence: str, code: str = OPEN_CODE, origin: str = "generated", **key: Any
-) -> CacheEntry:
+) -> CacheWrite:
     pinned = key.pop("pinned", False)
     verdict = key.pop("verdict", None)
     key.setdefault("test", TEST)
     key.setdefault("kind", "action")
-    return CacheEntry(CacheKey(sentence=sentence, **key), code, origin, pinned, verdict)
+    return CacheWrite(CacheKey(sentence=sentence, **key), code, origin, pinned, verdict)
 
 
 def cache_file(tmp_path: Path) -> Path:

@@ -71,7 +71,7 @@ def test_group_tags_are_settings_of_the_test() -> None:
 def test_a_behave_whose_runner_is_elsewhere_stops_the_run_loudly() -> None:
     from types import SimpleNamespace
 
-    from prettyplay_behave.behave.hooks import check_scenario_tags
+    from prettyplay_behave.behave.environment import check_scenario_tags
     from prettyplay_behave.errors import PrettyPlayError
 
     with pytest.raises(PrettyPlayError, match=r"behave's runner is not where prettyplay looks"):

@@ -57,7 +57,7 @@ def cycle_from(start: str) -> list[str] | None:
 
 def test_the_graph_sees_every_kind_of_import() -> None:
     assert f"{PACKAGE}.engine.cycle" in GRAPH[f"{PACKAGE}.runtime"]  # at the top
-    assert f"{PACKAGE}.runtime" in GRAPH[f"{PACKAGE}.behave.hooks"]  # inside a function
+    assert f"{PACKAGE}.runtime" in GRAPH[f"{PACKAGE}.behave.environment"]  # inside a function
     assert f"{PACKAGE}.engine.state" in GRAPH[f"{PACKAGE}.report.artifacts"]  # TYPE_CHECKING
 
 

@@ -1,4 +1,5 @@
-"""The behave hooks: one browser per run, one test (context and page) per scenario.
+"""What ``features/environment.py`` gets: behave's hooks, for one browser per run and one test
+(context and page) per scenario.
 
 ``use_prettyplay(globals())`` at the end of ``features/environment.py`` installs them around
 the user's own hooks, nested like brackets: the user's ``before_all`` runs first (so it can set
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from ..config import TestConfig
     from ..engine.state import TestState
     from ..engine.steering import Steering
-    from ..engine.step import ScenarioEntry
+    from ..engine.step import StepRun
     from ..llm.provider import Provider
     from ..runtime import Runtime
 
@@ -57,7 +58,7 @@ class ScenarioState:
     test_state: TestState | None = None  # the test's state, once a step has run
     trace_attached: bool = False
 
-    def unattached(self) -> list[tuple[ScenarioEntry, bool]]:
+    def unattached(self) -> list[tuple[StepRun, bool]]:
         """The entries of the step that just ran (True) and the earlier ones it rewrote
         (False: a group's recovery heals earlier steps of its row)."""
         seen = len(self.attached)
