@@ -26,6 +26,7 @@ from ..browser.stop import ExecutionStop
 from ..config import origin_of
 from ..errors import CodePolicyError, StepCodeError, StepTimeoutError, describe_exception
 from ..events import record
+from ..safety.frames import origin_url
 from ..safety.limits import MAX_TEXT, MEMORY_HEADROOM, Budget, cut_text
 from ..safety.policy import Reach
 from ..safety.proxy import PageServices
@@ -137,8 +138,10 @@ def _compile(
     if leaked:
         raise CodePolicyError(f"the code holds the literal value of secret {leaked}")
     guard, page = test.guard, test.page
+    # a window without a URL of its own has the origin of the frame that opened it
     resolver = secrets.resolver(
-        secret_names(spec.text), lambda: guard is None or guard.allows(page.url)
+        secret_names(spec.text),
+        lambda: guard is None or guard.allows(origin_url(page.main_frame)),
     )
     budget = Budget(test.config.step_timeout_ms, test.config.action_timeout_ms)
     memory = test.memory.execution(spec.sentence, lambda text: secrets.redact(text) != text)
