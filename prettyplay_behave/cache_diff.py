@@ -77,7 +77,20 @@ class Repository:
                 f"{ref}^{{commit}}",
             )
         except DiffError:
+            if ref == "HEAD" and not self.has_commits():
+                raise DiffError(
+                    f"the repository {self.top} has no commit yet, so there is nothing to compare "
+                    "the cache with: commit the cache files once, then cache diff shows what "
+                    "changed since"
+                ) from None
             raise DiffError(f"unknown git ref {ref!r} (a branch, tag or commit)") from None
+
+    def has_commits(self) -> bool:
+        try:
+            git(self.top, "rev-parse", "--verify", "--quiet", "HEAD")
+        except DiffError:
+            return False
+        return True
 
     def files_at(self, ref: str) -> list[PurePosixPath]:
         names = git(self.top, "ls-tree", "-r", "-z", "--name-only", ref, "--", str(self.folder))

@@ -47,6 +47,7 @@ class Scaffold:
     root: Path
     base_url: str
     done: list[tuple[str, str]] = field(default_factory=list)  # (what, the file and why)
+    set_up_before: bool = False  # environment.py called use_prettyplay already
 
     def note(self, what: str, text: str) -> None:
         self.done.append((what, text))
@@ -90,8 +91,8 @@ def init(root: Path, base_url: str = DEFAULT_BASE_URL, out: TextIO | None = None
     for what, text in scaffold.done:
         out.write(f"  {what:<8} {text}\n")
     out.write(
-        f"next: start the app at {base_url}, set OPENAI_API_KEY (and OPENAI_BASE_URL for a "
-        "local or compatible server), then run behave: the first run generates the steps' code "
+        f"next: start the app at {scaffold.base_url}, set OPENAI_API_KEY (and OPENAI_BASE_URL for "
+        "a local or compatible server), then run behave: the first run generates the steps' code "
         "into features/.prettyplay; commit it\n"
     )
     return 0
@@ -106,6 +107,7 @@ def environment(scaffold: Scaffold) -> None:
     text = raw.decode("utf-8", errors="replace")
     if _CALL.search(text):
         scaffold.note("kept", f"{scaffold.relative(path)} (it calls use_prettyplay)")
+        scaffold.set_up_before = True
         return
     newline = "\r\n" if b"\r\n" in raw else "\n"
     tail = scaffold.render("environment_tail.py").replace("\n", newline)
@@ -176,6 +178,7 @@ def _edit(scaffold: Scaffold, path: Path, edit: Edit, section: str) -> None:
         return
     if current is not None:
         scaffold.note("kept", f"{name} (it sets prettyplay.base_url = {current})")
+        scaffold.base_url = current  # the app the next runs go to, as the project has it
         return
     changed = edit(scaffold, text)
     try:
@@ -260,6 +263,11 @@ def _toml_userdata(text: str) -> dict[str, str]:
 
 
 def sample(scaffold: Scaffold) -> None:
+    """A first feature to run; a project set up before keeps the features it has (a sample it
+    deleted stays deleted)."""
+    if scaffold.set_up_before:
+        scaffold.note("kept", "the features as they are (no sample feature)")
+        return
     path = scaffold.root / "features" / "sample.feature"
     scaffold.create(path, scaffold.render("sample.feature"), "a first feature to run")
 

@@ -249,6 +249,10 @@ def test_init_leaves_what_it_cannot_or_need_not_change(tmp_path: Path) -> None:
     for name in ("setup.cfg", "features/environment.py", "features/steps/all.py"):
         assert after[name] == before[name], name
     assert "kept     setup.cfg (it sets prettyplay.base_url = http://a:1)" in out
+    # run again on a project set up before: its own app's URL, and no sample it had deleted
+    assert "next: start the app at http://a:1," in out
+    assert not (set_already / "features" / "sample.feature").exists()
+    assert "kept     the features as they are (no sample feature)" in out
     assert "kept     features/steps/all.py (it imports prettyplay_behave.behave.steps)" in out
     assert not (set_already / "features" / "steps" / "prettyplay_steps.py").exists()
     assert after[".gitignore"] == (

@@ -12,7 +12,7 @@ import pytest
 
 from prettyplay_behave import IncurableStepError, PrettyConfig, PrettyPlay
 from tests.conftest import BehaveProject
-from tests.support.caches import steps
+from tests.support.caches import plant, steps
 from tests.support.code import step
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.pages import PageServer
@@ -286,3 +286,35 @@ def test_a_behave_run_names_an_unknown_name_refuses_a_secret_and_recovers_a_grou
     assert "1 scenario passed, 0 failed, 2 error" in result.output, result
     assert 'File "<step code ' in result.output  # the step code's own line, where it raised
     assert len(llm.requests_for("diagnose")) == 1
+
+
+# a page that keeps changing (so it settles only once it is done) and then shows "ready"
+LATE = """<title>Late</title><p id="progress">0</p>
+<script>let n = 0; const tick = setInterval(() => {
+  document.getElementById("progress").textContent = String(++n);
+  if (n < 40) return;
+  clearInterval(tick);
+  const ready = document.createElement("p"); ready.dataset.testid = "ready";
+  ready.textContent = "ready"; document.body.append(ready);
+}, 10)</script>"""
+# remembers, then goes red, while the page is not ready; remembers nothing once it is
+EARLY_OR_NOTHING = step(
+    """
+    if page.get_by_test_id("ready").count() == 0:
+        remember("early", 1)
+        assert False, "not ready yet"
+    """
+)
+
+
+def test_what_a_red_try_remembered_is_gone_with_it(tmp_path: Path, browser) -> None:
+    with PageServer({"/": LATE}) as late:
+        cache = tmp_path / "cache"
+        plant(cache, "t", ("step", "I open the page", step(OPEN)))
+        plant(cache, "t", ("step", "I wait until it is ready", EARLY_OR_NOTHING))
+        config = PrettyConfig(base_url=late.url, cache_dir=str(cache), strict=True)
+        with PrettyPlay("t", config, browser=browser) as t:
+            t.step("I open the page")
+            waited = t.step("I wait until it is ready", tries=2)  # red at once, green settled
+            assert waited.outcome == "passed"
+            assert t.state.memory.items() == []
