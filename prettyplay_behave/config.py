@@ -561,6 +561,17 @@ def tag_settings(tags: Iterable[str], scenario: str = "") -> tuple[dict[str, Any
         elif alias in TAG_ALIASES:
             key = TAG_ALIASES[alias]
             layer[key], sources[key] = _typed(key, text, source), source
+        elif alias.startswith("group."):  # a misspelt group setting is never silently ignored
+            near = difflib.get_close_matches(alias, TAG_ALIASES, n=1)
+            raise ConfigError(
+                alias,
+                text,
+                source,
+                "unknown group setting"
+                + (f" (did you mean @{near[0]}={text}?)" if near else "")
+                + "; a group's tags are "
+                + " and ".join(f"@{name}=..." for name in TAG_ALIASES),
+            )
         elif tag.startswith(PREFIX):
             name, _, text = tag.partition("=")
             key = name[len(PREFIX) :]

@@ -178,6 +178,11 @@ class Runtime:
         if self.artifacts is not None:
             self.artifacts.keep_videos(test)
 
+    @property
+    def report_path(self) -> Path | None:
+        """Where the HTML report is written (with ``report_dir``)."""
+        return self.report_dir / self.report_name if self.report_dir is not None else None
+
     def summary(self, obsolete: int | None = None) -> RunSummary:
         wall_time = time.monotonic() - self.started
         return RunSummary.of(

@@ -278,6 +278,10 @@ def after_all(context: Any) -> None:
             stream.flush()
     finally:
         runtime.close(summary)
+    report = runtime.report_path
+    if report is not None and report.exists() and sys.__stdout__ is not None:
+        sys.__stdout__.write(f"prettyplay: report: {report}\n")  # where to look next
+        sys.__stdout__.flush()
 
 
 def run_current_step(context: Any) -> None:

@@ -25,7 +25,7 @@ from ..errors import (
 from ..events import record
 from ..llm.answers import MAX_ANSWER_CHARS, GateVerdict, UnparseableAnswer, Verdict
 from ..llm.purposes import Purpose, Unreadable
-from ..vocabulary import Outcome, StepLabel
+from ..vocabulary import Outcome, StepLabel, counted
 from .execute import page_url
 from .history import Attempt, Gated
 
@@ -298,10 +298,9 @@ class Advisor:
             record(
                 logging.WARNING,
                 "rename_not_spread",
-                "the gate could not judge the rename of %r for %d other entries (%s); they heal "
-                "on their own",
+                "the gate could not judge the rename of %r for %s (%s); they heal on their own",
                 entry.sentence,
-                len(batch),
+                counted(len(batch), "other entry"),
                 exc,
             )
             return [False] * len(batch)

@@ -46,7 +46,7 @@ from ..llm.answers import CannotAnswer, Verdict
 from ..llm.purposes import Purpose
 from ..safety.secrets import Secrets, secret_names
 from ..safety.step_code import step_code
-from ..vocabulary import Origin, Outcome, StepLabel, StepStatus
+from ..vocabulary import Origin, Outcome, StepLabel, StepStatus, counted
 from .advisor import Advisor, verdict_failure
 from .clean_page import CleanPage
 from .execute import execute, follow_tabs
@@ -268,9 +268,9 @@ class Engine:
         record(
             logging.INFO,
             "rename_spread",
-            "the rename that healed %r is tried first in %d other entries",
+            "the rename that healed %r is tried first in %s",
             entry.sentence,
-            sum(passed),
+            counted(sum(passed), "other entry"),
         )
 
     def steer(self, test: TestState, entry: StepRun, failure: IncurableStepError) -> bool:

@@ -139,6 +139,7 @@ def test_a_failing_scenario_leaves_a_screenshot_and_a_trace(reported: Reported) 
 def test_the_html_report_shows_what_a_person_needs(reported: Reported, browser) -> None:
     project = reported.project
     report = project.root / "reports" / "report.html"
+    assert "prettyplay: report: reports/report.html\n" in reported.output  # the run says where
     html = report.read_text()
     assert "http://" not in html.split("<body>")[0]  # no outside assets
     page = browser.new_page()

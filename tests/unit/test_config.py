@@ -179,3 +179,14 @@ def test_the_refused_context_options_are_playwright_options_each_with_what_to_us
     assert {"geolocation", "permissions", "http_credentials", "offline"} <= options
     assert set(REFUSED) <= options and set(ORIGIN_BOUND) <= options
     assert all(len(instead) > 20 for instead in REFUSED.values())
+
+
+def test_a_misspelt_group_tag_is_refused_with_the_name_meant() -> None:
+    with pytest.raises(ConfigError) as caught:
+        PrettyConfig().for_test(["group", "group.speeed=50"], "Order")
+    assert str(caught.value) == (
+        "setting 'group.speeed' = '50' (from tag @group.speeed=50 of scenario 'Order'): unknown "
+        "group setting (did you mean @group.speed=50?); a group's tags are @group.speed=... and "
+        "@group.delay=..."
+    )
+    assert PrettyConfig().for_test(["group", "group.speed=50"]).group_speed == 50
