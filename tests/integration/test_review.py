@@ -145,6 +145,8 @@ def healed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Healed]:
 
 def test_the_summary_lists_each_rewritten_entry_after_its_lines(healed: Healed) -> None:
     lines = [line for line in healed.result.output.splitlines() if line.startswith("prettyplay:")]
+    assert lines[-1] == "prettyplay: report: reports/report.html"  # last: where to look next
+    lines = lines[:-1]
     rewritten = [line for line in lines if line.startswith("prettyplay: rewritten")]
     assert lines[-len(rewritten) :] == rewritten  # after the existing lines
     assert lines[3].startswith("prettyplay: wall time:")
