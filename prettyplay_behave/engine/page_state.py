@@ -1,15 +1,19 @@
 """What a request is shown of the page: the page once it settled, captured within a budget.
 
 The page a step's code set off (a request, a re-render) is part of what the step did, so the page
-settles before it is read. The budgets keep a request under 8,000 tokens: the page state of a
+settles before it is read. The test's cookie values are kept out of it as secrets are (a page
+may show its own session id). The budgets keep a request under 8,000 tokens: the page state of a
 code or classify request (a classify request also carries the scenario's code, which the page
 gives way to), and the page after a candidate ran, beside the change it made.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import TYPE_CHECKING
+
+from playwright.sync_api import Error as PlaywrightError
 
 from ..browser.snapshot import PageState, capture, estimate_tokens
 
@@ -34,6 +38,7 @@ class Pages:
         """The current page, once it settled, with the test's other tabs and what happened on
         it last."""
         test.settler.settle(test.config.settle_ms)
+        self.hide_cookies(test)
         state = capture(
             test.page,
             redact=self.secrets.redact,
@@ -41,6 +46,16 @@ class Pages:
             test_id_attribute=self.test_id_attribute,
         )
         return dataclasses.replace(state, tabs=tuple(test.tabs.listing()), notes=tuple(test.notes))
+
+    def hide_cookies(self, test: TestState) -> None:
+        """The test's cookie values (a session id a page may show in its text) are kept out of
+        the page state as secrets are, before any request shows it: step code that reads one
+        gets its placeholder anyway. ``redact_cookies=false`` shows them."""
+        if not test.config.redact_cookies:
+            return
+        with contextlib.suppress(PlaywrightError):  # a context that closed has nothing to hide
+            for cookie in test.page.context.cookies():
+                self.secrets.hide(f"cookie {cookie['name']}", str(cookie["value"]))
 
     def for_classify(self, test: TestState) -> PageState:
         """The page beside the scenario so far, which takes its share of the budget first."""

@@ -276,3 +276,33 @@ def test_a_secret_the_storage_line_would_cut_in_two_is_redacted_whole_before_the
     assert storage and storage[0].endswith('${CODE}"'), storage
     for request in llm.requests:
         assert not exposed(CODE[:8], json.dumps(request.body)), request.text
+
+
+SHOWS_ITS_SESSION = """<title>Account</title>
+<script>document.cookie = "sid=s3ss-7Hq2Zx9w-4411; path=/";</script>
+<h1>Account</h1><p id="sid"></p>
+<script>document.getElementById("sid").textContent = "session " + "s3ss-7Hq2Zx9w-4411";</script>"""
+
+
+def test_a_page_that_shows_its_own_session_id_shows_no_request_the_id(
+    tmp_path: Path, browser
+) -> None:
+    """No step read the cookie: the page's text alone would carry the id to the model."""
+    from prettyplay_behave import PrettyConfig, PrettyPlay
+    from tests.support.llm_server import CLEAN_GATE, code_answer
+    from tests.support.pages import PageServer
+    from tests.support.scripted_provider import ScriptedProvider
+
+    with PageServer({"/": SHOWS_ITS_SESSION}) as account:
+        provider = ScriptedProvider()
+        provider.on("generate", code_answer(step('page.goto("/")')), step="I open my account")
+        heading = 'expect(page.get_by_role("heading")).to_have_text("Account")'
+        provider.on("generate", code_answer(step(heading)), step="the account shows")
+        provider.on("gate", CLEAN_GATE, repeat=True)
+        config = PrettyConfig(base_url=account.url, cache_dir=str(tmp_path / "cache"))
+        with PrettyPlay("t", config, browser=browser, provider=provider) as t:
+            t.step("I open my account")
+            t.expect("the account shows")
+    shown = "\n".join(r.text for r in provider.requests)
+    assert "session ${cookie sid}" in shown  # the page's text, with the id as its placeholder
+    assert "7Hq2Zx9w" not in shown
