@@ -22,6 +22,7 @@ classified on its own: its failure goes to the group's recovery (:mod:`.group`).
 
 from __future__ import annotations
 
+import difflib
 import logging
 import re
 from collections.abc import Iterator
@@ -370,7 +371,17 @@ class StepCycle:
         elif self.config.strict:
             raise self.strict_miss(self.entry.key)
         elif not self.reuse():
-            self.advisor.require()
+            try:
+                self.advisor.require()
+            except ProviderUnavailableError as down:
+                nearest = self.nearest(self.entry.key)
+                if not nearest:
+                    raise
+                # a likely typo: say first that the cache has code for a sentence like it
+                raise ProviderUnavailableError(
+                    f"no cached code for this step{nearest}, and generating it needs the LLM: "
+                    f"{down}"
+                ) from None
             self.generate()
 
     def strict_miss(self, key: CacheKey) -> IncurableStepError:
@@ -378,8 +389,21 @@ class StepCycle:
             "no cached code for this step" + STRICT,
             sentence=self.spec.text,
             error=f"no {self.spec.kind} entry in {self.engine.cache.path_for(key.test)} serves "
-            f"it (its template {key.parameters.template!r}, in scenario {key.scenario!r})",
+            f"it (its template {key.parameters.template!r}, in scenario {key.scenario!r})"
+            + self.nearest(key),
         )
+
+    def nearest(self, key: CacheKey) -> str:
+        """The closest sentence the step's cache file has for a step of its kind, as a hint
+        (a typo in the feature, a reworded step), or ''."""
+        path = self.engine.cache.path_for(key.test)
+        sentences = {
+            e.sentence for e in self.engine.cache.library(path).entries if e.kind == key.kind
+        }
+        near = difflib.get_close_matches(
+            key.parameters.template, sorted(sentences), n=1, cutoff=0.6
+        )
+        return f"; the nearest is {near[0]!r}" if near else ""
 
     # -- replay and its classification ---------------------------------------------------------
 

@@ -135,3 +135,21 @@ def test_a_provider_that_is_down_fails_the_step_as_unavailable(
         with pytest.raises(ProviderUnavailableError, match="HTTP 503: overloaded"):
             t.step("open the shop")
     assert not (tmp_path / "cache" / "t.json").exists()  # nothing written
+
+
+def test_a_miss_names_the_nearest_sentence_and_then_what_generating_it_needs(
+    shop, tmp_path: Path, browser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A typo in a sentence: a strict run names the entry it likely meant; without a key, the
+    error says first that the cache has no code for it, then why none can be generated."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    plant(tmp_path, ("step", 'I add the "Green Tea" to the cart', OPEN_SHOP))
+    for strict in (True, False):
+        with PrettyPlay("t", config(shop, tmp_path, strict=strict), browser=browser) as t:
+            with pytest.raises((IncurableStepError, ProviderUnavailableError)) as caught:
+                t.step('I ad the "Green Tea" to the cart')
+        text = str(caught.value)
+        assert "the nearest is 'I add the \"{}\" to the cart'" in text, text
+        if not strict:
+            assert text.startswith("no cached code for this step; the nearest is")
+            assert "generating it needs the LLM: the LLM is unavailable: no API key" in text
