@@ -103,11 +103,7 @@ def test_storage_written_piecemeal_before_a_page_loads_is_capped_as_a_whole(
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
         plant(cache, ("step", "I fill the storage", code))
     else:
-        for name, value in llm.env.items():
-            monkeypatch.setenv(name, value)
-        llm.on("generate", code_answer(code))
-        llm.on("gate", CLEAN_GATE, repeat=True)
-        llm.on("classify", INCURABLE, repeat=True)
+        attacks.answer_with(code, llm, monkeypatch)
     config = PrettyConfig(
         base_url=origins.app, cache_dir=str(cache), strict=mode == "planted",
         generation_attempts=1, llm_retries=0, step_timeout_ms=PIECEMEAL_TIMEOUT_MS,

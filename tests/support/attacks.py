@@ -58,6 +58,16 @@ def plant(cache: Path, *steps: tuple[str, str, str]) -> None:
     caches.plant(cache, TEST, *steps)
 
 
+def answer_with(code: str, llm: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The LLM of this test process answers ``code`` for the attack step, passes every gate and
+    judges every red step incurable (so a red step ends with its own error)."""
+    for name, value in llm.env.items():
+        monkeypatch.setenv(name, value)
+    llm.on("generate", code_answer(code))
+    llm.on("gate", CLEAN_GATE, repeat=True)
+    llm.on("classify", INCURABLE, repeat=True)
+
+
 def attack(
     mode: str,
     code: str,
@@ -85,11 +95,7 @@ def attack(
         )
         settings["strict"] = True
     else:
-        for name, value in llm.env.items():
-            monkeypatch.setenv(name, value)
-        llm.on("generate", code_answer(code))
-        llm.on("gate", CLEAN_GATE, repeat=True)
-        llm.on("classify", INCURABLE, repeat=True)
+        answer_with(code, llm, monkeypatch)
     config = PrettyConfig(
         base_url=origins.app, cache_dir=str(cache), generation_attempts=1, llm_retries=0,
         llm_timeout=10.0, step_timeout_ms=STEP_TIMEOUT_MS, action_timeout_ms=5_000,
