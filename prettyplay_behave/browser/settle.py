@@ -140,7 +140,10 @@ class Settler:
                 _QUIET, arg=[QUIET_MS, budget_ms], timeout=max(1.0, budget_ms)
             )
         except PlaywrightTimeoutError:
-            self._check_failed = None
+            # The page kept changing; a wait shorter than a poll may end before the check ran at
+            # all, and then says nothing about it.
+            if budget_ms >= POLL_MS:
+                self._check_failed = None
             return False
         except Exception as exc:  # navigating: the execution context is being replaced
             self._check_failed = exc
