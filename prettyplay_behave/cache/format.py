@@ -23,6 +23,8 @@ from .library import (
     RED_LABELS,
     CacheKey,
     CacheWrite,
+    Found,
+    GreenRecord,
     Library,
     RedVerdict,
     StepEntry,
@@ -36,6 +38,7 @@ _V1_FIELDS = {"code", "data", "kind", "occurrence", "origin", "sentence"}
 _FIELDS = {
     "code",
     "data",
+    "green",
     "kind",
     "model",
     "occurrence",
@@ -45,6 +48,7 @@ _FIELDS = {
     "sentence",
     "values",
     "verdict",
+    "wordings",
     "written",
 }
 _CONFLICT_MARKERS = ("<<<<<<<", "=======", ">>>>>>>")
@@ -242,8 +246,29 @@ def _parse_entry(where: str, raw: Any, validate: Validate) -> StepEntry:
         model=escape_controls(_text(where, raw, "model", required=False)),
         written=escape_controls(_text(where, raw, "written", required=False)),
         verdict=verdict,
+        wordings=_texts(where, raw, "wordings"),
+        green=_green(where, raw["green"]) if "green" in raw else None,
     )
     return _checked(where, entry, validate)
+
+
+_FOUND_FIELDS = ("locator", "role", "name", "test_id", "text", "tag")
+
+
+def _green(where: str, raw: Any) -> GreenRecord:
+    if not isinstance(raw, dict) or set(raw) - {"on", "url", "found"}:
+        raise CacheError(f"{where}: 'green' must hold on, url and found")
+    found = raw.get("found", [])
+    if not isinstance(found, list):
+        raise CacheError(f"{where}: 'green' 'found' must be a list of objects")
+    elements = []
+    for item in found:
+        if not isinstance(item, dict) or set(item) - set(_FOUND_FIELDS):
+            raise CacheError(f"{where}: 'green' 'found' items hold only {list(_FOUND_FIELDS)}")
+        elements.append(
+            Found(*(_text(where, item, name, name == "locator") for name in _FOUND_FIELDS))
+        )
+    return GreenRecord(_text(where, raw, "on"), _text(where, raw, "url", False), tuple(elements))
 
 
 def _verdict(where: str, raw: Any) -> RedVerdict:
@@ -355,6 +380,14 @@ def _entry_json(entry: StepEntry) -> dict[str, Any]:
         "model": entry.model or None,
         "written": entry.written or None,
         "verdict": ({k: v for k, v in vars(entry.verdict).items() if v} if entry.verdict else None),
+        "wordings": list(entry.wordings) or None,
+        "green": _green_json(entry.green) if entry.green else None,
     }
     raw.update({name: value for name, value in optional.items() if value is not None})
     return raw
+
+
+def _green_json(green: GreenRecord) -> dict[str, Any]:
+    found = [{k: v for k, v in vars(f).items() if v} for f in green.found]
+    raw: dict[str, Any] = {"on": green.day, "url": green.url or None, "found": found or None}
+    return {name: value for name, value in raw.items() if value is not None}

@@ -78,6 +78,36 @@ class RedVerdict:
 
 
 @dataclass(frozen=True)
+class Found:
+    """What one locator of a green step found: the element's properties, as far as it has them."""
+
+    locator: str  # the locator as the code spells it, e.g. get_by_role("button", name="Add")
+    role: str = ""
+    name: str = ""
+    test_id: str = ""
+    text: str = ""
+    tag: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("locator", "role", "name", "test_id", "text", "tag"):
+            object.__setattr__(self, name, escape_controls(getattr(self, name)))
+
+
+@dataclass(frozen=True)
+class GreenRecord:
+    """The last green run of an entry's code: when, on which page, and what its locators found
+    there; the evidence a later failure of the same code is judged against."""
+
+    day: str
+    url: str = ""
+    found: tuple[Found, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "day", escape_controls(self.day))
+        object.__setattr__(self, "url", escape_controls(self.url))
+
+
+@dataclass(frozen=True)
 class StepEntry:
     """One entry of a feature's step library."""
 
@@ -93,6 +123,8 @@ class StepEntry:
     model: str = ""
     written: str = ""  # the day its code was written
     verdict: RedVerdict | None = None
+    wordings: tuple[str, ...] = ()  # other templates of the same kind and data it serves
+    green: GreenRecord | None = None  # its last green run
 
     def __post_init__(self) -> None:
         # One canonical form: the file stores lines, so code always ends in exactly one newline.
@@ -203,15 +235,22 @@ class Library:
 
     def upsert(self, entry: StepEntry) -> None:
         """Add ``entry``, or replace the one of its identity in place."""
+        old = self._entries.get(entry.identity)
+        if old is not None:
+            self._unplace(old)
         self._entries[entry.identity] = entry
-        self._places.setdefault((entry.kind, entry.data, entry.sentence), {})[entry.identity] = (
-            entry
-        )
+        for sentence in (entry.sentence, *entry.wordings):
+            self._places.setdefault((entry.kind, entry.data, sentence), {})[entry.identity] = entry
 
     def remove(self, doomed: Iterable[StepEntry]) -> None:
         for entry in doomed:
-            if self._entries.pop(entry.identity, None) is not None:
-                del self._places[(entry.kind, entry.data, entry.sentence)][entry.identity]
+            old = self._entries.pop(entry.identity, None)
+            if old is not None:
+                self._unplace(old)
+
+    def _unplace(self, entry: StepEntry) -> None:
+        for sentence in (entry.sentence, *entry.wordings):
+            self._places.get((entry.kind, entry.data, sentence), {}).pop(entry.identity, None)
 
 
 def locate(cache_dir: Path, test_name: str) -> tuple[Path, str]:

@@ -727,3 +727,24 @@ def test_a_cache_file_that_is_no_regular_file_is_refused_without_blocking(
             store(tmp_path).write(entry("open the shop"))  # a store that never loaded it
     finally:
         faulthandler.cancel_dump_traceback_later()
+
+
+def test_wordings_and_a_green_record_round_trip_and_a_wording_finds_its_entry() -> None:
+    green = cache.GreenRecord(
+        "2026-12-04", "/cart", (cache.Found('get_by_role("button", name="Add")', "button", "Add"),)
+    )
+    entry = cache.StepEntry(
+        kind="action",
+        sentence="I add the item",
+        code="def step(page) -> None:\n    pass\n",
+        origin="generated",
+        wordings=("I put the item in the cart",),
+        green=green,
+    )
+    path = Path("lib.json")
+    back = cache.parse(path, cache.render(cache.Library([entry])), lambda code: None)
+    assert back.entries == [entry]
+    found = back.find(cache.CacheKey("t", "action", "I put the item in the cart"))
+    assert found == entry
+    back.remove([entry])
+    assert back.find(cache.CacheKey("t", "action", "I put the item in the cart")) is None
