@@ -1,10 +1,11 @@
-"""``prettyplay cache diff [REF]``: the code that changed in the cache files against a git ref.
+"""``prettyplay cache diff [REF]``: the code that changed in the step library against a git ref.
 
-A pull request that touches ``features/.prettyplay`` shows its changes as JSON lines of quoted
-code. This reads both sides with the cache module's own parser (the code policy included) and
-prints, per entry whose code changed, the feature, the step, its origin and a unified diff of
-the code: entries added, removed and changed, in files new, deleted or changed. The files' text
-(code, sentences, paths) is shown with its control characters escaped.
+This reads the whole library on both sides with the cache module's own parser (the code policy
+included; per-feature files of formats 1 and 2 read as the library they migrate to, so a
+migration alone changes nothing) and prints, per step file, each entry whose code, origin or
+verdict changed: where it serves, the step, its origin and a unified diff of the code; entries
+added, removed and changed, in files new, deleted or changed. The files' text (code,
+sentences, paths) is shown with its control characters escaped.
 
 Exit status: 0 when nothing changed, 1 when something did, 2 when the comparison cannot be
 made (not a git repository, an unknown ref, a cache folder neither side has, a cache file that
@@ -22,7 +23,7 @@ from typing import TextIO
 
 from colorama import Fore, Style
 
-from .cache import Library, StepEntry, parse
+from .cache import STEPS_FOLDER, Library, StepEntry, file_name, merged, parse
 from .errors import CacheError, escape_controls
 from .report.diffs import unified_diff
 from .safety.step_code import check_code
@@ -95,18 +96,22 @@ class Repository:
     def files_at(self, ref: str) -> list[PurePosixPath]:
         names = git(self.top, "ls-tree", "-r", "-z", "--name-only", ref, "--", str(self.folder))
         paths = [PurePosixPath(name) for name in names.decode().split("\0") if name]
-        return [path for path in paths if path.suffix == ".json"]
+        return [path for path in paths if _cached(path, self.folder)]
 
     def files_here(self) -> list[PurePosixPath]:
         folder = self.top / self.folder
-        return [
-            PurePosixPath(path.relative_to(self.top).as_posix())
-            for path in sorted(folder.rglob("*.json"))
-            if path.is_file()
-        ]
+        paths = [p for p in sorted(folder.rglob("*")) if p.is_file()]
+        relative = [PurePosixPath(path.relative_to(self.top).as_posix()) for path in paths]
+        return [path for path in relative if _cached(path, self.folder)]
 
     def show(self, ref: str, path: PurePosixPath) -> bytes:
         return git(self.top, "show", f"{ref}:{path}")
+
+
+def _cached(path: PurePosixPath, folder: PurePosixPath) -> bool:
+    """Whether ``path`` is a file of the cache: the library's, or an old per-feature one."""
+    library = path.parent == folder / STEPS_FOLDER and path.suffix == ".py"
+    return library or path.suffix == ".json"
 
 
 @dataclass(frozen=True)
@@ -125,9 +130,12 @@ class EntryChange:
 
     @property
     def place(self) -> str:
-        """Where the entry serves: the feature's library, or the scenario it is pinned to."""
-        scenario = self.entry.scenario
-        return "library" if scenario is None else f"pinned to {scenario}"
+        """Where the entry serves: the project, a feature of its own, or the scenario it is
+        pinned to."""
+        entry = self.entry
+        if entry.scenario is not None:
+            return f"pinned to {entry.scenario} of {entry.feature}"
+        return f"only {entry.feature}" if entry.feature else "library"
 
     def headline(self) -> str:
         data = " (with its data)" if self.entry.data else ""
@@ -140,8 +148,8 @@ class EntryChange:
 
 
 def entry_changes(old: Library, new: Library) -> Iterator[EntryChange]:
-    """The entries of two versions of one file that differ, in the new file's order: a format-1
-    side is compared as the library it migrates to, so a migration alone changes nothing."""
+    """The entries of two versions of the library that differ, in the new one's order, those
+    serving the whole project first."""
     before = {e.identity: e for e in old.entries}
     after = {e.identity: e for e in new.entries}
     changes = []
@@ -191,10 +199,16 @@ def load(path: PurePosixPath, raw: bytes, side: str) -> Library:
         raise DiffError(f"{side}: {exc}") from None
 
 
-def feature_of(repo: Repository, path: PurePosixPath) -> str:
-    """The feature a cache file belongs to: its path under the cache folder, less ``.json``."""
-    relative = path.relative_to(repo.folder).as_posix()
-    return relative[: -len(".json")]
+def project(repo: Repository, files: dict[PurePosixPath, bytes], side: str) -> Library:
+    """The library one side holds: its library files over its old files migrated."""
+    folder = Path(repo.folder)
+    old = [(Path(p), load(p, raw, side)) for p, raw in files.items() if p.suffix == ".json"]
+    library = Library(merged(folder, old))
+    for path, raw in files.items():
+        if path.suffix == ".py":
+            for entry in load(path, raw, side).entries:
+                library.upsert(entry)
+    return library
 
 
 def diff(cache_dir: Path, ref: str, out: TextIO | None = None) -> int:
@@ -205,28 +219,25 @@ def diff(cache_dir: Path, ref: str, out: TextIO | None = None) -> int:
     at_ref, here = repo.files_at(ref), repo.files_here()
     if not at_ref and not here and not (repo.top / repo.folder).is_dir():
         raise DiffError(f"{cache_dir}: no such folder, neither in the working tree nor at {ref}")
+    old_raw = {path: repo.show(ref, path) for path in at_ref}
+    new_raw = {path: (repo.top / path).read_bytes() for path in here}
     printer = Printer(out, colour=out.isatty(), ref=ref)
     counts = {"added": 0, "removed": 0, "changed": 0}
-    files = 0
-    for path in sorted({*at_ref, *here}):
-        old_raw = repo.show(ref, path) if path in at_ref else None
-        new_raw = (repo.top / path).read_bytes() if path in here else None
-        if old_raw == new_raw:
-            continue
-        old = load(path, old_raw, ref) if old_raw is not None else Library()
-        new = load(path, new_raw, WORKING_TREE) if new_raw is not None else Library()
-        changes = list(entry_changes(old, new))
-        if not changes:
-            continue
-        files += 1
-        state = "new file" if old_raw is None else "deleted" if new_raw is None else ""
-        printer.file(path, feature_of(repo, path), state)
+    files: dict[PurePosixPath, list[EntryChange]] = {}
+    if old_raw != new_raw:
+        old, new = project(repo, old_raw, ref), project(repo, new_raw, WORKING_TREE)
+        for change in entry_changes(old, new):
+            path = repo.folder / STEPS_FOLDER / file_name(change.entry.step)
+            files.setdefault(path, []).append(change)
+    for path, changes in sorted(files.items()):
+        state = "new file" if path not in old_raw else "deleted" if path not in new_raw else ""
+        printer.file(path, changes[0].entry.describe_step(), state)
         for number, change in enumerate(changes):
             counts[change.what] += 1
             printer.change(change, number == 0 or changes[number - 1].place != change.place)
     total = sum(counts.values())
     listed = ", ".join(f"{n} {what}" for what, n in counts.items())
     differ = "differs" if total == 1 else "differ"
-    where = f"from {ref} in {counted(files, 'file')}"
+    where = f"from {ref} in {counted(len(files), 'file')}"
     out.write(f"{counted(total, 'entry')} {differ} {where} ({listed})\n")
     return 1 if total else 0

@@ -1,11 +1,13 @@
-"""The ``prettyplay`` command: review and keep the cache files.
+"""The ``prettyplay`` command: review and keep the cache, the project's step library.
 
     prettyplay check [PATH ...]          validate every cache file under PATH with the code policy
-    prettyplay cache list [PATH]         the entries of every cache file: origin, reach, red ones
+    prettyplay cache list [PATH]         the entries of every library file (a step each) and old
+                                         per-feature file: origin, reach, red ones
     prettyplay cache prune [DIR]         delete the entries no step of the feature files uses
     prettyplay cache drop SENTENCE       delete the entries of one sentence (the next run writes
                                          them again)
-    prettyplay cache migrate [PATH]      rewrite format-1 cache files as format 2
+    prettyplay cache migrate [DIR]       move the per-feature files of formats 1 and 2 into the
+                                         project's step library
     prettyplay cache diff [REF]          the code that changed in the cache against a git ref
     prettyplay init [DIR]                set up a behave project for prettyplay
     prettyplay plan [PATH ...] [--tags ...] [--strict]
@@ -33,7 +35,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from .cache import DEFAULT_CACHE_DIR, CacheStore, StepEntry, load_file, update
+from .cache import DEFAULT_CACHE_DIR, CacheStore, StepEntry, library_files, load_file
 from .cache_diff import DiffError, diff
 from .errors import CacheError, ConfigError, escape_controls
 from .parameters import parameterize
@@ -43,10 +45,12 @@ from .vocabulary import counted
 
 
 def cache_files(paths: Sequence[Path]) -> Iterator[Path]:
+    """The library files (``.py``) and old per-feature files (``.json``) under each path."""
     for path in paths:
         if path.is_file():
             yield path
         elif path.is_dir():
+            yield from sorted(path.rglob("*.py"))
             yield from sorted(path.rglob("*.json"))
         else:
             raise CacheError(f"{path}: no such file or folder")
@@ -77,7 +81,11 @@ def describe(entry: StepEntry) -> str:
         notes.append(f"for {', '.join(map(repr, entry.values))}")
     if entry.scenario is not None:
         occurrence = f" #{entry.occurrence}" if entry.occurrence > 1 else ""
-        notes.append(f"pinned to {entry.scenario!r}{occurrence}")
+        notes.append(f"pinned to {entry.scenario!r}{occurrence} of {entry.feature}")
+    elif entry.feature:
+        notes.append(f"only {entry.feature}")
+    if entry.wordings:
+        notes.append(f"also {', '.join(map(repr, entry.wordings))}")
     if entry.verdict is not None:
         notes.append(f"RED: {entry.verdict.label}: {entry.verdict.explanation}")
     tail = f"  ({'; '.join(notes)})" if notes else ""
@@ -85,40 +93,60 @@ def describe(entry: StepEntry) -> str:
 
 
 def list_entries(paths: Sequence[Path]) -> int:
+    """Per file of the library (a step each), then per old per-feature file: its entries."""
+    total: Counter[str] = Counter()
+    steps = red = 0
     for path in cache_files(paths):
         library = load_file(path, check_code)
         origins = Counter(entry.origin for entry in library.entries)
+        total += origins
+        steps += path.suffix == ".py"
+        red += sum(entry.red for entry in library.entries)
         summary = ", ".join(f"{count} {origin}" for origin, count in sorted(origins.items()))
-        red = sum(entry.red for entry in library.entries)
-        old = " (format 1: prettyplay cache migrate rewrites it)" if library.format == 1 else ""
-        head = f"{path}: {summary or 'no entries'}" + (f", {red} red" if red else "") + old
-        print(escape_controls(head))
+        flagged = sum(entry.red for entry in library.entries)
+        old = "" if path.suffix == ".py" else OLD_FORMAT.format(format=library.format)
+        head = f"{path}: {summary or 'no entries'}" + (f", {flagged} red" if flagged else "")
+        print(escape_controls(head + old))
         for entry in library.entries:
             print(describe(entry))
+    listed = ", ".join(f"{count} {origin}" for origin, count in sorted(total.items()))
+    entries = counted(sum(total.values()), "entry")
+    print(f"library: {counted(steps, 'step')}, {entries}" + (f" ({listed})" if listed else ""))
     return 0
 
 
+OLD_FORMAT = " (format {format}, one feature's: prettyplay cache migrate moves it into the library)"
+
+
+def _by_file(store: CacheStore, entries: Sequence[StepEntry]) -> None:
+    """Print ``entries`` under the library file of each."""
+    files: dict[Path, list[StepEntry]] = {}
+    for entry in entries:
+        files.setdefault(store.path_of(entry), []).append(entry)
+    for path, held in sorted(files.items()):
+        print(escape_controls(f"{path}:"))
+        for entry in held:
+            print(describe(entry))
+
+
 def prune_obsolete(cache_dir: Path, features_dir: Path | None, dry_run: bool) -> int:
-    """Delete the entries no step of the feature files finds (liveness from the features)."""
+    """Delete the entries no step of the feature files finds (liveness from the features), and
+    the lock files left of files that are gone."""
     from .behave.liveness import obsolete
 
     features = features_dir or cache_dir.parent
     if not features.is_dir():
         raise CacheError(f"{features}: no features folder to read (name one with --features)")
     store = CacheStore(cache_dir, check_code)
-    dead = obsolete(store, features)
-    by_file: dict[Path, list[StepEntry]] = {}
-    for found in dead:
-        by_file.setdefault(found.path, []).append(found.entry)
-    for path, entries in by_file.items():
-        print(escape_controls(f"{path}:"))
-        for entry in entries:
-            print(describe(entry))
+    dead = [found.entry for found in obsolete(store, features)]
+    _by_file(store, dead)
     if dry_run:
         print(f"{counted(len(dead), 'obsolete entry')} (dry run: nothing deleted)")
         return 0
-    for path, entries in by_file.items():
-        store.drop(path, entries)
+    store.drop(dead)
+    for lock in sorted(cache_dir.rglob("*.lock")) if cache_dir.is_dir() else []:
+        if not Path(str(lock).removesuffix(".lock")).exists():
+            lock.unlink()  # a link is deleted, never what it points to
     print(f"{counted(len(dead), 'obsolete entry')} deleted (steps of {features} read)")
     return 0
 
@@ -128,33 +156,29 @@ def drop_sentence(cache_dir: Path, sentence: str, dry_run: bool) -> int:
     the step again."""
     template = parameterize(sentence).template
     store = CacheStore(cache_dir, check_code)
-    dropped = 0
-    for path in cache_files([cache_dir]) if cache_dir.exists() else []:
-        doomed = [e for e in store.library(path).entries if e.sentence in (template, sentence)]
-        if not doomed:
-            continue
-        print(escape_controls(f"{path}:"))
-        for entry in doomed:
-            print(describe(entry))
-        dropped += len(doomed)
-        if not dry_run:
-            store.drop(path, doomed)
+    doomed = [e for e in store.library().entries if e.sentence in (template, sentence)]
+    _by_file(store, doomed)
+    if doomed and not dry_run:
+        store.drop(doomed)
     verb = "would be deleted (dry run)" if dry_run else "deleted"
-    print(f"{counted(dropped, 'entry')} of {sentence!r} {verb}")  # repr escapes
-    return 0 if dropped else 1
+    print(f"{counted(len(doomed), 'entry')} of {sentence!r} {verb}")  # repr escapes
+    return 0 if doomed else 1
 
 
-def migrate(paths: Sequence[Path]) -> int:
-    """Rewrite every format-1 cache file as format 2, nothing lost."""
+def migrate(cache_dirs: Sequence[Path]) -> int:
+    """Move the entries of every per-feature file (formats 1 and 2) into the project's library,
+    nothing lost; the old files are deleted once the library serves all they held."""
     migrated = 0
-    for path in cache_files(paths):
-        if load_file(path, check_code).format != 1:
-            continue
-        update(path, lambda library: None, check_code)
-        after = load_file(path, check_code)
-        entries = counted(len(after.entries), "entry")
-        print(escape_controls(f"{path}: migrated to format 2 ({entries})"))
-        migrated += 1
+    for cache_dir in cache_dirs:
+        if not cache_dir.is_dir():
+            raise CacheError(f"{cache_dir}: no such cache folder")
+        store = CacheStore(cache_dir, check_code)
+        for path in store.migrate():
+            print(escape_controls(f"{path}: moved into the library {store.library_dir}"))
+            migrated += 1
+        entries = counted(len(store.library().entries), "entry")
+        steps = counted(len(library_files(cache_dir)), "file")
+        print(escape_controls(f"{store.library_dir}: {entries} in {steps}"))
     print(f"{counted(migrated, 'file')} migrated")
     return 0
 
@@ -206,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     drop_parser.add_argument("--dry-run", action="store_true", help="show, delete nothing")
     migrate_parser = cache_commands.add_parser(
-        "migrate", help="rewrite format-1 cache files as format 2"
+        "migrate", help="move the per-feature files (formats 1 and 2) into the library"
     )
     migrate_parser.add_argument("paths", nargs="*", type=Path, default=[DEFAULT_CACHE_DIR])
     diff_parser = cache_commands.add_parser(

@@ -174,7 +174,10 @@ MUTANTS = (
     Mutant("cache: entries unchecked on load", f"{PACKAGE}/cache/format.py",
            "    try:\n        validate(entry.code)\n", "    try:\n        pass\n", CACHE_TESTS),
     Mutant("cache: conflict markers pass", f"{PACKAGE}/cache/format.py",
-           "        if line_text.startswith(_CONFLICT_MARKERS):", "        if False:", CACHE_TESTS),
+           "        if line_text.startswith(CONFLICT_MARKERS):", "        if False:", CACHE_TESTS),
+    Mutant("cache: conflict markers in a library file pass", f"{PACKAGE}/cache/source.py",
+           "            if line_text.startswith(CONFLICT_MARKERS):", "            if False:",
+           CACHE_TESTS),
     Mutant("cache: duplicate keys pass", f"{PACKAGE}/cache/format.py",
            "        if key in result:\n            raise _DuplicateKeyError(key)",
            "        if False:\n            raise _DuplicateKeyError(key)", CACHE_TESTS),
@@ -186,10 +189,10 @@ MUTANTS = (
            "            if new == old:\n                return False, library",
            "            if False:\n                return False, library", CACHE_TESTS),
     Mutant("cache: a broken file is overwritten", f"{PACKAGE}/cache/store.py",
-           "        if path in self._broken:\n            raise CacheError(\n"
-           '                f"refusing to overwrite',
-           "        if False:\n            raise CacheError(\n"
-           '                f"refusing to overwrite', CACHE_TESTS),
+           "            if path in self._broken:\n                raise CacheError(\n"
+           '                    f"refusing to overwrite',
+           "            if False:\n                raise CacheError(\n"
+           '                    f"refusing to overwrite', CACHE_TESTS),
     Mutant("cache: paths leave the cache folder", f"{PACKAGE}/cache/library.py",
            '    if ".." in parts:', "    if False:", CACHE_TESTS),
     Mutant("cache: not atomic", f"{PACKAGE}/cache/store.py",
@@ -201,8 +204,9 @@ MUTANTS = (
            "                return str(written[index].name)", '                return ""',
            LIBRARY_TESTS),
     Mutant("cache: a pin serves every scenario", f"{PACKAGE}/cache/library.py",
-           "            return entry.scenario == scenario and entry.occurrence == key.occurrence",
-           "            return True", ("tests/unit/test_cache.py",)),
+           "            return (entry.feature, entry.scenario, entry.occurrence) == (",
+           "            return True or (entry.feature, entry.scenario, entry.occurrence) == (",
+           ("tests/unit/test_cache.py",)),
     Mutant("cache: code spelling its values out serves every value", f"{PACKAGE}/cache/library.py",
            "                return entry.values == values", "                return True",
            ("tests/unit/test_cache.py", *LIBRARY_TESTS)),

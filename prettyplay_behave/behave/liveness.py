@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..cache import CacheKey, CacheStore, StepEntry, cache_files, feature_of
+from ..cache import CacheKey, CacheStore, StepEntry
 from .mapping import outline_of, scenario_namespace, step_spec
 
 
@@ -58,23 +58,21 @@ def scenarios_of(feature: Any) -> Iterator[Any]:
 
 
 def obsolete(store: CacheStore, features_dir: Path) -> list[Dead]:
-    """The entries of ``store``'s feature files that no step of the features finds; files of
-    the Python API (no feature file) are left alone."""
-    live: dict[Path, set[tuple[object, ...]]] = {}
+    """The entries of the library that no step of the features finds; the entries of tests of
+    the Python API (their ``feature`` no feature file) are left alone."""
+    library = store.library()
+    live: set[tuple[object, ...]] = set()
     for feature_file in sorted(features_dir.rglob("*.feature")):
         for key in scenario_keys(feature_file, features_dir):
-            path = store.path_for(key.test)
-            found = store.library(path).find(key)
+            found = library.find(key)
             if found is not None:
-                live.setdefault(path, set()).add(found.identity)
+                live.add(found.identity)
             if found is not None and found.red:  # the entry it turns back to when it is green
-                shared = store.library(path).find(key, pins=False)
+                shared = library.find(key, pins=False)
                 if shared is not None:
-                    live[path].add(shared.identity)
-    dead = []
-    for path in cache_files(store.cache_dir):
-        if not feature_of(store.cache_dir, path):
-            continue
-        used = live.get(path, set())
-        dead += [Dead(path, e) for e in store.library(path).entries if e.identity not in used]
-    return dead
+                    live.add(shared.identity)
+    return [
+        Dead(store.path_of(entry), entry)
+        for entry in library.entries
+        if entry.identity not in live and (not entry.feature or entry.feature.endswith(".feature"))
+    ]

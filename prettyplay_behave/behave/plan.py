@@ -210,15 +210,14 @@ class _Run:
 
     def _reusable(self, key: CacheKey, sentence: str, has_values: bool) -> str:
         """Where code for the step comes from without a request, or "" (as the engine tries
-        it: code that went green earlier in the run, then other features' libraries)."""
+        it: code that went green earlier in the run, then other features' own entries)."""
         family = (key.kind, key.parameters.template, key.data)
         for earlier, takes_values in self.green.get(family, []):
             if earlier == sentence or (takes_values and has_values):
                 return "code that goes green earlier in the run"
-        own = self.store.path_for(key.test)
         for path, other in self.store.everywhere():
-            if path != own and _serves(other, family, key):
-                return f"the entry of {path}"
+            if other.feature not in ("", key.feature) and _serves(other, family, key):
+                return f"the entry of {other.feature} in {path}"
         return ""
 
 

@@ -1,8 +1,8 @@
-"""The cache file format: a library's bytes, read and checked, and written back.
+"""The per-feature JSON files of formats 1 and 2: read, checked and migrated (the library of
+format 3 is :mod:`.source`), and what both formats' readers share: decoding, an entry's fields.
 
-Format 2 is the JSON the package docstring shows; format 1 (an entry per scenario and
-occurrence) is read and migrated. Whatever the bytes hold, a read raises a CacheError naming the
-file, never another exception.
+Format 2 is a feature's step library as JSON; format 1 an entry per scenario and occurrence.
+Whatever the bytes hold, a read raises a CacheError naming the file, never another exception.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from .library import (
     FORMAT,
     ORIGINS,
     RED_LABELS,
+    SEPARATOR,
     CacheKey,
     CacheWrite,
     Found,
@@ -32,7 +33,7 @@ from .library import (
     _quoted,
 )
 
-READS = (1, 2)  # the formats a file may be in
+READS = (1, 2, 3)  # the formats a file may be in
 
 _V1_FIELDS = {"code", "data", "kind", "occurrence", "origin", "sentence"}
 _FIELDS = {
@@ -51,16 +52,10 @@ _FIELDS = {
     "wordings",
     "written",
 }
-_CONFLICT_MARKERS = ("<<<<<<<", "=======", ">>>>>>>")
+CONFLICT_MARKERS = ("<<<<<<<", "=======", ">>>>>>>")
 
 
-def load_file(path: Path, validate: Validate) -> Library:
-    """Parse and check a cache file. Raises CacheError naming the file (and the line or entry)
-    when anything is wrong; the file is never modified."""
-    return parse(path, _read(path), validate)
-
-
-def _read(path: Path) -> bytes:
+def read(path: Path) -> bytes:
     """The bytes of the file at ``path``; a CacheError when it is no regular file (a named pipe
     or a device planted in its place would block or never end)."""
     try:
@@ -77,17 +72,30 @@ def _read(path: Path) -> bytes:
             raise CacheError(f"{path}: cannot read: {exc}") from exc
 
 
-def parse(path: Path, raw: bytes, validate: Validate) -> Library:
-    """Parse and check the bytes of a cache file, as :func:`load_file` does with the file's own:
-    e.g. the file as a git commit holds it. ``path`` only names it in errors."""
+def decode(path: Path, raw: bytes) -> str:
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         raise CacheError(f"{path}: not valid UTF-8 at line {line}") from exc
+
+
+def unknown_format(path: Path, version: object) -> CacheError:
+    newer = type(version) is int and version > FORMAT
+    return CacheError(
+        f"{path}: cache format {_quoted(version)} "
+        + ("is newer than this prettyplay reads" if newer else "is unknown")
+        + f" (it reads formats {', '.join(map(str, READS[:-1]))} and {READS[-1]}"
+        + ("; upgrade prettyplay-behave to read this file)" if newer else ")")
+    )
+
+
+def parse_json(path: Path, raw: bytes, validate: Validate) -> Library:
+    """Parse and check the bytes of a per-feature file (format 1 or 2)."""
+    text = decode(path, raw)
     # split("\n"), not splitlines(): JSON strings may hold U+2028 and the like, which are no lines.
     for number, line_text in enumerate(text.split("\n"), start=1):
-        if line_text.startswith(_CONFLICT_MARKERS):
+        if line_text.startswith(CONFLICT_MARKERS):
             raise CacheError(
                 f"{path}: merge conflict markers at line {number}; resolve the conflict "
                 "(or delete the file to generate its entries again)"
@@ -136,14 +144,8 @@ def _parse_document(path: Path, document: Any, validate: Validate) -> Library:
     if "format" not in document:
         raise CacheError(f"{path}: the 'format' field is missing")
     version = document["format"]
-    if type(version) is not int or version not in READS:
-        newer = type(version) is int and version > FORMAT
-        raise CacheError(
-            f"{path}: cache format {_quoted(version)} "
-            + ("is newer than this prettyplay reads" if newer else "is unknown")
-            + f" (it reads formats {' and '.join(map(str, READS))}"
-            + ("; upgrade prettyplay-behave to read this file)" if newer else ")")
-        )
+    if type(version) is not int or version not in (1, 2):
+        raise unknown_format(path, version)
     if version == 1:
         return Library(_parse_v1(path, document, validate), format=1)
     unknown = set(document) - {"format", "steps"}
@@ -156,7 +158,7 @@ def _parse_document(path: Path, document: Any, validate: Validate) -> Library:
     seen: set[tuple[object, ...]] = set()
     for index, raw in enumerate(steps, start=1):
         where = f"{path}: entry {index}"
-        entry = _parse_entry(where, raw, validate)
+        entry = parse_entry(where, raw, validate)
         if entry.identity in seen:
             raise CacheError(f"{where}: duplicate of an earlier entry ({entry.describe()})")
         seen.add(entry.identity)
@@ -212,10 +214,12 @@ def _checked(where: str, entry: StepEntry, validate: Validate) -> StepEntry:
     return entry
 
 
-def _parse_entry(where: str, raw: Any, validate: Validate) -> StepEntry:
+def parse_entry(where: str, raw: Any, validate: Validate, library: bool = False) -> StepEntry:
+    """An entry from its fields (a JSON object of format 2; a library's keywords translated to
+    them, where ``feature`` may be set too), checked."""
     if not isinstance(raw, dict):
         raise CacheError(f"{where}: expected an object")
-    unknown = sorted(set(raw) - _FIELDS)
+    unknown = sorted(set(raw) - _FIELDS - ({"feature"} if library else set()))
     if unknown:
         raise CacheError(f"{where}: unknown fields {_quoted(unknown)}")
     missing = sorted({"code", "kind", "origin", "sentence"} - set(raw))
@@ -248,6 +252,7 @@ def _parse_entry(where: str, raw: Any, validate: Validate) -> StepEntry:
         verdict=verdict,
         wordings=_texts(where, raw, "wordings"),
         green=_green(where, raw["green"]) if "green" in raw else None,
+        feature=_text(where, raw, "feature", required=False),
     )
     return _checked(where, entry, validate)
 
@@ -331,7 +336,7 @@ def _parse_v1_entry(where: str, raw: Any) -> tuple[CacheKey, str, str]:
             f"{where}: 'occurrence' must be a whole number from 1, not {_quoted(occurrence)}"
         )
     key = CacheKey(
-        "_",
+        SEPARATOR,  # a scenario of a feature (named by the file); its key finds no pin
         _kind(where, _text(where, raw, "kind")),
         _text(where, raw, "sentence"),
         "\n".join(_texts(where, raw, "data")),
@@ -339,55 +344,3 @@ def _parse_v1_entry(where: str, raw: Any) -> tuple[CacheKey, str, str]:
     )
     code = "\n".join(_texts(where, raw, "code"))
     return key, code, _origin(where, _text(where, raw, "origin"))
-
-
-# --- writing ---
-
-
-def render(library: Library) -> bytes:
-    """The file's bytes: entries in one stable order, sorted keys, two-space indent."""
-    ordered = sorted(library.entries, key=_order)
-    document = {"format": FORMAT, "steps": [_entry_json(e) for e in ordered]}
-    return (json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
-
-
-def _order(entry: StepEntry) -> tuple[object, ...]:
-    pin = (entry.scenario is not None, entry.scenario or "", entry.occurrence)
-    return (
-        entry.sentence,
-        entry.kind,
-        entry.data,
-        entry.values is not None,
-        entry.values or (),
-        *pin,
-    )
-
-
-def _entry_json(entry: StepEntry) -> dict[str, Any]:
-    raw: dict[str, Any] = {
-        # one line per list item; the final newline of the code is implied
-        "code": entry.code.rstrip("\n").split("\n"),
-        "kind": entry.kind,
-        "origin": entry.origin,
-        "sentence": entry.sentence,
-    }
-    optional: dict[str, Any] = {
-        "data": entry.data.split("\n") if entry.data else None,
-        "parameters": list(entry.parameters) or None,
-        "values": list(entry.values) if entry.values is not None else None,
-        "scenario": entry.scenario,
-        "occurrence": entry.occurrence if entry.scenario is not None else None,
-        "model": entry.model or None,
-        "written": entry.written or None,
-        "verdict": ({k: v for k, v in vars(entry.verdict).items() if v} if entry.verdict else None),
-        "wordings": list(entry.wordings) or None,
-        "green": _green_json(entry.green) if entry.green else None,
-    }
-    raw.update({name: value for name, value in optional.items() if value is not None})
-    return raw
-
-
-def _green_json(green: GreenRecord) -> dict[str, Any]:
-    found = [{k: v for k, v in vars(f).items() if v} for f in green.found]
-    raw: dict[str, Any] = {"on": green.day, "url": green.url or None, "found": found or None}
-    return {name: value for name, value in raw.items() if value is not None}

@@ -19,7 +19,7 @@ from ..parameters import Parameters, parameterize
 from ..safety.step_code import step_code
 from ..vocabulary import Kind, Origin
 
-FORMAT = 2  # the format a library is written in
+FORMAT = 3  # the format the library is written in
 ORIGINS = tuple(str(origin) for origin in Origin if origin.stored)
 RED_LABELS = ("product_defect", "incurable")
 SEPARATOR = "::"
@@ -59,8 +59,20 @@ class CacheKey:
 
     @property
     def scenario(self) -> str:
-        """The test's key in its cache file: the scenario name, or the test's own name."""
+        """The test's scenario: the scenario name, or the test's own name."""
         return self.test.partition(SEPARATOR)[2] if SEPARATOR in self.test else self.test
+
+    @property
+    def api(self) -> bool:
+        """Whether it is a step of a test of the Python API: no feature file to share with, so
+        its entries are its own (their ``feature`` is the test's name)."""
+        return SEPARATOR not in self.test
+
+    @property
+    def feature(self) -> str:
+        """What a pin names beside the scenario: the test's feature file (relative to the
+        features folder), or the test's own name for a test of the Python API."""
+        return self.test.partition(SEPARATOR)[0] if SEPARATOR in self.test else self.test
 
 
 @dataclass(frozen=True)
@@ -109,7 +121,7 @@ class GreenRecord:
 
 @dataclass(frozen=True)
 class StepEntry:
-    """One entry of a feature's step library."""
+    """One entry of the step library."""
 
     kind: str
     sentence: str  # the template, ``{}`` for each parameter
@@ -118,13 +130,14 @@ class StepEntry:
     data: str = ""
     parameters: tuple[str, ...] = ()  # what the code takes after ``page``
     values: tuple[str, ...] | None = None  # only these values, when set
-    scenario: str | None = None  # pinned to this scenario, when set
+    scenario: str | None = None  # pinned to this scenario of ``feature``, when set
     occurrence: int = 1  # the scenario's occurrence of the step it is pinned to
     model: str = ""
     written: str = ""  # the day its code was written
     verdict: RedVerdict | None = None
     wordings: tuple[str, ...] = ()  # other templates of the same kind and data it serves
     green: GreenRecord | None = None  # its last green run
+    feature: str = ""  # only this feature's steps (with ``scenario``: that scenario's), when set
 
     def __post_init__(self) -> None:
         # One canonical form: the file stores lines, so code always ends in exactly one newline.
@@ -134,11 +147,20 @@ class StepEntry:
     def identity(self) -> tuple[object, ...]:
         """What two entries of one library may not share."""
         pin = (self.scenario, self.occurrence) if self.scenario is not None else (None, 0)
-        return (self.kind, self.sentence, self.data, self.values, *pin)
+        return (self.kind, self.sentence, self.data, self.values, self.feature, *pin)
+
+    @property
+    def step(self) -> tuple[str, str, str]:
+        """The step it is an entry of (kind, template, data): one library file holds them all."""
+        return (self.kind, self.sentence, self.data)
 
     @property
     def red(self) -> bool:
         return self.verdict is not None
+
+    def describe_step(self) -> str:
+        """The step it is an entry of, as its library file holds it."""
+        return f"{self.kind} {_quoted(self.sentence)}" + (" (with its data)" if self.data else "")
 
     def describe(self) -> str:
         parts = [f"{self.kind} {_quoted(self.sentence)}"]
@@ -147,6 +169,8 @@ class StepEntry:
         if self.scenario is not None:
             occurrence = f" #{self.occurrence}" if self.occurrence > 1 else ""
             parts.append(f"in {_quoted(self.scenario)}{occurrence}")
+        if self.feature:
+            parts.append(f"of {_quoted(self.feature)}")
         return " ".join(parts)
 
 
@@ -154,7 +178,7 @@ class StepEntry:
 class CacheWrite:
     """Code to keep for the step at ``key``: a library entry, specific to the step's values when
     the code spells them out, or pinned to the step's scenario (``pinned``), red with a
-    ``verdict``."""
+    ``verdict``; a test of the Python API's own."""
 
     key: CacheKey
     code: str
@@ -176,6 +200,7 @@ class CacheWrite:
             data=key.data,
             parameters=names,
             values=None if general or not parameters.values else parameters.values,
+            feature=key.feature if self.pinned or self.verdict or key.api else "",
             scenario=key.scenario if self.pinned or self.verdict else None,
             occurrence=key.occurrence,
             model=self.model,
@@ -185,9 +210,9 @@ class CacheWrite:
 
 
 class Library:
-    """The entries of one cache file, and the format it was read in; indexed by their place
-    (kind, data, sentence) so that a lookup costs the same in a file of ten entries or ten
-    thousand."""
+    """Entries of the step library (the project's, or one file's), and the format they were
+    read in; indexed by their place (kind, data, sentence) so that a lookup costs the same in a
+    library of ten entries or ten thousand."""
 
     def __init__(self, entries: Iterable[StepEntry] = (), format: int = FORMAT) -> None:
         self.format = format
@@ -204,7 +229,7 @@ class Library:
     def find(self, key: CacheKey, pins: bool = True) -> StepEntry | None:
         """The entry that serves ``key``, in the order the module tells (``pins=False``: the
         entry it would find without its scenario's pin)."""
-        parameters, scenario = key.parameters, key.scenario
+        parameters, scenario, feature = key.parameters, key.scenario, key.feature
         templated = self._at(key.kind, key.data, parameters.template)
         literal = [e for e in self._at(key.kind, key.data, key.sentence) if not e.parameters]
 
@@ -214,17 +239,26 @@ class Library:
             return len(entry.parameters) in (0, len(values)) if values else not entry.parameters
 
         def pinned(entry: StepEntry) -> bool:
-            return entry.scenario == scenario and entry.occurrence == key.occurrence
+            return (entry.feature, entry.scenario, entry.occurrence) == (
+                feature,
+                scenario,
+                key.occurrence,
+            )
 
         for candidates, values in ((templated, parameters.values), (literal, ())):
             for entry in candidates:
                 if pins and pinned(entry) and fits(entry, values):
                     return entry
         for candidates, values in ((templated, parameters.values), (literal, ())):
-            shared = [e for e in candidates if e.scenario is None and fits(e, values)]
-            specific = [e for e in shared if e.values is not None]
-            if specific or shared:
-                return (specific or shared)[0]
+            for reach in (feature, ""):  # the feature's own entries before the project's
+                shared = [
+                    e
+                    for e in candidates
+                    if e.scenario is None and e.feature == reach and fits(e, values)
+                ]
+                specific = [e for e in shared if e.values is not None]
+                if specific or shared:
+                    return (specific or shared)[0]
         return None
 
     def get(self, identity: tuple[object, ...]) -> StepEntry | None:

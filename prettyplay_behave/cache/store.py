@@ -1,5 +1,5 @@
-"""The cache on disk: locked, atomic writes of a library file, and the store a run reads its
-files through (each loaded lazily, once).
+"""The cache on disk: locked, atomic writes of a library file, and the store a run reads the
+project's step library through (loaded lazily, once).
 
 Writes are locked (``<file>.lock``) and atomic; a lock file is never followed through a link.
 """
@@ -11,13 +11,15 @@ import datetime
 import os
 import secrets
 import stat
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
 from ..errors import CacheError
-from .format import FORMAT, _checked, _read, load_file, parse, render
-from .library import CacheKey, CacheWrite, Library, StepEntry, Validate, locate
+from .format import _checked, read
+from .library import SEPARATOR, CacheKey, CacheWrite, Library, StepEntry, Validate, locate
+from .source import STEPS_FOLDER, SUFFIX, file_name, load_file, parse, render_steps
 
 CACHE_FOLDER = ".prettyplay"  # beside the features, by default
 DEFAULT_CACHE_DIR = Path("features") / CACHE_FOLDER
@@ -29,9 +31,10 @@ def update(
     validate: Validate,
     lock_timeout: float = 30.0,
 ) -> tuple[bool, Library]:
-    """Apply ``change`` to the file's library under its lock; write only when the bytes differ
-    (a format-1 file is written as format 2). Returns whether the file changed and its library
-    afterwards. A file without entries left is deleted."""
+    """Apply ``change`` to the library file's entries under its lock; write only when the bytes
+    differ. Returns whether the file changed and its entries afterwards. A file without entries
+    left is deleted, and its lock with it (a writer waiting on that lock sees it went, and takes
+    a new one)."""
     import filelock  # loaded only when a file is written, never on a plain replay
 
     lock_path = Path(f"{path}.lock")
@@ -39,17 +42,18 @@ def update(
         path.parent.mkdir(parents=True, exist_ok=True)
         _refuse_shared(lock_path)
         with filelock.FileLock(lock_path, timeout=lock_timeout):
-            old = _read(path) if path.exists() else None
+            old = read(path) if path.exists() else None
             library = parse(path, old, validate) if old is not None else Library()
             change(library)
             if not library.entries:
                 if old is None:
                     return False, library
                 path.unlink()
+                with contextlib.suppress(OSError):  # Windows keeps a held lock file
+                    lock_path.unlink()
                 _fsync_folder(path.parent)
                 return True, library
-            new = render(library)
-            library.format = FORMAT
+            new = render_steps(library.entries)
             if new == old:
                 return False, library
             _replace(path, new)
@@ -112,96 +116,252 @@ def _fsync_folder(folder: Path) -> None:
         os.close(fd)
 
 
+def library_files(cache_dir: Path) -> list[Path]:
+    """The step library's files (format 3)."""
+    folder = cache_dir / STEPS_FOLDER
+    # anything but a folder: a named pipe or a device planted there is refused by name on load
+    return sorted(path for path in folder.glob(f"*{SUFFIX}") if not path.is_dir())
+
+
+def old_files(cache_dir: Path) -> list[Path]:
+    """The per-feature JSON files of formats 1 and 2 under the cache folder."""
+    return sorted(path for path in cache_dir.rglob("*.json") if not path.is_dir())
+
+
 def cache_files(cache_dir: Path) -> list[Path]:
-    return sorted(path for path in cache_dir.rglob("*.json") if path.is_file())
+    """Every file of the cache: the library's, then the old formats'."""
+    return [*library_files(cache_dir), *old_files(cache_dir)]
 
 
 def today() -> str:
     return datetime.date.today().isoformat()
 
 
+def merged(cache_dir: Path, files: Iterable[tuple[Path, Library]]) -> list[StepEntry]:
+    """The entries of per-feature files (formats 1 and 2) as one project library, nothing lost:
+    a pin names its feature; a test of the Python API keeps its entries its own; a step whose
+    shared entries agree on their code across features is one entry (a non-``reused`` one,
+    with every wording); where they differ, the code most features have (the first file's on a
+    tie) serves the project, and each other code serves only its feature (``feature`` set, no
+    scenario)."""
+    project = Library()
+    shared: dict[tuple[object, ...], list[tuple[str, StepEntry]]] = {}
+    for path, library in files:
+        relative = path.relative_to(cache_dir).as_posix().removesuffix(".json")
+        api = not relative.endswith(".feature")
+        for entry in library.entries:
+            if api:  # a test of the Python API: its entries are its own, pins name the test
+                project.upsert(replace(entry, feature=entry.scenario or relative))
+            elif entry.scenario is not None:
+                project.upsert(replace(entry, feature=relative))
+            else:
+                shared.setdefault(entry.identity, []).append((relative, entry))
+    for group in shared.values():
+        counts = Counter(entry.code for _, entry in group)
+        best = max(counts, key=counts.__getitem__)
+        same = [entry for _, entry in group if entry.code == best]
+        chosen = next((e for e in same if e.origin != "reused"), same[0])
+        wordings = dict.fromkeys(wording for entry in same for wording in entry.wordings)
+        project.upsert(replace(chosen, wordings=tuple(wordings)))
+        for scope, entry in group:
+            if entry.code != best:
+                project.upsert(replace(entry, feature=scope))
+    return project.entries
+
+
+def today_entry(entry: StepEntry, old: StepEntry | None) -> StepEntry:
+    """``entry`` as written now: an unchanged code keeps the day it was written (and model)."""
+    if old is not None and old.code == entry.code and old.written:
+        return replace(entry, written=old.written, model=old.model or entry.model)
+    return entry
+
+
 class CacheStore:
-    """The cache as one run sees it: files load lazily, once."""
+    """The project's step library as one run sees it: loaded lazily, once; a write rewrites the
+    file of the step it changes, under its lock, and the run's view of it."""
 
     def __init__(self, cache_dir: Path, validate: Validate, lock_timeout: float = 30.0) -> None:
         self.cache_dir = cache_dir
+        self.library_dir = cache_dir / STEPS_FOLDER
         self._validate = validate
         self._lock_timeout = lock_timeout
-        self._files: dict[Path, Library] = {}
+        self._project: Library | None = None
+        self._held: dict[Path, list[tuple[object, ...]]] = {}  # a library file's identities
         self._broken: dict[Path, CacheError] = {}
+        self._old: list[Path] = []  # files of formats 1 and 2 read
 
     def path_for(self, test_name: str) -> Path:
-        """The cache file holding the entries of ``test_name``."""
-        return locate(self.cache_dir, test_name)[0]
+        """Where the entries of ``test_name`` are: the project's library folder."""
+        return self.library_dir
+
+    def path_of(self, entry: StepEntry) -> Path:
+        """The library file of ``entry``'s step."""
+        return self.library_dir / file_name(entry.step)
 
     def lookup(self, key: CacheKey) -> StepEntry | None:
-        """The entry that serves ``key``, or None; raises CacheError when its file is corrupt."""
-        return self.library(self.path_for(key.test)).find(key)
+        """The entry that serves ``key``, or None; raises CacheError when a file that may hold
+        it is corrupt."""
+        project = self.library()
+        steps = {(key.kind, key.parameters.template, key.data), (key.kind, key.sentence, key.data)}
+        suspects = [self.library_dir / file_name(step) for step in steps]
+        if SEPARATOR in key.test or self._old:
+            suspects.append(locate(self.cache_dir, key.test)[0])
+        for path in suspects:
+            if path in self._broken:
+                raise self._broken[path]
+        return project.find(key)
 
     def write(self, entry: CacheWrite) -> bool:
-        """Keep ``entry`` in its feature's library, replacing the one of the same identity in
-        place; True if the file changed."""
-        stored = entry.library_entry(today())
-        return self.keep(self.path_for(entry.key.test), [stored])
+        """Keep ``entry`` in the library, replacing the one of the same identity in place; True
+        if a file changed."""
+        return self.keep([entry.library_entry(today())])
 
-    def keep(self, path: Path, entries: list[StepEntry], doomed: Iterable[StepEntry] = ()) -> bool:
-        """Upsert ``entries`` into the file at ``path`` (and drop ``doomed``); True if it
-        changed. An entry whose code did not change keeps the day it was written."""
-        if path in self._broken:
-            raise CacheError(
-                f"refusing to overwrite a cache file that failed to load: {self._broken[path]}"
-            )
-        checked = [_checked(f"{path}: a new entry", e, self._validate) for e in entries]
-        gone = list(doomed)
+    def keep(self, entries: list[StepEntry], doomed: Iterable[StepEntry] = ()) -> bool:
+        """Upsert ``entries`` into the library (and drop ``doomed``), each in its step's file;
+        True if a file changed. An entry whose code did not change keeps the day it was written.
+        The first write into a cache that still has files of formats 1 and 2 migrates them
+        (unless one of them fails to load: its steps report it, the others are read as they
+        are)."""
+        self.library()
+        if self._old and not any(path.suffix == ".json" for path in self._broken):
+            self.migrate()
+        checked = [_checked(f"{self.path_of(e)}: a new entry", e, self._validate) for e in entries]
+        files: dict[Path, tuple[list[StepEntry], list[StepEntry]]] = {}
+        for entry in checked:
+            files.setdefault(self.path_of(entry), ([], []))[0].append(entry)
+        for entry in doomed:
+            files.setdefault(self.path_of(entry), ([], []))[1].append(entry)
+        changed = False
+        for path, (new, gone) in files.items():
+            if path in self._broken:
+                raise CacheError(
+                    f"refusing to overwrite a cache file that failed to load: {self._broken[path]}"
+                )
 
-        def change(library: Library) -> None:
-            library.remove(gone)
-            for entry in checked:
-                old = library.get(entry.identity)
-                if old is not None and old.code == entry.code and old.written:
-                    entry = replace(entry, written=old.written, model=old.model or entry.model)
-                library.upsert(entry)
+            def change(library: Library, new: list[StepEntry] = new, gone=gone) -> None:
+                library.remove(gone)
+                for entry in new:
+                    library.upsert(today_entry(entry, library.get(entry.identity)))
 
-        changed, library = update(path, change, self._validate, self._lock_timeout)
-        self._files[path] = library
+            did, library = update(path, change, self._validate, self._lock_timeout)
+            changed |= did
+            self._refresh(path, library)
         return changed
 
     def replace(self, keep: CacheWrite, old: StepEntry | None) -> tuple[bool, StepEntry]:
-        """Keep new code for a step whose entry was ``old`` (None: it had none): whether the
-        file changed, and the entry written. Code that replaces an entry of narrower reach (a
-        pin, an entry specific to values) takes its place; a shared entry is only ever replaced
-        by an entry of the same identity."""
+        """Keep new code for a step whose entry was ``old`` (None: it had none): whether a file
+        changed, and the entry written. Code that replaces an entry of narrower reach (a pin, an
+        entry specific to values or to a feature) takes its place; a feature's own entry stays
+        the feature's; a shared entry is only ever replaced by an entry of the same identity."""
         written = keep.library_entry(today())
-        narrower = old is not None and (old.scenario is not None or old.values is not None)
+        if old is not None and old.feature and old.scenario is None and not written.feature:
+            written = replace(written, feature=old.feature)
+        narrower = old is not None and (
+            old.scenario is not None or old.values is not None or bool(old.feature)
+        )
         doomed = [old] if old is not None and narrower and old.identity != written.identity else []
-        return self.keep(self.path_for(keep.key.test), [written], doomed), written
+        changed = self.keep([written], doomed)
+        return changed, self.library().get(written.identity) or written
 
     def turn_green(self, key: CacheKey, red: StepEntry) -> bool:
         """A step remembered red (``red``, the entry it found) went green: its pin loses the
-        verdict, or goes where the shared entry has the same code. Whether the file changed."""
-        path = self.path_for(key.test)
-        shared = self.library(path).find(key, pins=False)
+        verdict, or goes where the shared entry has the same code. Whether a file changed."""
+        shared = self.library().find(key, pins=False)
         same = shared is not None and shared.code == red.code
-        return self.keep(path, [] if same else [replace(red, verdict=None)], [red])
+        return self.keep([] if same else [replace(red, verdict=None)], [red])
 
-    def drop(self, path: Path, doomed: Iterable[StepEntry]) -> bool:
-        return self.keep(path, [], doomed)
+    def drop(self, doomed: Iterable[StepEntry]) -> bool:
+        return self.keep([], doomed)
 
-    def library(self, path: Path) -> Library:
-        if path in self._broken:
-            raise self._broken[path]
-        if path not in self._files:
+    def library(self) -> Library:
+        """The project's library: every entry of every file that loads (a file that does not is
+        reported by the steps it may hold, see :meth:`lookup`)."""
+        if self._project is None:
+            self._load()
+        assert self._project is not None
+        return self._project
+
+    def broken(self) -> dict[Path, CacheError]:
+        """The files that failed to load, and why."""
+        self.library()
+        return dict(self._broken)
+
+    def _load(self) -> None:
+        self._broken, self._held, self._old = {}, {}, []
+        old = []
+        for path in old_files(self.cache_dir):
             try:
-                self._files[path] = load_file(path, self._validate) if path.exists() else Library()
+                old.append((path, load_file(path, self._validate)))
+                self._old.append(path)
             except CacheError as exc:
                 self._broken[path] = exc
-                raise
-        return self._files[path]
+        project = Library(merged(self.cache_dir, old))
+        for path in library_files(self.cache_dir):
+            try:
+                library = load_file(path, self._validate)
+            except CacheError as exc:
+                self._broken[path] = exc
+                continue
+            for entry in library.entries:  # the library wins over an old file
+                project.upsert(entry)
+            self._held[path] = [entry.identity for entry in library.entries]
+        self._project = project
+
+    def _refresh(self, path: Path, library: Library) -> None:
+        project = self.library()
+        gone = [project.get(identity) for identity in self._held.pop(path, [])]
+        project.remove(entry for entry in gone if entry is not None)
+        for entry in library.entries:
+            project.upsert(entry)
+        if library.entries:
+            self._held[path] = [entry.identity for entry in library.entries]
+
+    def migrate(self) -> list[Path]:
+        """Move the entries of the files of formats 1 and 2 into the library (where the library
+        has an entry of the same identity, it stays), then delete those files: only once the
+        library loads back serving every entry they held. The files migrated; a CacheError,
+        and nothing deleted, when any of them fails to load."""
+        self.library()
+        for path in old_files(self.cache_dir):
+            if path in self._broken:
+                raise self._broken[path]
+        old = [(path, load_file(path, self._validate)) for path in self._old if path.exists()]
+        entries = merged(self.cache_dir, old)
+        files: dict[Path, list[StepEntry]] = {}
+        for entry in entries:
+            files.setdefault(self.path_of(entry), []).append(entry)
+        for path, moved in files.items():
+            if path in self._broken:
+                raise self._broken[path]
+
+            def change(library: Library, moved: list[StepEntry] = moved) -> None:
+                for entry in moved:
+                    if library.get(entry.identity) is None:
+                        library.upsert(entry)
+
+            update(path, change, self._validate, self._lock_timeout)
+        migrated = [path for path, _ in old]
+        before = {identity for held in self._held.values() for identity in held}
+        library = Library()
+        for path in library_files(self.cache_dir):  # the library alone, as a run will read it
+            for entry in load_file(path, self._validate).entries:
+                library.upsert(entry)
+        for entry in entries:
+            found = library.get(entry.identity)
+            if found is None or (entry.identity not in before and found != entry):
+                raise CacheError(
+                    f"{self.path_of(entry)}: does not hold {entry.describe()} as the old files "
+                    "do after the migration; they are kept"
+                )
+        for path in migrated:
+            for doomed in (path, Path(f"{path}.lock")):
+                with contextlib.suppress(FileNotFoundError):
+                    doomed.unlink()
+        self._load()
+        return migrated
 
     def everywhere(self) -> Iterator[tuple[Path, StepEntry]]:
-        """Every entry of every cache file in the folder (files that fail to load skipped: their
-        own steps report them)."""
-        for path in cache_files(self.cache_dir):
-            with contextlib.suppress(CacheError):
-                for entry in self.library(path).entries:
-                    yield path, entry
+        """Every entry of the library, with the file of its step (files that fail to load
+        skipped: the steps they may hold report them)."""
+        for entry in list(self.library().entries):
+            yield self.path_of(entry), entry

@@ -130,8 +130,8 @@ class Engine:
             entry.tokens += usage.total_tokens - before.total_tokens
 
     def place(self, test: TestState, cached: StepEntry) -> Place:
-        """Where a library entry of ``test``'s cache file is."""
-        return self.cache.path_for(test.name), cached.identity
+        """Where a library entry is: its step's file, and its identity there."""
+        return self.cache.path_of(cached), cached.identity
 
     def _went_green(self, test: TestState, entry: StepRun) -> None:
         place = self.place(test, entry.cached) if entry.cached is not None else None
@@ -150,13 +150,12 @@ class Engine:
 
     def proven(self, test: TestState, entry: StepRun) -> list[tuple[str, str]]:
         """Code for the same step that went green in this run (the same feature's first, newest
-        first), then the entries other features' libraries keep for it: (where, code). Code
-        that spells its values out serves only a step with those values."""
+        first), then the entries the library keeps for it as other features' own: (where,
+        code). Code that spells its values out serves only a step with those values."""
         known = self.memory.green_for(entry.spec.family, feature_of(test.name))
         found = [(k.test, k.code) for k in known if _fits(entry, k.sentence, k.code)]
-        own = self.cache.path_for(test.name)
         for path, other in self.cache.everywhere():
-            if path == own or other.red or other.scenario is not None:
+            if other.feature in ("", entry.key.feature) or other.red or other.scenario is not None:
                 continue
             if (other.kind, other.sentence, other.data) != entry.spec.family:
                 continue
@@ -186,7 +185,6 @@ class Engine:
             test, entry
         )
         keep = CacheWrite(entry.key, code, origin, pinned=pinned, model=self.advisor.code_model)
-        path = self.cache.path_for(entry.key.test)
         changed, written = self.cache.replace(keep, old)
         self.cache_writes += changed
         record(
@@ -196,7 +194,7 @@ class Engine:
             "wrote" if changed else "kept",
             origin,
             entry.sentence,
-            path,
+            self.cache.path_of(written),
         )
         replaced = entry.code if entry.code and entry.code != code else None
         if entry.replaced is None and replaced is not None:
@@ -234,7 +232,7 @@ class Engine:
             "%r is remembered red (%s) in %s",
             entry.sentence,
             failure.label,
-            self.cache.path_for(entry.key.test),
+            self.cache.path_of(keep.library_entry()),
         )
 
     def turn_green(self, test: TestState, entry: StepRun, red: StepEntry) -> None:
@@ -249,7 +247,7 @@ class Engine:
         if not changes or test.config.strict or set(changes) <= self.memory.spread:
             return
         self.memory.spread.update(changes)
-        own = self.cache.path_for(test.name), entry.cached.identity if entry.cached else None
+        own = self.place(test, entry.cached) if entry.cached else None
         proposals: list[tuple[Path, StepEntry, str]] = []
         for path, other in self.cache.everywhere():
             if other.red or (path, other.identity) == own:
@@ -396,10 +394,7 @@ class StepCycle:
     def nearest(self, key: CacheKey) -> str:
         """The closest sentence the step's cache file has for a step of its kind, as a hint
         (a typo in the feature, a reworded step), or ''."""
-        path = self.engine.cache.path_for(key.test)
-        sentences = {
-            e.sentence for e in self.engine.cache.library(path).entries if e.kind == key.kind
-        }
+        sentences = {e.sentence for e in self.engine.cache.library().entries if e.kind == key.kind}
         near = difflib.get_close_matches(
             key.parameters.template, sorted(sentences), n=1, cutoff=0.6
         )

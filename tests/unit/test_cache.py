@@ -1,5 +1,6 @@
-"""The cache files (format 2): a step library per feature, read and written exactly, merged
-under a lock, refused whole when anything in them is wrong; format 1 read and migrated."""
+"""The cache (format 3): one step library per project, a Python file per step, read without
+importing it and written exactly, merged under a lock, refused whole when anything in a file is
+wrong; the per-feature files of formats 1 and 2 read and migrated, nothing lost."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from prettyplay_behave.cache import (
     CacheStore,
     CacheWrite,
     RedVerdict,
+    file_name,
     load_file,
     locate,
 )
@@ -52,11 +54,17 @@ def entry(
 
 
 def cache_file(tmp_path: Path) -> Path:
+    """The old (format 1 and 2) file of the feature TEST is in."""
     return tmp_path / "cache" / "shop" / "checkout.feature.json"
 
 
+def library_file(tmp_path: Path, sentence: str = "open the shop", kind: str = "action") -> Path:
+    """The library file of a step (its sentence a template already)."""
+    return tmp_path / "cache" / "steps" / file_name((kind, sentence, ""))
+
+
 def sentences(tmp_path: Path) -> list[str]:
-    return [e.sentence for e in load_file(cache_file(tmp_path), refuse_imports).entries]
+    return sorted(e.sentence for e in store(tmp_path).library().entries)
 
 
 def found_code(reader: CacheStore, key: CacheKey) -> str | None:
@@ -89,8 +97,26 @@ def test_locate_refuses_names_outside_the_cache_folder(tmp_path: Path, name: str
         locate(tmp_path, name)
 
 
-def test_path_for(tmp_path: Path) -> None:
-    assert store(tmp_path).path_for(TEST) == cache_file(tmp_path)
+def test_every_test_keeps_its_entries_in_the_project_library(tmp_path: Path) -> None:
+    cache_store = store(tmp_path)
+    assert cache_store.path_for(TEST) == tmp_path / "cache" / "steps"
+    assert cache_store.path_for("other.feature::S") == tmp_path / "cache" / "steps"
+    written = entry("open the shop").library_entry()
+    assert cache_store.path_of(written) == library_file(tmp_path)
+
+
+def test_a_step_file_is_named_by_a_slug_of_its_template_and_a_hash_of_the_step() -> None:
+    name = file_name(("action", 'I add the "{}" to the cart', ""))
+    assert name.startswith("action-i-add-the-to-the-cart-") and name.endswith(".py")
+    assert name == file_name(("action", 'I add the "{}" to the cart', ""))  # always the same
+    others = {
+        file_name(("check", 'I add the "{}" to the cart', "")),
+        file_name(("action", 'I add the "{}" to the cart', "| a |")),
+        file_name(("action", "I add the {} to the cart", "")),  # the same slug
+    }
+    assert len(others | {name}) == 4
+    assert file_name(("action", "カートに入れる", "")).startswith("action-")
+    assert len(file_name(("action", "word " * 100, ""))) < 90
 
 
 # --- round trip and format ---
@@ -119,7 +145,9 @@ def test_round_trip(tmp_path: Path) -> None:
             e.key.kind,
         )
     assert reader.lookup(CacheKey(TEST, "action", "not stored")) is None
-    assert reader.lookup(CacheKey("other.feature::S", "action", "open the shop")) is None
+    # one library: another feature's step finds the entry, and no copy of it is written
+    assert found_code(reader, CacheKey("other.feature::S", "action", "open the shop")) == OPEN_CODE
+    assert len(list((tmp_path / "cache" / "steps").glob("*.py"))) == 3
 
 
 def test_every_scenario_of_the_feature_finds_the_entry_another_wrote(tmp_path: Path) -> None:
@@ -137,7 +165,7 @@ def test_code_that_takes_the_parameters_serves_every_value(tmp_path: Path) -> No
     for product in ("Blue Mug", "Green Tea", "Earl Grey"):
         key = CacheKey(TEST, "action", f'I add the "{product}" to the cart')
         assert found_code(reader, key) == ADD_ANY
-    library = load_file(cache_file(tmp_path), refuse_imports)
+    library = load_file(library_file(tmp_path, 'I add the "{}" to the cart'), refuse_imports)
     assert [(e.sentence, e.parameters, e.values) for e in library.entries] == [
         ('I add the "{}" to the cart', ("text",), None)
     ]
@@ -180,6 +208,11 @@ def test_a_pin_serves_its_scenario_and_occurrence_and_nothing_else(tmp_path: Pat
     assert found_code(reader, CacheKey(TEST, "action", "open the shop")) == OPEN_CODE
     other = "shop/checkout.feature::Another"
     assert found_code(reader, CacheKey(other, "action", "open the shop", occurrence=2)) == OPEN_CODE
+    # a scenario of the same name in another feature is another scenario
+    namesake = "shop/cart.feature::Buy a product"
+    assert found_code(reader, CacheKey(namesake, "action", "open the shop", occurrence=2)) == (
+        OPEN_CODE
+    )
 
 
 def test_a_red_entry_keeps_its_verdict(tmp_path: Path) -> None:
@@ -187,7 +220,7 @@ def test_a_red_entry_keeps_its_verdict(tmp_path: Path) -> None:
     store(tmp_path).write(entry("place the order", verdict=verdict))
     found = store(tmp_path).lookup(CacheKey(TEST, "action", "place the order"))
     assert found is not None and found.red and found.verdict == verdict
-    assert found.scenario == "Buy a product"  # a verdict is the scenario's
+    assert (found.feature, found.scenario) == ("shop/checkout.feature", "Buy a product")
     other = "shop/checkout.feature::Another"
     assert store(tmp_path).lookup(CacheKey(other, "action", "place the order")) is None
 
@@ -200,78 +233,68 @@ def test_the_file_format_is_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     cache_store.write(entry('I add the "Tea" to the cart', code=ADD_ANY))
     cache_store.write(entry("open the shop", code=ADD_TEA, pinned=True, occurrence=2))
 
-    expected = """\
-{
-  "format": 2,
-  "steps": [
-    {
-      "code": [
-        "def step(page, text) -> None:",
-        "    page.get_by_text(text).click()"
-      ],
-      "kind": "action",
-      "origin": "generated",
-      "parameters": [
-        "text"
-      ],
-      "sentence": "I add the \\"{}\\" to the cart",
-      "written": "2026-12-02"
-    },
-    {
-      "code": [
-        "def step(page) -> None:",
-        "    page.goto(\\"/\\")"
-      ],
-      "data": [
-        "\\"\\"\\"",
-        "admin",
-        "\\"\\"\\""
-      ],
-      "kind": "check",
-      "origin": "steered",
-      "sentence": "log in as",
-      "written": "2026-12-02"
-    },
-    {
-      "code": [
-        "def step(page) -> None:",
-        "    page.goto(\\"/\\")"
-      ],
-      "kind": "action",
-      "origin": "generated",
-      "sentence": "open the shop",
-      "written": "2026-12-02"
-    },
-    {
-      "code": [
-        "def step(page) -> None:",
-        "    page.get_by_text(\\"Green Tea\\").click()"
-      ],
-      "kind": "action",
-      "occurrence": 2,
-      "origin": "generated",
-      "scenario": "Buy a product",
-      "sentence": "open the shop",
-      "written": "2026-12-02"
-    }
-  ]
-}
+    shop = """\
+# prettyplay step library (format 3): read by prettyplay without importing it.
+
+
+@step(
+    kind="action",
+    sentence="open the shop",
+    origin="generated",
+    written="2026-12-02",
+)
+def step(page) -> None:
+    page.goto("/")
+
+
+@step(
+    kind="action",
+    sentence="open the shop",
+    feature="shop/checkout.feature",
+    scenario="Buy a product",
+    occurrence=2,
+    origin="generated",
+    written="2026-12-02",
+)
+def step(page) -> None:
+    page.get_by_text("Green Tea").click()
 """
-    assert cache_file(tmp_path).read_text(encoding="utf-8") == expected
+    log_in = """\
+# prettyplay step library (format 3): read by prettyplay without importing it.
+
+
+@step(
+    kind="check",
+    sentence="log in as",
+    data='\"\"\"\\nadmin\\n\"\"\"',
+    origin="steered",
+    written="2026-12-02",
+)
+def step(page) -> None:
+    page.goto("/")
+"""
+    add = library_file(tmp_path, 'I add the "{}" to the cart')
+    assert "sentence='I add the \"{}\" to the cart'," in add.read_text(encoding="utf-8")
+    assert library_file(tmp_path).read_text(encoding="utf-8") == shop
+    log_in_file = (
+        tmp_path / "cache" / "steps" / file_name(("check", "log in as", '"""\nadmin\n"""'))
+    )
+    assert log_in_file.read_text(encoding="utf-8") == log_in
 
 
 def test_non_ascii_text_is_stored_as_is(tmp_path: Path) -> None:
     store(tmp_path).write(entry("kaufe Äpfel für 2 €"))
-    assert "kaufe Äpfel für {} €" in cache_file(tmp_path).read_text(encoding="utf-8")
+    written = library_file(tmp_path, "kaufe Äpfel für {} €").read_text(encoding="utf-8")
+    assert 'sentence="kaufe Äpfel für {} €",' in written
 
 
 def test_an_unchanged_entry_does_not_rewrite_the_file(tmp_path: Path) -> None:
     store(tmp_path).write(entry("open the shop"))
-    before = cache_file(tmp_path).stat()
+    before = library_file(tmp_path).stat()
 
     assert store(tmp_path).write(entry("open the shop")) is False
 
-    after = cache_file(tmp_path).stat()
+    after = library_file(tmp_path).stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
 
 
@@ -283,16 +306,22 @@ def test_an_entry_rewritten_with_the_same_code_keeps_its_day(
     monkeypatch.setattr(cache.store, "today", lambda: "2026-12-02")
     assert store(tmp_path).write(entry("open the shop")) is False
     assert store(tmp_path).write(entry("open the shop", code=ADD_TEA)) is True
-    written = load_file(cache_file(tmp_path), refuse_imports).entries[0].written
+    written = load_file(library_file(tmp_path), refuse_imports).entries[0].written
     assert written == "2026-12-02"
 
 
-def test_a_python_test_name_has_its_own_file(tmp_path: Path) -> None:
+def test_a_python_test_keeps_its_entries_its_own(tmp_path: Path) -> None:
     cache_store = store(tmp_path)
     cache_store.write(entry("open the shop", test="smoke/home page"))
-    library = load_file(tmp_path / "cache" / "smoke" / "home page.json", refuse_imports)
-    assert [e.sentence for e in library.entries] == ["open the shop"]
+    library = load_file(library_file(tmp_path), refuse_imports)
+    assert [(e.sentence, e.feature) for e in library.entries] == [
+        ("open the shop", "smoke/home page")
+    ]
     assert store(tmp_path).lookup(CacheKey("smoke/home page", "action", "open the shop"))
+    assert store(tmp_path).lookup(CacheKey(TEST, "action", "open the shop")) is None
+    # while the entries of feature files serve it
+    cache_store.write(entry("log in"))
+    assert store(tmp_path).lookup(CacheKey("smoke/home page", "action", "log in"))
 
 
 def test_replacing_an_entry_never_duplicates_it(tmp_path: Path) -> None:
@@ -319,20 +348,25 @@ def test_data_tells_identical_sentences_apart(tmp_path: Path) -> None:
 
 def test_a_write_merges_with_entries_another_run_wrote(tmp_path: Path) -> None:
     mine, theirs = store(tmp_path), store(tmp_path)
-    mine.write(entry("first"))
-    theirs.write(entry("second"))
-    mine.write(entry("third"))
+    mine.library(), theirs.library()  # both loaded before either writes
+    mine.write(entry("open the shop"))
+    theirs.write(entry("open the shop", code=ADD_TEA, pinned=True, occurrence=2))
+    mine.write(entry("open the shop", code=ADD_TEA, pinned=True, occurrence=3))
 
-    assert sentences(tmp_path) == ["first", "second", "third"]
-    assert found_code(mine, entry("second").key) == OPEN_CODE
+    held = load_file(library_file(tmp_path), refuse_imports).entries
+    assert sorted(e.occurrence if e.scenario else 0 for e in held) == [0, 2, 3]
+    assert found_code(mine, entry("open the shop", occurrence=2).key) == ADD_TEA
 
 
 def test_dropping_every_entry_deletes_the_file(tmp_path: Path) -> None:
     cache_store = store(tmp_path)
     cache_store.write(entry("stale"))
-    path = cache_file(tmp_path)
-    assert cache_store.drop(path, cache_store.library(path).entries) is True
+    cache_store.write(entry("kept"))
+    path = library_file(tmp_path, "stale")
+    assert cache_store.drop([e for e in cache_store.library().entries if e.sentence == "stale"])
     assert not path.exists()
+    assert not Path(f"{path}.lock").exists()  # no lock file left behind
+    assert sentences(tmp_path) == ["kept"]
 
 
 # --- format 1 ---
@@ -378,21 +412,94 @@ def test_a_format_1_file_is_read_and_migrated_on_the_first_write_with_nothing_lo
     every_step_finds_its_code(store(tmp_path))
     assert load_file(path, refuse_imports).format == 1
     store(tmp_path).write(entry("a new step"))
-    assert json.loads(path.read_text())["format"] == 2
+    assert not path.exists() and not Path(f"{path}.lock").exists()  # moved into the library
     every_step_finds_its_code(store(tmp_path))
-    library = load_file(path, refuse_imports)
-    # equal code of one step is one entry; other code is pinned to its scenario
+    library = store(tmp_path).library()
+    # equal code of one step is one entry; other code is pinned to its scenario and feature
     shop = [e for e in library.entries if e.sentence == "open the shop"]
     assert len(shop) == 1 and shop[0].scenario is None
-    pins = sorted((e.scenario, e.occurrence) for e in library.entries if e.scenario)
-    assert pins == [("Another -- @1.1", 1), ("Buy a product", 2)]
+    pins = sorted((e.feature, e.scenario, e.occurrence) for e in library.entries if e.scenario)
+    assert pins == [
+        ("shop/checkout.feature", "Another -- @1.1", 1),
+        ("shop/checkout.feature", "Buy a product", 2),
+    ]
+
+
+def old_file(tmp_path: Path, relative: str, *entries: dict[str, Any]) -> Path:
+    path = tmp_path / "cache" / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(document(*entries))
+    return path
+
+
+def test_the_files_of_several_features_become_one_library_with_nothing_lost(
+    tmp_path: Path,
+) -> None:
+    other = ["def step(page):", "    pass  # the cart's own"]
+    old_file(
+        tmp_path,
+        "shop/checkout.feature.json",
+        raw_entry(wordings=["I open the store"]),
+        raw_entry(sentence="pay", scenario="Buy", occurrence=2),
+        raw_entry(sentence="log in", code=other),
+    )
+    old_file(
+        tmp_path,
+        "shop/cart.feature.json",
+        raw_entry(origin="reused", wordings=["I visit the shop"]),
+        raw_entry(sentence="log in", code=other),
+    )
+    old_file(tmp_path, "login.feature.json", raw_entry(sentence="log in"))
+    old_file(tmp_path, "smoke.json", raw_entry(sentence="log in", code=other))
+    before = store(tmp_path)
+    keys = {
+        feature: CacheKey(f"{feature}::S", "action", "log in")
+        for feature in ("shop/checkout.feature", "shop/cart.feature", "login.feature")
+    }
+    found_before = {feature: found_code(before, key) for feature, key in keys.items()}
+    assert found_before == {
+        "shop/checkout.feature": "\n".join(other),
+        "shop/cart.feature": "\n".join(other),
+        "login.feature": "def step(page):\n    pass",
+    }
+
+    migrated = store(tmp_path).migrate()
+
+    assert [p.name for p in migrated] == [
+        "login.feature.json", "cart.feature.json", "checkout.feature.json", "smoke.json"
+    ]  # fmt: skip
+    assert not list((tmp_path / "cache").rglob("*.json"))
+    after = store(tmp_path)
+    assert {feature: found_code(after, key) for feature, key in keys.items()} == found_before
+    entries = {(e.sentence, e.feature, e.scenario): e for e in after.library().entries}
+    # one entry for the equal code of two features, the original's, with every wording
+    shop = entries[("open the shop", "", None)]
+    assert (shop.origin, shop.wordings) == ("generated", ("I visit the shop", "I open the store"))
+    # the code most features have serves the project; the other, its feature only
+    assert entries[("log in", "", None)].code == "\n".join(other) + "\n"
+    assert entries[("log in", "login.feature", None)].code == "def step(page):\n    pass\n"
+    assert entries[("log in", "smoke", None)].code == "\n".join(other) + "\n"  # a Python test's
+    assert entries[("pay", "shop/checkout.feature", "Buy")].occurrence == 2
+    assert len(entries) == 5
 
 
 def test_a_newer_format_names_its_version_and_the_way_out(tmp_path: Path) -> None:
-    write_raw(tmp_path, json.dumps({"format": 3, "steps": []}))
-    with pytest.raises(CacheError, match=r"cache format 3 is newer than this prettyplay reads "
-                       r"\(it reads formats 1 and 2; upgrade prettyplay-behave"):  # fmt: skip
+    write_raw(tmp_path, json.dumps({"format": 4, "steps": []}))
+    with pytest.raises(CacheError, match=r"cache format 4 is newer than this prettyplay reads "
+                       r"\(it reads formats 1, 2 and 3; upgrade prettyplay-behave"):  # fmt: skip
         store(tmp_path).lookup(entry("open the shop").key)
+    path = write_library(tmp_path, LIBRARY.replace("(format 3)", "(format 4)"))
+    with pytest.raises(CacheError, match=f"^{path}: cache format 4 is newer"):
+        store(tmp_path).lookup(entry("open the shop").key)
+
+
+def test_a_migration_with_a_file_that_fails_to_load_deletes_nothing(tmp_path: Path) -> None:
+    good = old_file(tmp_path, "a.feature.json", raw_entry())
+    bad = write_raw(tmp_path, json.dumps({"format": 7, "steps": []}))
+    with pytest.raises(CacheError, match=f"^{bad}: cache format 7"):
+        store(tmp_path).migrate()
+    assert good.exists() and bad.exists()
+    assert not (tmp_path / "cache" / "steps").exists()
 
 
 # --- loading ---
@@ -506,7 +613,7 @@ CORRUPT = {
 
 
 @pytest.mark.parametrize("content, message", CORRUPT.values(), ids=CORRUPT.keys())
-def test_a_corrupt_file_is_refused_and_left_alone(
+def test_a_corrupt_old_file_is_refused_and_left_alone(
     tmp_path: Path, content: bytes | str, message: str
 ) -> None:
     path = write_raw(tmp_path, content)
@@ -516,6 +623,126 @@ def test_a_corrupt_file_is_refused_and_left_alone(
     with pytest.raises(CacheError, match=message) as raised:
         cache_store.lookup(entry("open the shop").key)
     assert str(path) in str(raised.value)
+    with pytest.raises(CacheError, match=message):
+        load_file(path, refuse_imports)
+    with pytest.raises(CacheError, match=message):
+        cache_store.migrate()
+    # a write goes to the library, never into an old file (nor migrates one that fails to load)
+    cache_store.write(entry("another step"))
+    assert path.read_bytes() == before
+
+
+LIBRARY = """\
+# prettyplay step library (format 3): read by prettyplay without importing it.
+
+
+@step(
+    kind="action",
+    sentence="open the shop",
+    origin="generated",
+)
+def step(page):
+    pass
+"""
+PIN = """
+
+@step(kind="action", sentence="open the shop", feature="a.feature", scenario="S", occurrence=2,
+      origin="healed")
+def step(page):
+    pass  # pinned
+"""
+
+
+def write_library(tmp_path: Path, content: bytes | str, name: str = "") -> Path:
+    path = library_file(tmp_path).with_name(name) if name else library_file(tmp_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content.encode() if isinstance(content, str) else content)
+    return path
+
+
+def keyword(text: str) -> str:
+    """LIBRARY with one more keyword (or other text) in its decorator."""
+    return LIBRARY.replace('    origin="generated",\n', f'    origin="generated",\n    {text}\n')
+
+
+CORRUPT_LIBRARY = {
+    "empty": ("", "not a prettyplay step library file"),
+    "no header": (LIBRARY.split("\n", 1)[1], "not a prettyplay step library file"),
+    "bad syntax": (
+        LIBRARY.replace("def step(page):", "def step(page)"),
+        "invalid Python at line 9",
+    ),
+    "conflict markers": (
+        LIBRARY.replace(
+            '    origin="generated",\n',
+            '<<<<<<< HEAD\n    origin="generated",\n=======\n    origin="healed",\n>>>>>>> b\n',
+        ),
+        "merge conflict markers at line 7",
+    ),
+    "invalid UTF-8": (
+        LIBRARY.encode().replace(b"open the shop", b"open the \xff shop"),
+        "not valid UTF-8 at line 6",
+    ),
+    "an import": (LIBRARY + "\nimport os\n", "line 12: import at the top of a library file"),
+    "an assignment": (LIBRARY + "\nx = 1\n", "line 12: assign at the top"),
+    "a call": (LIBRARY + "\nprint(1)\n", "line 12: expr at the top"),
+    "a function without its decorator": (
+        LIBRARY + "\n\ndef step(page):\n    pass\n",
+        "line 13: a step function stands under exactly one @step",
+    ),
+    "a class": (LIBRARY + "\nclass step:\n    pass\n", "line 12: classdef at the top"),
+    "async": (LIBRARY.replace("def step", "async def step"), "line 9: asyncfunctiondef"),
+    "another name": (LIBRARY.replace("def step", "def stop"), "line 9: functiondef at the top"),
+    "two decorators": (LIBRARY.replace("def step", "@step\ndef step"), "exactly one @step"),
+    "a positional argument": (LIBRARY.replace('kind="action"', '"action"'), "keyword arguments"),
+    "**keywords": (keyword("**extra,"), "keyword arguments only"),
+    "another decorator": (LIBRARY.replace("@step(", "@trace("), "exactly one @step"),
+    "a value that is no literal": (keyword("model=open('x'),"), "model= must be a literal"),
+    "an unknown keyword": (keyword("when='today',"), "unknown keyword 'when' of @step"),
+    "a repeated keyword": (keyword('origin="healed",'), "the keyword 'origin' of @step is given"),
+    "a scenario without its feature": (keyword('scenario="S",'), "names its feature="),
+    "an explanation without a verdict": (keyword('explanation="x",'), "belong to a red entry"),
+    "a verdict without a scenario": (
+        keyword('verdict="incurable", explanation="x",'),
+        "a red entry .* is pinned",
+    ),
+    "a verdict of another label": (
+        keyword('feature="a", scenario="S", verdict="rot", explanation="x",'),
+        "a red entry's label is one of",
+    ),
+    "an occurrence as text": (keyword('feature="a", scenario="S", occurrence="2",'), "whole"),
+    "values not strings": (keyword("values=(1,),"), "'values' must be a list of strings"),
+    "an unknown kind": (LIBRARY.replace('kind="action"', 'kind="given"'), "unknown kind 'given'"),
+    "an unknown origin": (
+        LIBRARY.replace('origin="generated"', 'origin="manual"'),
+        "line 9: unknown origin 'manual'",
+    ),
+    "a duplicate entry": (LIBRARY + PIN + PIN, r"line \d+: duplicate of an earlier entry"),
+    "refused code": (
+        LIBRARY + PIN.replace("pass  # pinned", "import os"),
+        r"line 15 \(action 'open the shop' in 'S' #2 of 'a.feature'\): the code is refused: "
+        "line 1: imports are not allowed",
+    ),
+    "an entry of another step": (
+        LIBRARY + PIN.replace('sentence="open the shop"', 'sentence="close the shop"'),
+        "an entry of another step .* than the file's first",
+    ),
+    "a deep value": (keyword("values=" + "(" * 1000 + ")" * 1000 + ","), "invalid Python|nests"),
+}
+
+
+@pytest.mark.parametrize("content, message", CORRUPT_LIBRARY.values(), ids=CORRUPT_LIBRARY.keys())
+def test_a_corrupt_library_file_is_refused_and_left_alone(
+    tmp_path: Path, content: bytes | str, message: str
+) -> None:
+    path = write_library(tmp_path, content)
+    before = path.read_bytes()
+    cache_store = store(tmp_path)
+
+    with pytest.raises(CacheError, match=message) as raised:
+        cache_store.lookup(entry("open the shop").key)
+    assert str(raised.value).startswith(f"{path}: ")
+    assert len(str(raised.value)) < 1_000
 
     with pytest.raises(CacheError, match="failed to load"):
         cache_store.write(entry("open the shop"))
@@ -525,6 +752,38 @@ def test_a_corrupt_file_is_refused_and_left_alone(
     with pytest.raises(CacheError, match=message):
         store(tmp_path).write(entry("open the shop"))
     assert path.read_bytes() == before
+    # the other steps of the library are not kept from their entries
+    cache_store.write(entry("another step"))
+    assert store(tmp_path).lookup(entry("another step").key)
+
+
+def test_a_library_file_under_another_name_is_refused_naming_the_right_one(tmp_path: Path) -> None:
+    path = write_library(tmp_path, LIBRARY, name="action-open-the-shop.py")
+    with pytest.raises(
+        CacheError, match=f"is kept in a file named '{library_file(tmp_path).name}'"
+    ):
+        load_file(path, refuse_imports)
+
+
+def test_a_library_file_is_never_run(tmp_path: Path) -> None:
+    """A planted decorator or default value that would run code if the file were imported."""
+    marker = tmp_path / "ran"
+    planted = LIBRARY.replace(
+        'origin="generated",', f'origin="generated", model=open({str(marker)!r}, "w"),'
+    )
+    write_library(tmp_path, planted)
+    with pytest.raises(CacheError, match="model= must be a literal"):
+        store(tmp_path).lookup(entry("open the shop").key)
+    assert not marker.exists()
+
+
+def test_the_valid_library_fixture_loads_exactly(tmp_path: Path) -> None:
+    write_library(tmp_path, LIBRARY + PIN)
+    entries = store(tmp_path).library().entries
+    assert [(e.code, e.origin, e.feature, e.scenario, e.occurrence) for e in entries] == [
+        ("def step(page):\n    pass\n", "generated", "", None, 1),
+        ("def step(page):\n    pass  # pinned\n", "healed", "a.feature", "S", 2),
+    ]
 
 
 def test_a_failed_load_fails_every_later_lookup(tmp_path: Path) -> None:
@@ -573,7 +832,8 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp_file(
 ) -> None:
     cache_store = store(tmp_path)
     cache_store.write(entry("open the shop"))
-    path = cache_file(tmp_path)
+    cache_store.write(entry("add to basket"))
+    path = library_file(tmp_path, "add to basket")
     before = path.read_bytes()
 
     def no_space(*args: Any) -> None:
@@ -581,26 +841,27 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp_file(
 
     monkeypatch.setattr(cache.store.os, failing, no_space)
     with pytest.raises(CacheError, match="No space left on device") as raised:
-        cache_store.write(entry("add to basket"))
+        cache_store.write(entry("add to basket", code=ADD_TEA))
     monkeypatch.undo()
 
     assert str(path) in str(raised.value)
     assert path.read_bytes() == before
-    assert files_in(path.parent) == ["checkout.feature.json", "checkout.feature.json.lock"]
+    shop = library_file(tmp_path).name
+    assert files_in(path.parent) == sorted([path.name, f"{path.name}.lock", shop, f"{shop}.lock"])
     # The failed entry was not taken into the store's copy either.
-    assert cache_store.lookup(entry("add to basket").key) is None
+    assert found_code(cache_store, entry("add to basket").key) == OPEN_CODE
 
 
 def test_a_cache_folder_that_is_a_file_gives_a_cache_error(tmp_path: Path) -> None:
     (tmp_path / "cache").write_text("not a folder")
     with pytest.raises(CacheError, match="cannot write") as raised:
         store(tmp_path).write(entry("open the shop"))
-    assert str(cache_file(tmp_path)) in str(raised.value)
+    assert str(library_file(tmp_path)) in str(raised.value)
     assert (tmp_path / "cache").read_text() == "not a folder"
 
 
 def test_a_held_lock_times_out_with_a_cache_error(tmp_path: Path) -> None:
-    path = cache_file(tmp_path)
+    path = library_file(tmp_path)
     path.parent.mkdir(parents=True)
     lock = f"{path}.lock"
     with (
@@ -666,9 +927,17 @@ def test_the_text_an_entry_describes_itself_with_is_read_escaped(tmp_path: Path)
     verdict = {"label": "incurable", "explanation": HOSTILE, "recommendation": HOSTILE}
     fields = {"model": HOSTILE, "written": HOSTILE, "verdict": verdict}
     write_raw(tmp_path, json.dumps({"format": 2, "steps": [raw_entry(scenario="S", **fields)]}))
-    found = store(tmp_path).library(cache_file(tmp_path)).entries[0]
+    found = store(tmp_path).library().entries[0]
     assert found.verdict == RedVerdict("incurable", SHOWN, SHOWN)
     assert (found.model, found.written) == (SHOWN, SHOWN)
+    planted = keyword(
+        f"model={HOSTILE!r}, feature='a', scenario='S', verdict='incurable', "
+        f"explanation={HOSTILE!r},"
+    )
+    write_library(tmp_path, planted)
+    (found,) = [e for e in store(tmp_path).library().entries if e.feature == "a"]
+    assert found.verdict == RedVerdict("incurable", SHOWN)
+    assert found.model == SHOWN
     # the red verdict the LLM gave is kept escaped too, so the file can always be written
     assert RedVerdict("incurable", HOSTILE).explanation == SHOWN
 
@@ -676,8 +945,11 @@ def test_the_text_an_entry_describes_itself_with_is_read_escaped(tmp_path: Path)
 def test_the_text_a_step_is_matched_by_is_kept_as_written(tmp_path: Path) -> None:
     sentence = "open the\x1b shop"
     write_raw(tmp_path, document(raw_entry(sentence=sentence)))
-    found = store(tmp_path).library(cache_file(tmp_path)).entries[0]
+    found = store(tmp_path).library().entries[0]
     assert found.sentence == sentence  # shown escaped, matched as written
+    store(tmp_path).write(entry("open the\x1b shop \u202e", test="a.feature::S", pinned=True))
+    back = [e for e in store(tmp_path).library().entries if e.feature]
+    assert [(e.sentence, e.scenario) for e in back] == [("open the\x1b shop \u202e", "S")]
 
 
 def test_a_cache_error_shows_a_hostile_file_name_escaped(tmp_path: Path) -> None:
@@ -695,7 +967,7 @@ def test_a_lock_file_that_reaches_another_file_is_refused_and_that_file_untouche
 ) -> None:
     victim = tmp_path / "victim.txt"
     victim.write_text("the user's own file\n")
-    lock = Path(f"{cache_file(tmp_path)}.lock")
+    lock = Path(f"{library_file(tmp_path)}.lock")
     lock.parent.mkdir(parents=True)
     if link == "symbolic":
         lock.symlink_to(victim)
@@ -704,7 +976,7 @@ def test_a_lock_file_that_reaches_another_file_is_refused_and_that_file_untouche
     with pytest.raises(CacheError, match=f"^{lock}: the lock file is "):
         store(tmp_path).write(entry("open the shop"))
     assert victim.read_text() == "the user's own file\n"
-    assert not cache_file(tmp_path).exists()
+    assert not library_file(tmp_path).exists()
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes: POSIX")
@@ -712,7 +984,7 @@ def test_a_lock_file_that_reaches_another_file_is_refused_and_that_file_untouche
 def test_a_cache_file_that_is_no_regular_file_is_refused_without_blocking(
     tmp_path: Path, planted: str
 ) -> None:
-    path = cache_file(tmp_path)
+    path = library_file(tmp_path)
     path.parent.mkdir(parents=True)
     if planted == "named pipe":
         os.mkfifo(path)  # reading it would wait for a writer for ever
@@ -723,7 +995,7 @@ def test_a_cache_file_that_is_no_regular_file_is_refused_without_blocking(
     try:
         with pytest.raises(CacheError, match=f"^{path}: not a regular file"):
             store(tmp_path).lookup(entry("open the shop").key)
-        with pytest.raises(CacheError, match=f"^{path}: not a regular file"):
+        with pytest.raises(CacheError, match=f"failed to load: {path}: not a regular file"):
             store(tmp_path).write(entry("open the shop"))  # a store that never loaded it
     finally:
         faulthandler.cancel_dump_traceback_later()
@@ -741,8 +1013,8 @@ def test_wordings_and_a_green_record_round_trip_and_a_wording_finds_its_entry() 
         wordings=("I put the item in the cart",),
         green=green,
     )
-    path = Path("lib.json")
-    back = cache.parse(path, cache.render(cache.Library([entry])), lambda code: None)
+    path = Path(file_name(entry.step))
+    back = cache.parse(path, cache.render_steps([entry]), lambda code: None)
     assert back.entries == [entry]
     found = back.find(cache.CacheKey("t", "action", "I put the item in the cart"))
     assert found == entry

@@ -1,0 +1,10 @@
+# prettyplay step library (format 3): read by prettyplay without importing it.
+
+
+@step(
+    kind="action",
+    sentence="I open the returns page",
+    origin="generated",
+)
+def step(page) -> None:
+    page.goto("/returns")

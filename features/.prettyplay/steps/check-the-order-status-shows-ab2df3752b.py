@@ -1,0 +1,11 @@
+# prettyplay step library (format 3): read by prettyplay without importing it.
+
+
+@step(
+    kind="check",
+    sentence='the order status shows "{}"',
+    values=("order confirmed",),
+    origin="generated",
+)
+def step(page) -> None:
+    expect(page.get_by_role("status")).to_have_text("order confirmed")
