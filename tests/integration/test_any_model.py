@@ -96,7 +96,7 @@ def test_a_cold_run_of_the_examples_goes_green_whatever_shape_the_answers_take(
     assert len(llm.requests_for("gate")) == generated
     report = (root / "reports" / "report.html").read_text()
     assert "unparseable answer" not in report and "gate violation" not in report
-    for entry in steps(root / "features/.prettyplay/shop/cart.feature.json"):
+    for entry in steps(root / "features/.prettyplay", "shop/cart.feature"):
         # the final code of each answer, never its draft
         assert "\n".join(entry["code"]) + "\n" == code[filled(entry)]
 
@@ -135,7 +135,7 @@ def test_a_changed_ui_heals_green_on_classifications_in_a_loose_form(
     report = (root / "reports" / "report.html").read_text()
     assert "verdict: rot" in report
     assert "unparseable answer" not in report and "taken as incurable" not in result.output
-    entries = by_sentence(root / "features/.prettyplay/shop/cart.feature.json")
+    entries = by_sentence(root / "features/.prettyplay", "shop/cart.feature")
     assert entries["I accept the cookie banner"]["origin"] == "healed"
     assert entries["I accept the cookie banner"]["code"] == (
         CART["I accept the cookie banner"].splitlines()
@@ -146,7 +146,7 @@ def test_a_changed_ui_heals_green_on_classifications_in_a_loose_form(
 
 
 def cached(tmp_path: Path) -> Iterator[dict]:
-    yield from steps(tmp_path / "cache" / "visit.json")
+    yield from steps(tmp_path / "cache", "visit")
 
 
 def test_a_draft_blocking_finding_in_the_reasoning_lets_the_candidate_through(

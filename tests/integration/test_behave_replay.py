@@ -97,7 +97,7 @@ def test_strict_tag_applies_to_one_scenario(
         ("generate", "the heading says Demo Shop"),
         ("gate", "the heading says Demo Shop"),
     ]
-    written = steps(project.cache_dir / "shop.feature.json")
+    written = steps(project.cache_dir, "shop.feature")
     assert sorted(e["sentence"] for e in written) == [
         "I open the shop",
         "the heading says Demo Shop",

@@ -42,7 +42,7 @@ def test_a_generated_step_is_executed_gated_and_cached(
     with PrettyPlay("visit", config=api_config(shop.url, tmp_path / "cache"), browser=browser) as t:
         entry = t.step("open the shop")
         assert (entry.origin, t.page.url) == ("generated", shop.url + "/")
-    stored = steps(tmp_path / "cache" / "visit.json")[0]
+    stored = steps(tmp_path / "cache", "visit")[0]
     assert stored["code"] == OPEN_SHOP.splitlines()
     assert (stored["origin"], stored["model"]) == ("generated", "gpt-4.1-mini")
     assert [r.purpose for r in llm_env.requests] == ["generate", "gate"]
@@ -142,7 +142,7 @@ def test_a_high_gate_finding_blocks_the_write_and_the_loop_goes_on(
         entry = t.step("open the shop")
     assert [a.outcome for a in entry.history] == ["gate violation"]
     assert "fakes the page" in entry.history[0].text
-    assert steps(tmp_path / "cache" / "visit.json")[0]["code"] == OPEN_SHOP.splitlines()
+    assert steps(tmp_path / "cache", "visit")[0]["code"] == OPEN_SHOP.splitlines()
     warnings = [r for r in caplog.records if getattr(r, "event", "") == "gate_finding"]
     assert len(warnings) == 1 and "prefer roles" in warnings[0].getMessage()
     assert "gate violation" in llm_env.requests_for("generate")[1].content("user")
@@ -244,7 +244,7 @@ def test_a_new_feature_is_generated_by_behave_and_replayed_with_zero_requests(
     result = project.run("-D", f"prettyplay.base_url={shop.url}", env=llm.env)
     assert result.returncode == 0, result
     assert [r.purpose for r in llm.requests] == ["generate", "gate"] * 3
-    assert sorted(e["sentence"] for e in steps(project.cache_dir / "shop.feature.json")) == [
+    assert sorted(e["sentence"] for e in steps(project.cache_dir, "shop.feature")) == [
         "I accept the cookie banner",
         "I open the shop",
         "the heading says Demo Shop",
@@ -323,7 +323,7 @@ def test_a_repeated_sentence_shares_its_entry_and_an_occurrence_needing_other_co
     assert f"- {NEXT_PRODUCT} (action, passed)" in heal
     stored = {
         e.get("occurrence", "shared"): e["code"]
-        for e in steps(tmp_path / "cache" / "shopping.json")
+        for e in steps(tmp_path / "cache", "shopping")
         if e["sentence"] == NEXT_PRODUCT
     }
     assert stored == {"shared": ADD_THE_MUG.splitlines(), 2: ADD_THE_TEA.splitlines()}

@@ -400,7 +400,7 @@ def test_the_group_example_recovers_a_changed_ui_under_behave(
     assert sorted(diagnosed) == sorted(CHECKOUT)
     assert sorted(str(r.step) for r in llm.requests_for("heal")) == sorted(CHECKOUT)
     assert llm.requests_for("classify") == []
-    entries = origins(root / "features/.prettyplay/shop/checkout.feature.json")
+    entries = origins(root / "features/.prettyplay", "shop/checkout.feature")
     assert {s for s, origin in entries.items() if origin == "recovered"} == set(CHECKOUT)
     llm.reset()
     again = project.run(

@@ -80,8 +80,8 @@ def test_a_changed_ui_heals_and_the_next_run_replays(
     assert llm.requests_for("generate") == []
     heal = llm.requests_for("heal")[0].content("user")
     assert "VERDICT ON THE FAILURE: rot" in heal and "the controls were relabelled" in heal
-    library = steps(project.cache_dir / "cart.feature.json")
-    entries = by_sentence(project.cache_dir / "cart.feature.json")
+    library = steps(project.cache_dir, "cart.feature")
+    entries = by_sentence(project.cache_dir, "cart.feature")
     # the Background step is one entry of the feature's library: healed once, for both
     assert entries["I accept the cookie banner"]["origin"] == "healed"
     assert entries["I accept the cookie banner"]["code"] == (
@@ -381,6 +381,6 @@ def test_a_heal_serves_the_same_step_of_another_feature_with_no_request(
         healed[1].healed_by
     )
     assert (
-        by_sentence(tmp_path / "cache" / "b.feature.json")["accept the cookie banner"]["code"]
+        by_sentence(tmp_path / "cache", "b.feature")["accept the cookie banner"]["code"]
         == ACCEPT.splitlines()
     )

@@ -78,9 +78,9 @@ def test_each_distinct_sentence_is_generated_and_gated_once_a_run(
     # fifteen steps: five generated, the seven repeats replayed from the feature's library, and
     # the tour's three reuse what went green in the shop
     assert "15 steps: 7 replayed, 3 reused, 5 generated" in cold.output
-    tour = by_sentence(project.cache_dir / "tour.feature.json")
+    tour = by_sentence(project.cache_dir, "tour.feature")
     assert {e["origin"] for e in tour.values()} == {"reused"} and len(tour) == 3
-    library = by_sentence(project.cache_dir / "shop.feature.json")
+    library = by_sentence(project.cache_dir, "shop.feature")
     assert {sentence: e["origin"] for sentence, e in library.items()} == dict.fromkeys(
         ANSWERS, "generated"
     )

@@ -183,7 +183,7 @@ def test_the_report_shows_the_diff_of_each_rewritten_entry_beside_its_cause(
     shown = {(c["test"].split("::")[0], c["test"].split("::")[1], c["sentence"]) for c in changes}
     assert len(changes) == len(REWRITTEN) < rows  # replayed steps show no change
     assert shown == {(feature, test, sentence) for feature, test, sentence, _ in REWRITTEN}
-    cached = by_sentence(healed.root / "features/.prettyplay/shop/cart.feature.json")
+    cached = by_sentence(healed.root / "features/.prettyplay", "shop/cart.feature")
     for change in changes:
         feature = change["test"].split("::")[0]
         new = {**CART, **CHECKOUT}[change["sentence"]]

@@ -77,7 +77,7 @@ def test_parallel_workers_merge_their_cache_writes(
     # (a worker that has not seen another's write yet generates it too), and kept once
     generated = len(llm.requests_for("generate"))
     assert SCENARIOS + 1 <= generated <= SCENARIOS + 3, generated
-    library = by_sentence(project.cache_dir / "many.feature.json")
+    library = by_sentence(project.cache_dir, "many.feature")
     expected = ["I open the shop", *(f"the page shows visit {n}" for n in range(1, SCENARIOS + 1))]
     assert sorted(library) == sorted(expected)
     llm.reset()

@@ -89,12 +89,12 @@ class Session:
 
 
 def cache_entries(project: BehaveProject) -> dict[str, dict]:
-    return by_sentence(project.cache_dir / "shop.feature.json")
+    return by_sentence(project.cache_dir, "shop.feature")
 
 
 def shared(project: BehaveProject) -> list[dict]:
     """The library's entries that serve every scenario (a verdict kept is a pin of its own)."""
-    return [e for e in steps(project.cache_dir / "shop.feature.json") if "scenario" not in e]
+    return [e for e in steps(project.cache_dir, "shop.feature") if "scenario" not in e]
 
 
 def test_guidance_then_yes_heals_the_step_and_the_run_goes_on(

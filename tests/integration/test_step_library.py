@@ -1,10 +1,13 @@
-"""The cache learns steps, not rows: a feature's step library, as a real suite changes.
+"""The cache learns steps, not rows: the project's step library, as a real suite changes.
 
 Real behave runs against a small to-do app, the real openai client against the scripted server:
 rows swapped and added, scenarios renamed, one tag or one scenario run alone, all replay with
-zero requests under strict; sentences that differ only in their values cost one generation; a
+zero requests under strict; sentences that differ only in their values cost one generation; two
+features that share steps keep each step once, and a heal of a shared step rewrites one file; a
 step judged a product defect is remembered red until the app is fixed; a rename that breaks
-several sentences is healed once; prune and drop take their liveness from the feature files."""
+several sentences is healed once; prune and drop take their liveness from the feature files;
+the per-feature files of formats 1 and 2 migrate and replay; two git branches that add
+different steps merge without a conflict."""
 
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite, file_name
 from prettyplay_behave.parameters import parameterize
 from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import BehaveProject, copy_examples
@@ -79,10 +82,16 @@ def generated(request: RecordedRequest) -> str:
 
 
 def todo_project(project: BehaveProject, llm: ScriptedLLMServer, feature: str = FEATURE) -> Path:
+    """The project with the to-do feature; its cache folder."""
     project.write("features/todos.feature", feature)
     llm.on("generate", generated, repeat=True)
     llm.on("gate", CLEAN_GATE, repeat=True)
-    return project.cache_dir / "todos.feature.json"
+    return project.cache_dir
+
+
+def library_bytes(cache_dir: Path) -> dict[str, bytes]:
+    """Each library file's bytes, by its name."""
+    return {path.name: path.read_bytes() for path in (cache_dir / "steps").glob("*.py")}
 
 
 def run(project: BehaveProject, app: PageServer, *args: str, llm: ScriptedLLMServer | None = None):
@@ -235,7 +244,7 @@ def test_a_rename_that_breaks_five_sentences_costs_at_most_four_requests(
     assert [r.purpose for r in llm.requests] == ["classify", "heal", "gate", "gate"]
     batch = llm.requests[3].content("user")
     assert "PROPOSED ENTRIES" in batch and batch.count("\nentry ") == len(ON_THE_FIELD) - 1
-    healed = {e["sentence"]: e for e in steps(project.cache_dir / "typing.feature.json")}
+    healed = {e["sentence"]: e for e in steps(project.cache_dir, "typing.feature")}
     for template in ON_THE_FIELD:
         assert healed[template]["origin"] == "healed", template
         assert RENAMED in "\n".join(healed[template]["code"]) and FIELD not in str(healed[template])
@@ -251,7 +260,7 @@ def test_prune_keeps_every_live_entry_whatever_a_run_left_and_drop_removes_one(
 ) -> None:
     cache = todo_project(project, llm)
     assert run(project, app, llm=llm).returncode == 0
-    before = cache.read_bytes()
+    before = library_bytes(cache)
     feature = project.features / "todos.feature"
     # rename a scenario, run strict (it passes: its steps are the library's), revert, prune
     feature.write_text(FEATURE.replace("Scenario: Delete a todo", "Scenario: Remove a todo"))
@@ -260,7 +269,7 @@ def test_prune_keeps_every_live_entry_whatever_a_run_left_and_drop_removes_one(
     prune = [sys.executable, "-m", "prettyplay_behave.cli", "cache", "prune"]
     kept = subprocess.run(prune, cwd=project.root, capture_output=True, text=True)
     assert kept.returncode == 0 and "0 obsolete entries deleted" in kept.stdout, kept
-    assert cache.read_bytes() == before
+    assert library_bytes(cache) == before
     # a step taken out of the feature makes its entry obsolete, and prune deletes exactly it
     feature.write_text(
         FEATURE.replace(
@@ -270,6 +279,11 @@ def test_prune_keeps_every_live_entry_whatever_a_run_left_and_drop_removes_one(
     )
     pruned = subprocess.run(prune, cwd=project.root, capture_output=True, text=True)
     assert "1 obsolete entry deleted" in pruned.stdout, pruned
+    # its file went, and no lock file is left of it
+    assert len(library_bytes(cache)) == len(before) - 1
+    assert sorted(p.name for p in (cache / "steps").glob("*.lock")) == sorted(
+        f"{name}.lock" for name in library_bytes(cache)
+    )
     assert {e["sentence"] for e in steps(cache)} == {
         parameterize(s).template
         for s in ('I add a todo "x"', 'the list shows "x"', 'the counter shows "x"',
@@ -291,24 +305,132 @@ def test_prune_keeps_every_live_entry_whatever_a_run_left_and_drop_removes_one(
     assert nothing.returncode == 1
 
 
-def test_the_examples_format_1_caches_migrate_and_replay_with_no_request(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", [1, 2])
+def test_the_examples_old_caches_migrate_and_replay_with_no_request(
+    tmp_path: Path, version: int
+) -> None:
     root = copy_examples(tmp_path)
     cache_dir = root / "features" / ".prettyplay"
     shutil.rmtree(cache_dir)
-    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "format1", cache_dir)
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / f"format{version}"
+    shutil.copytree(fixture, cache_dir)
     old = {p.relative_to(cache_dir): json.loads(p.read_text()) for p in cache_dir.rglob("*.json")}
-    assert {document["format"] for document in old.values()} == {1}
+    assert {document["format"] for document in old.values()} == {version}
     migrate = [sys.executable, "-m", "prettyplay_behave.cli", "cache", "migrate"]
+    # a file in a format it does not know stops the migration, named, and nothing is deleted
+    unknown = cache_dir / "shop" / "later.feature.json"
+    unknown.write_text('{"format": 9, "steps": []}')
+    refused = subprocess.run(migrate, cwd=root, capture_output=True, text=True)
+    assert refused.returncode == 1, refused
+    assert f"{Path('features/.prettyplay/shop/later.feature.json')}: cache format 9 is newer" in (
+        refused.stderr
+    )
+    assert len(list(cache_dir.rglob("*.json"))) == len(old) + 1
+    assert not (cache_dir / "steps").exists()
+    unknown.unlink()
+
     done = subprocess.run(migrate, cwd=root, capture_output=True, text=True)
     assert done.returncode == 0 and "4 files migrated" in done.stdout, done
-    for relative, document in old.items():
-        library = steps(cache_dir / relative)
-        codes = {tuple(e["code"]) for e in library}
-        for entries in document["tests"].values():  # nothing lost: every format-1 code is kept
-            assert all(tuple(e["code"]) in codes for e in entries), relative
+    assert not list(cache_dir.rglob("*.json"))
+    library = steps(cache_dir)
+    codes = {tuple(e["code"]) for e in library}
+    for relative, document in old.items():  # nothing lost: every code of every file is kept
+        tests = document.get("tests", {}).values()
+        entries = document["steps"] if version == 2 else [e for test in tests for e in test]
+        assert all(tuple(e["code"]) in codes for e in entries), relative
     replay = BehaveProject(root).run("-D", "prettyplay.strict=true")
     assert replay.returncode == 0, replay
     assert "13 scenarios passed, 0 failed" in replay.output
     assert "prettyplay: LLM: 0 requests" in replay.output
+    assert "cache: 0 entries written, 0 obsolete" in replay.output
     again = subprocess.run(migrate, cwd=root, capture_output=True, text=True)
     assert "0 files migrated" in again.stdout
+
+
+MORE = """\
+Feature: More todos
+  Scenario: Add one more
+    Given I open the todo app
+    When I add a todo "walk the dog"
+    Then the list shows "walk the dog"
+    And the counter shows "1 item left"
+"""
+
+
+def test_two_features_sharing_steps_keep_each_step_once_and_a_heal_rewrites_one_file(
+    project: BehaveProject, app: PageServer, llm: ScriptedLLMServer
+) -> None:
+    cache = todo_project(project, llm)
+    project.write("features/more.feature", MORE)
+    cold = run(project, app, llm=llm)
+    assert cold.returncode == 0, cold
+    # each step once, whatever feature uses it: a file a step, an entry a file, no copies
+    assert len(llm.requests_for("generate")) == TEMPLATES
+    assert "0 reused" in cold.output
+    before = library_bytes(cache)
+    assert len(before) == TEMPLATES
+    library = steps(cache)
+    assert len(library) == TEMPLATES and not any("feature" in e for e in library)
+
+    app.pages["/"] = todo_page("renamed")  # the new-todo field's placeholder changes
+    llm.reset()
+    rot = {"label": "rot", "explanation": "the field's placeholder is new", "recommendation": "-"}
+    llm.on("classify", json_answer(rot))
+    adding = 'I add a todo "{}"'
+    llm.on("heal", code_answer(step_code(adding).replace(FIELD, RENAMED)))
+    llm.on("gate", CLEAN_GATE, repeat=True)
+    healed = run(project, app, "-D", "prettyplay.action_timeout_ms=3000", llm=llm)
+    assert healed.returncode == 0, healed
+    assert len(llm.requests_for("heal")) == 1
+    after = library_bytes(cache)
+    changed = sorted(name for name in before if after.get(name) != before[name])
+    assert changed == [file_name(("action", adding, ""))] and set(after) == set(before)
+    assert RENAMED in after[changed[0]].decode() and FIELD not in after[changed[0]].decode()
+    llm.reset()
+    assert strict(project, app).returncode == 0 and llm.requests == []
+
+
+def git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["git", "-C", str(root), "-c", "user.name=QA", "-c", "user.email=qa@example.com", *args],
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_two_git_branches_adding_different_steps_merge_without_a_conflict(tmp_path: Path) -> None:
+    cache_dir = tmp_path / "features" / ".prettyplay"
+
+    def add(test: str, kind: str, template: str) -> None:
+        """Keep the step's code as a run of ``test`` writes it."""
+        store = CacheStore(cache_dir, validate=check_code)
+        key = CacheKey(test, kind, template.replace("{}", "x"))
+        store.write(CacheWrite(key, step_code(template), "generated"))
+
+    def commit(message: str) -> None:
+        assert git(tmp_path, "add", "-A").returncode == 0
+        assert git(tmp_path, "commit", "-qm", message).returncode == 0
+
+    assert git(tmp_path, "init", "-q", "-b", "main").returncode == 0
+    add("todos.feature::Add", "action", "I open the todo app")
+    commit("base")
+    assert git(tmp_path, "checkout", "-qb", "complete").returncode == 0
+    add("todos.feature::Complete", "action", 'I complete the todo "{}"')
+    commit("a step to complete a todo")
+    assert git(tmp_path, "checkout", "-q", "main").returncode == 0
+    assert git(tmp_path, "checkout", "-qb", "delete").returncode == 0
+    add("more.feature::Delete", "action", 'I delete the todo "{}"')
+    add("more.feature::Delete", "check", 'the list shows "{}"')
+    commit("steps to delete a todo")
+
+    merged = git(tmp_path, "merge", "--no-edit", "complete")
+    assert merged.returncode == 0 and "CONFLICT" not in merged.stdout, merged
+    store = CacheStore(cache_dir, validate=check_code)
+    assert store.broken() == {}
+    assert sorted(e.sentence for e in store.library().entries) == [
+        'I complete the todo "{}"', 'I delete the todo "{}"', "I open the todo app",
+        'the list shows "{}"',
+    ]  # fmt: skip
+    for test, sentence in (("a.feature::S", 'I complete the todo "y"'),
+                           ("b.feature::S", 'I delete the todo "y"')):  # fmt: skip
+        assert store.lookup(CacheKey(test, "action", sentence)) is not None

@@ -1,21 +1,47 @@
-"""Cache files in tests: entries planted as a generating run would write them, and the raw
-entries of a feature's step library read back."""
+"""The cache in tests: entries planted as a generating run would write them, and the entries
+of the project's step library read back."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite, StepEntry
+from prettyplay_behave.cache.source import order
 from prettyplay_behave.safety.step_code import check_code
 
 
-def steps(path: Path) -> list[dict[str, Any]]:
-    """The raw entries of a cache file (format 2), as the file holds them."""
-    document = json.loads(path.read_text(encoding="utf-8"))
-    assert document["format"] == 2, document["format"]
-    return list(document["steps"])
+def steps(cache_dir: Path, feature: str | None = None) -> list[dict[str, Any]]:
+    """The entries of the library under ``cache_dir`` (every file loads), in the order of its
+    files, each as its fields (code and data as lines, as format 2 had them): all of them, or
+    those a scenario of ``feature`` may find (the project's, the feature's own, its pins)."""
+    store = CacheStore(cache_dir, validate=check_code)
+    assert not store.broken(), store.broken()
+    entries = sorted(store.library().entries, key=order)
+    return [fields(e) for e in entries if feature is None or e.feature in ("", feature)]
+
+
+def fields(entry: StepEntry) -> dict[str, Any]:
+    raw: dict[str, Any] = {
+        "code": entry.code.rstrip("\n").split("\n"),
+        "kind": entry.kind,
+        "origin": entry.origin,
+        "sentence": entry.sentence,
+    }
+    optional: dict[str, Any] = {
+        "data": entry.data.split("\n") if entry.data else None,
+        "parameters": list(entry.parameters) or None,
+        "values": list(entry.values) if entry.values is not None else None,
+        "feature": entry.feature or None,
+        "scenario": entry.scenario,
+        "occurrence": entry.occurrence if entry.scenario is not None else None,
+        "model": entry.model or None,
+        "written": entry.written or None,
+        "verdict": {k: v for k, v in vars(entry.verdict).items() if v} if entry.verdict else None,
+        "wordings": list(entry.wordings) or None,
+    }
+    raw.update({name: value for name, value in optional.items() if value is not None})
+    return raw
 
 
 def filled(entry: dict[str, Any]) -> str:
@@ -26,18 +52,16 @@ def filled(entry: dict[str, Any]) -> str:
     return sentence
 
 
-def by_sentence(path: Path) -> dict[str, dict[str, Any]]:
-    """The entries that serve every scenario, by their sentence (values put back)."""
-    return {filled(e): e for e in steps(path) if "scenario" not in e}
+def by_sentence(cache_dir: Path, feature: str | None = None) -> dict[str, dict[str, Any]]:
+    """The entries that serve every scenario (of ``feature``), by their sentence (values put
+    back)."""
+    return {filled(e): e for e in steps(cache_dir, feature) if "scenario" not in e}
 
 
 def codes(cache_dir: Path) -> list[tuple[str, str]]:
-    """Every entry of every cache file under ``cache_dir``: its sentence (values put back) and
-    its code as one text."""
-    found = []
-    for path in sorted(cache_dir.rglob("*.json")):
-        found += [(filled(e), "\n".join(e["code"]) + "\n") for e in steps(path)]
-    return found
+    """Every entry of the library under ``cache_dir``: its sentence (values put back) and its
+    code as one text."""
+    return [(filled(e), "\n".join(e["code"]) + "\n") for e in steps(cache_dir)]
 
 
 def scenario_code(
@@ -50,7 +74,7 @@ def scenario_code(
     store = CacheStore(cache_dir, validate=check_code)
     found: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
     for key in scenario_keys(feature_file, features_dir):
-        entry = store.library(store.path_for(key.test)).find(key)
+        entry = store.library().find(key)
         assert entry is not None, f"no cache entry for {key}"
         values = key.parameters.values if entry.parameters else ()
         found.setdefault(key.test, []).append((entry.code, values))
@@ -59,7 +83,7 @@ def scenario_code(
 
 def plant(cache_dir: Path, test: str, *entries: tuple[str, str, str]) -> Path:
     """Write ``(kind, sentence, code)`` entries for ``test``, as a generating run would (the
-    code policy checks each); the cache file they are in."""
+    code policy checks each); the library folder they are in."""
     store = CacheStore(cache_dir, validate=check_code)
     for kind, sentence, code in entries:
         store.write(CacheWrite(CacheKey(test, kind, sentence), code, "generated"))
