@@ -176,7 +176,10 @@ MUTANTS = (
     Mutant("cache: conflict markers pass", f"{PACKAGE}/cache/format.py",
            "        if line_text.startswith(CONFLICT_MARKERS):", "        if False:", CACHE_TESTS),
     Mutant("cache: conflict markers in a library file pass", f"{PACKAGE}/cache/source.py",
-           "            if line_text.startswith(CONFLICT_MARKERS):", "            if False:",
+           "        if line_text.startswith(CONFLICT_MARKERS):\n            raise CacheError(\n"
+           '                f"{path}: merge conflict markers at line {number}; resolve',
+           "        if False:\n            raise CacheError(\n"
+           '                f"{path}: merge conflict markers at line {number}; resolve',
            CACHE_TESTS),
     Mutant("cache: duplicate keys pass", f"{PACKAGE}/cache/format.py",
            "        if key in result:\n            raise _DuplicateKeyError(key)",

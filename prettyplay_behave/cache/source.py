@@ -85,6 +85,7 @@ def parse_steps(path: Path, raw: bytes, validate: Validate) -> Library:
     lines = _LINE_BREAK.split(text)
     header = _HEADER.match(lines[0])
     if header is None:
+        _refuse_conflicts(path, lines)
         raise CacheError(
             f"{path}: not a prettyplay step library file (its first line is not {HEADER!r})"
         )
@@ -120,17 +121,23 @@ def _tree(path: Path, text: str, lines: list[str]) -> ast.Module:
     try:
         return ast.parse(text, str(path))
     except SyntaxError as exc:
-        for number, line_text in enumerate(lines, start=1):
-            if line_text.startswith(CONFLICT_MARKERS):
-                raise CacheError(
-                    f"{path}: merge conflict markers at line {number}; resolve the conflict "
-                    "(or delete the file to generate its entries again)"
-                ) from None
+        _refuse_conflicts(path, lines)
         raise CacheError(f"{path}: invalid Python at line {exc.lineno}: {exc.msg}") from None
     except (RecursionError, MemoryError):
         raise CacheError(f"{path}: the Python nests too deeply to be a library file") from None
     except ValueError as exc:  # a NUL byte, on the Pythons that do not call it a syntax error
         raise CacheError(f"{path}: cannot be parsed: {exc}") from None
+
+
+def _refuse_conflicts(path: Path, lines: list[str]) -> None:
+    """A file git left mid-merge is said to be one (looked for only in a file that does not
+    read: a line of a string in the code may start like a marker)."""
+    for number, line_text in enumerate(lines, start=1):
+        if line_text.startswith(CONFLICT_MARKERS):
+            raise CacheError(
+                f"{path}: merge conflict markers at line {number}; resolve the conflict "
+                "(or delete the file to generate its entries again)"
+            )
 
 
 def _first_line(node: ast.stmt) -> int:

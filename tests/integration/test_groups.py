@@ -90,11 +90,11 @@ def plant(tmp_path: Path, *steps: tuple[str, str, str], test: str = "t") -> Path
         counts[(kind, sentence)] = counts.get((kind, sentence), 0) + 1
         key = CacheKey(test, kind, sentence, "", counts[(kind, sentence)])
         store.write(CacheWrite(key, code, "generated"))
-    return tmp_path / "cache" / f"{test}.json"
+    return tmp_path / "cache"
 
 
-def origins(cache_file: Path) -> dict[str, str]:
-    return {sentence: e["origin"] for sentence, e in by_sentence(cache_file).items()}
+def origins(cache_dir: Path, feature: str | None = None) -> dict[str, str]:
+    return {sentence: e["origin"] for sentence, e in by_sentence(cache_dir, feature).items()}
 
 
 def test_a_root_in_an_earlier_step_recovers_the_whole_row(

@@ -5,9 +5,9 @@ that heals, in a git repository."""
 from __future__ import annotations
 
 import ast
-import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from prettyplay_behave.browser.tabs import Tabs
-from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite, file_name
 from prettyplay_behave.config import PrettyConfig
 from prettyplay_behave.demo.server import DemoShop
 from prettyplay_behave.engine import step
@@ -49,25 +49,23 @@ CART_TESTS = {
     "An empty cart says so": ["I open the cart", "the cart says that it is empty"],
 }
 # every step the changed UI broke, by feature and scenario, with its new origin: the checkout's
-# banner heals with the rename the cart's heal found, with no request; the rest of its group
-# is recovered
-REWRITTEN = (
-    {
-        ("shop/cart.feature", test, sentence, "healed")
-        for test, sentences in CART_TESTS.items()
-        for sentence in sentences
-    }
-    | {
-        ("shop/checkout.feature", "Order a product", sentence, "recovered")
-        for sentence in CHECKOUT
-        if sentence != "I accept the cookie banner"
-    }
-    | {("shop/checkout.feature", "Order a product", "I accept the cookie banner", "healed")}
-)
-# the same, as the entries of the libraries that changed (one per sentence template)
-ENTRIES = {
-    (feature, parameterize(sentence).template, origin) for feature, _, sentence, origin in REWRITTEN
+# banner replays the entry the cart's heal rewrote (one library: one place); the rest of its
+# group is recovered
+REWRITTEN = {
+    ("shop/cart.feature", test, sentence, "healed")
+    for test, sentences in CART_TESTS.items()
+    for sentence in sentences
+} | {
+    ("shop/checkout.feature", "Order a product", sentence, "recovered")
+    for sentence in CHECKOUT
+    if sentence != "I accept the cookie banner"
 }
+# the same, as the entries of the library that changed: (template, values, origin)
+ENTRIES = {
+    (parameterize(sentence).template, parameterize(sentence).values, origin)
+    for _, _, sentence, origin in REWRITTEN
+}
+FILES = {file_name(("check" if t.startswith("the ") else "action", t, "")) for t, _, _ in ENTRIES}
 
 
 def git(root: Path, *args: str) -> str:
@@ -99,7 +97,7 @@ class Listed:
 
 HEADLINE = re.compile(
     r"^    (added|removed|changed)\s+(action|check) ('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")"
-    r"(?: for .+?)?(?: in '.+?'(?: #\d+)?)?( \(with its data\))?, (.+)$"
+    r"(?: for .+?)?(?: in '.+?'(?: #\d+)?)?(?: of '.+?')?( \(with its data\))?, (.+)$"
 )
 
 
@@ -222,19 +220,22 @@ def test_cache_diff_lists_exactly_the_rewritten_entries_against_a_ref(healed: He
     changed = cache_diff(healed.root)
     assert changed.returncode == 1, changed.stdout + changed.stderr
     entries = listed(changed.stdout)
-    assert {(e.feature, e.sentence, e.origin) for e in entries} == {
-        (feature, template, f"generated -> {origin}") for feature, template, origin in ENTRIES
-    }
+    assert sorted((e.sentence, e.origin) for e in entries) == sorted(
+        (template, f"generated -> {origin}") for template, _, origin in ENTRIES
+    )
     assert len(entries) == len(ENTRIES) and {e.what for e in entries} == {"changed"}
     assert {e.test for e in entries} == {"library"}
     banner = next(e for e in entries if e.sentence == "I accept the cookie banner")
     assert banner.diff[:2] == ["--- HEAD", "+++ working tree"]
     assert '-    page.get_by_role("button", name="Accept cookies").click()' in banner.diff
     assert '+    page.get_by_role("button", name="Allow all").click()' in banner.diff
-    assert "shop/cart.feature (features/.prettyplay/shop/cart.feature.json)" in changed.stdout
+    banner_file = file_name(("action", "I accept the cookie banner", ""))
+    assert (
+        f"action 'I accept the cookie banner' (features/.prettyplay/steps/{banner_file})"
+    ) in changed.stdout
     assert "    changed  action 'I fill the order form:' (with its data), " in changed.stdout
     assert changed.stdout.splitlines()[-1] == (
-        f"{len(ENTRIES)} entries differ from HEAD in 2 files (0 added, 0 removed, "
+        f"{len(ENTRIES)} entries differ from HEAD in {len(FILES)} files (0 added, 0 removed, "
         f"{len(ENTRIES)} changed)"
     )
 
@@ -245,9 +246,7 @@ def test_cache_diff_lists_exactly_the_rewritten_entries_against_a_ref(healed: He
     )  # fmt: skip
     before = cache_diff(healed.root, "HEAD~1")
     assert before.returncode == 1
-    assert {(e.feature, e.sentence) for e in listed(before.stdout)} == {
-        (feature, template) for feature, template, _ in ENTRIES
-    }
+    assert sorted(e.sentence for e in listed(before.stdout)) == sorted(t for t, _, _ in ENTRIES)
     unknown = cache_diff(healed.root, "no-such-branch")
     assert unknown.returncode == 2 and unknown.stdout == ""
     assert "unknown git ref 'no-such-branch'" in unknown.stderr
@@ -299,38 +298,56 @@ def test_cache_diff_lists_added_removed_and_changed_entries_in_new_and_deleted_f
     git(root, "init", "-q")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "cache")
-    untouched = (cache_dir / "a.feature.json").read_bytes()
+    kept = cache_dir / "steps" / file_name(("action", "I keep this", ""))
+    untouched = kept.read_bytes()
 
     store = CacheStore(cache_dir, validate=check_code)
     plant(store, "a.feature::One", "I open the shop", OPEN_SHOP.replace('"/"', '"/shop"'), "healed")
     plant(store, "a.feature::Two", "I open the shop", OPEN_SHOP, pinned=True)
     plant(store, "new.feature::Fresh", "I open the cart", OPEN_SHOP)
-    (cache_dir / "old.feature.json").unlink()
-    path = cache_dir / "a.feature.json"
-    store.drop(path, [e for e in store.library(path).entries if "cookie" in e.sentence])
-    assert (cache_dir / "a.feature.json").read_bytes() != untouched
+    store.drop([e for e in store.library().entries if "cookie" in e.sentence])
+    assert kept.read_bytes() == untouched
 
     done = cache_diff(root, "--cache-dir", "tests-cache")
     assert done.returncode == 1, done.stderr
-    entries = {(e.feature, e.test, e.what, e.sentence, e.origin) for e in listed(done.stdout)}
+    entries = {(e.test, e.what, e.sentence, e.origin) for e in listed(done.stdout)}
     assert entries == {
-        ("a.feature", "library", "changed", "I open the shop", "generated -> healed"),
-        ("a.feature", "library", "removed", "I accept the cookie banner", "generated"),
-        ("a.feature", "pinned to Two", "added", "I open the shop", "generated"),
-        ("new.feature", "library", "added", "I open the cart", "generated"),
-        ("old.feature", "library", "removed", "I open the shop", "generated"),
+        ("library", "changed", "I open the shop", "generated -> healed"),
+        ("library", "removed", "I accept the cookie banner", "generated"),
+        ("pinned to Two of a.feature", "added", "I open the shop", "generated"),
+        ("library", "added", "I open the cart", "generated"),
     }
-    assert "new.feature (tests-cache/new.feature.json, new file)" in done.stdout
-    assert "old.feature (tests-cache/old.feature.json, deleted)" in done.stdout
-    added = next(e for e in listed(done.stdout) if e.feature == "new.feature")
+    cart, banner = (
+        file_name(("action", s, "")) for s in ("I open the cart", "I accept the cookie banner")
+    )
+    assert f"action 'I open the cart' (tests-cache/steps/{cart}, new file)" in done.stdout
+    assert (
+        f"action 'I accept the cookie banner' (tests-cache/steps/{banner}, deleted)" in done.stdout
+    )
+    added = next(e for e in listed(done.stdout) if e.sentence == "I open the cart")
     assert added.diff[2:] == ["@@ -0,0 +1,2 @@", "+def step(page) -> None:", '+    page.goto("/")']
     removed = next(e for e in listed(done.stdout) if e.what == "removed" and "cookie" in e.sentence)
     assert [line for line in removed.diff if line.startswith("-") and "---" not in line] == [
         f"-{line}" for line in ACCEPT.splitlines()
     ]
     assert done.stdout.splitlines()[-1] == (
-        "5 entries differ from HEAD in 3 files (2 added, 2 removed, 1 changed)"
+        "4 entries differ from HEAD in 3 files (2 added, 1 removed, 1 changed)"
     )
+
+
+def test_cache_diff_shows_nothing_for_a_migration_alone(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    cache_dir = root / "features" / ".prettyplay"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "format2", cache_dir)
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "format 2")
+    assert CacheStore(cache_dir, validate=check_code).migrate()
+    assert list((cache_dir / "steps").glob("*.py")) and not list(cache_dir.rglob("*.json"))
+    done = cache_diff(root)
+    assert (done.returncode, done.stdout) == (
+        0, "0 entries differ from HEAD in 0 files (0 added, 0 removed, 0 changed)\n"
+    )  # fmt: skip
 
 
 def test_cache_diff_reports_a_refused_entry_by_file_and_entry(tmp_path: Path) -> None:
@@ -340,14 +357,12 @@ def test_cache_diff_reports_a_refused_entry_by_file_and_entry(tmp_path: Path) ->
     git(root, "init", "-q")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "cache")
-    path = cache_dir / "a.feature.json"
-    document = json.loads(path.read_text())
-    document["steps"][0]["code"].append("    page.evaluate('1')")
-    path.write_text(json.dumps(document, indent=2) + "\n")
+    path = cache_dir / "steps" / file_name(("action", "I open it", ""))
+    path.write_text(path.read_text() + "    page.evaluate('1')\n")
     refused = cache_diff(root)
     assert refused.returncode == 2 and refused.stdout == ""
     assert (
-        "working tree: features/.prettyplay/a.feature.json: entry 1 "
+        f"working tree: features/.prettyplay/steps/{path.name}: line 10 "
         "(action 'I open it'): the code is refused: line 3: attribute 'evaluate'"
     ) in refused.stderr
     path.write_text("<<<<<<< HEAD\n" + path.read_text())
