@@ -59,7 +59,10 @@ def scenarios_of(feature: Any) -> Iterator[Any]:
 
 def obsolete(store: CacheStore, features_dir: Path) -> list[Dead]:
     """The entries of the library that no step of the features finds; the entries of tests of
-    the Python API (their ``feature`` no feature file) are left alone."""
+    the Python API (their ``feature`` no feature file) are left alone. A CacheError when a file
+    of the cache fails to load: what it holds might be what a step finds."""
+    for error in store.broken().values():
+        raise error
     library = store.library()
     live: set[tuple[object, ...]] = set()
     for feature_file in sorted(features_dir.rglob("*.feature")):

@@ -91,7 +91,7 @@ def plan(behave_args: Sequence[str], strict: bool, out: TextIO) -> int:
     ]
     for feature in planned:
         # names and notes come from feature and cache files: their control characters escaped
-        out.write(escape_controls(f"{feature.filename}  (cache: {_shown(feature.cache_file)})\n"))
+        out.write(escape_controls(f"{feature.filename}  (library: {_shown(feature.cache_file)})\n"))
         for scenario in feature.scenarios:
             strict_note = "  (strict)" if scenario.strict else ""
             out.write(escape_controls(f"  {scenario.name}{strict_note}") + "\n")

@@ -1,4 +1,4 @@
-"""Several processes writing into one cache file at once lose no entry."""
+"""Several processes writing into one library file at once lose no entry."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from prettyplay_behave.cache import load_file
+from prettyplay_behave.cache import file_name, load_file
 from tests.support.processes import wait_for
 
 PROCESSES = 4
@@ -48,14 +48,12 @@ def test_concurrent_writers_keep_every_entry(tmp_path: Path) -> None:
     for writer in writers:
         assert writer.wait(timeout=120) == 0
 
-    path = cache_dir / "shop.feature.json"
+    # one template, so one step: every writer writes the same library file
+    path = cache_dir / "steps" / file_name(("action", "step {} of writer {}", ""))
     entries = load_file(path, lambda code: None).entries
     written = ["step {} of writer {}".format(*(e.values or ())) for e in entries]
     assert sorted(written) == sorted(
         f"step {n} of writer {w}" for w in range(PROCESSES) for n in range(ENTRIES)
     )
     assert {e.sentence for e in entries} == {"step {} of writer {}"}  # one template, its values
-    assert sorted(p.name for p in path.parent.iterdir()) == [
-        "shop.feature.json",
-        "shop.feature.json.lock",
-    ]
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name, f"{path.name}.lock"]

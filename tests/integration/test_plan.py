@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite, RedVerdict
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite, RedVerdict, StepEntry
 from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import copy_examples
 
@@ -46,7 +46,7 @@ def test_the_examples_replay_every_step(tmp_path: Path) -> None:
     out = done.stdout
     assert "plan: 4 features, 13 scenarios, 44 steps: 44 replay, 0 reuse, 0 generate" in out, out
     assert "LLM requests: none" in out
-    assert "features/shop/cart.feature  (cache: features/.prettyplay/shop/cart.feature.json)" in out
+    assert "features/shop/cart.feature  (library: features/.prettyplay/steps)" in out
     assert "  A shopper logs in -- @1.2\n" in out  # each row of an Outline
     assert "    replay      And I accept the cookie banner\n" in out  # Background steps too
     strict = plan(root, "--strict")
@@ -80,8 +80,9 @@ def test_a_new_step_is_one_generate_and_fails_a_strict_plan(tmp_path: Path) -> N
 
 
 def test_reuse_red_and_own_steps(tmp_path: Path) -> None:
-    """Code of another feature's library is reused; a remembered verdict replays red; a step
-    definition of the project's own is no prettyplay step."""
+    """A step another feature wrote replays from the library; another feature's own code is
+    reused; a remembered verdict replays red; a step definition of the project's own is no
+    prettyplay step."""
     root = copy_examples(tmp_path)
     (root / "features" / "steps" / "own_steps.py").write_text(
         "from behave import step\n\n\n@step('I wave')\ndef wave(context):\n    pass\n"
@@ -90,6 +91,7 @@ def test_reuse_red_and_own_steps(tmp_path: Path) -> None:
         "Feature: More\n"
         "  Scenario: Again\n"
         "    Given I open the login page\n"
+        "    And I open the secret page\n"
         "    When I wave\n"
         "    Then the heading says Demo Shop\n"
     )
@@ -101,14 +103,18 @@ def test_reuse_red_and_own_steps(tmp_path: Path) -> None:
         verdict=RedVerdict("product_defect", "the heading is gone", "fix the shop"),
     )
     store.write(red)
+    secret = 'def step(page) -> None:\n    page.goto("/secret")\n'
+    store.keep(
+        [StepEntry("action", "I open the secret page", secret, "generated", feature="a.feature")]
+    )
     done = plan(root, "features/more.feature")
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert "    reuse       Given I open the login page  (the entry of " in out, out
-    assert "login.feature.json)" in out
+    assert "    replay      Given I open the login page\n" in out, out
+    assert "    reuse       And I open the secret page  (the entry of a.feature in " in out, out
     assert "    own step    When I wave  (a step definition of your own)\n" in out
     assert "    replay red  Then the heading says Demo Shop  (remembered product_defect)" in out
-    assert "3 steps: 0 replay, 1 reuse, 0 generate, 1 replay red, 1 own step" in out, out
+    assert "4 steps: 1 replay, 1 reuse, 0 generate, 1 replay red, 1 own step" in out, out
 
 
 def test_features_behave_cannot_read_exit_2(tmp_path: Path) -> None:

@@ -18,10 +18,18 @@ from pathlib import Path
 
 import pytest
 
-from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite, RedVerdict
+from prettyplay_behave.cache import (
+    CacheKey,
+    CacheStore,
+    CacheWrite,
+    RedVerdict,
+    StepEntry,
+    file_name,
+)
 from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import ROOT, BehaveProject
 from tests.support.attacks import MODES
+from tests.support.caches import steps
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.shop_steps import OPEN_SHOP
 
@@ -53,11 +61,8 @@ def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     )  # fmt: skip
 
 
-def set_in_file(path: Path, change: object) -> None:
-    """Rewrite a cache file's JSON as an attacker would (ASCII escapes: any character fits)."""
-    document = json.loads(path.read_text(encoding="utf-8"))
-    change(document)  # type: ignore[operator]
-    path.write_text(json.dumps(document, indent=2), encoding="utf-8")
+def library_file(cache_dir: Path, kind: str, sentence: str) -> Path:
+    return cache_dir / "steps" / file_name((kind, sentence, ""))
 
 
 def strings(value: object) -> Iterator[str]:
@@ -76,16 +81,10 @@ def plant_red(cache_dir: Path) -> Path:
     verdict = RedVerdict("product_defect", "placeholder", "placeholder")
     key = CacheKey(TEST, "expect", "the shop is open")
     store.write(CacheWrite(key, RED_CHECK, "generated", verdict=verdict))
-    path = store.path_for(TEST)
-
-    def hostile(document: dict) -> None:
-        for entry in document["steps"]:
-            if "verdict" in entry:
-                entry["verdict"]["explanation"] = HOSTILE
-                entry["verdict"]["recommendation"] = HOSTILE
-
-    set_in_file(path, hostile)
-    assert "\\u001b" in path.read_text()  # the file holds the escape only as JSON spells it
+    path = library_file(cache_dir, "check", "the shop is open")
+    # rewritten as an attacker would (Python's escapes: any character fits)
+    path.write_text(path.read_text().replace('"placeholder"', repr(HOSTILE)), encoding="utf-8")
+    assert "\\x1b" in path.read_text()  # the file holds the escape only as Python spells it
     return path
 
 
@@ -144,8 +143,9 @@ def test_a_hostile_verdict_reaches_no_output_raw(
     if mode == "planted":
         return
     # the cache keeps the LLM's verdict, its control characters escaped
-    stored = json.loads((project.cache_dir / "shop.feature.json").read_text(encoding="utf-8"))
-    assert [e["verdict"]["explanation"] for e in stored["steps"] if "verdict" in e] == [SHOWN]
+    stored = steps(project.cache_dir)
+    assert [e["verdict"]["explanation"] for e in stored if "verdict" in e] == [SHOWN]
+    assert not RAW.search(library_file(project.cache_dir, "check", "the shop is open").read_text())
 
 
 def test_cache_list_check_plan_and_diff_show_planted_text_escaped(
@@ -159,13 +159,12 @@ def test_cache_list_check_plan_and_diff_show_planted_text_escaped(
     subprocess.run([*git, "init", "-q"], cwd=project.root, check=True)
     subprocess.run([*git, "add", "features/shop.feature"], cwd=project.root, check=True)
     subprocess.run([*git, "commit", "-qm", "features"], cwd=project.root, check=True)
-    # a second file, named and worded by the attacker, that serves a step of the feature
-    hostile_name = project.cache_dir / "x\x1b[2J\x07.feature.json"
-    CacheStore(project.cache_dir, validate=check_code).write(
-        CacheWrite(CacheKey("x\x1b[2J\x07.feature::Any", "step", "I look around"),
-                   'def step(page) -> None:\n    page.goto("/\x1b[2J")\n', "generated")
-    )  # fmt: skip
-    assert hostile_name.exists()
+    # an entry named and worded by the attacker: another feature's own, that serves a step of
+    # the feature as code to reuse
+    CacheStore(project.cache_dir, validate=check_code).keep([
+        StepEntry("action", "I look around", 'def step(page) -> None:\n    page.goto("/\x1b[2J")\n',
+                  "generated", feature="x\x1b[2J\x07.feature")
+    ])  # fmt: skip
     outputs = {
         "cache list": cli(project.root, "cache", "list"),
         "check": cli(project.root, "check"),
@@ -177,11 +176,10 @@ def test_cache_list_check_plan_and_diff_show_planted_text_escaped(
         assert not RAW_BYTES.search(done.stdout + done.stderr), (name, done.stdout)
     listed = outputs["cache list"].stdout.decode()
     assert f"RED: product_defect: {SHOWN}" in listed, listed
-    assert "x\\x1b[2J\\x07.feature.json" in listed, listed
-    assert "2 cache files, 3 entries checked, 0 files refused" in outputs["check"].stdout.decode()
+    assert "only x\\x1b[2J\\x07.feature" in listed, listed
+    assert "3 cache files, 3 entries checked, 0 files refused" in outputs["check"].stdout.decode()
     planned = outputs["plan"].stdout.decode()
-    assert "reuse       And I look around  (the entry of " in planned, planned
-    assert "x\\x1b[2J\\x07.feature.json)" in planned, planned
+    assert "reuse       And I look around  (the entry of x\\x1b[2J\\x07.feature in " in planned
     diffed = outputs["cache diff"].stdout.decode()
     assert 'page.goto("/\\x1b[2J")' in diffed, diffed
 
@@ -233,17 +231,19 @@ def test_a_planted_lock_link_leaves_its_target_untouched_on_prune(
     store = CacheStore(project.cache_dir, validate=check_code)
     store.write(CacheWrite(CacheKey(TEST, "step", "I open the shop"), OPEN_SHOP, "generated"))
     store.write(CacheWrite(CacheKey(TEST, "step", "I left long ago"), OPEN_SHOP, "generated"))
-    lock = project.cache_dir / "shop.feature.json.lock"
+    obsolete = library_file(project.cache_dir, "action", "I left long ago")
+    lock = Path(f"{obsolete}.lock")
     lock.unlink()
     lock.symlink_to(victim)
-    before = (project.cache_dir / "shop.feature.json").read_bytes()
+    before = obsolete.read_bytes()
     done = cli(project.root, "cache", "prune")
     err = done.stderr.decode()
     assert done.returncode == 1, err
-    assert f"{Path('features/.prettyplay/shop.feature.json.lock')}: the lock file is a " in err
+    shown = Path("features/.prettyplay/steps", lock.name)
+    assert f"{shown}: the lock file is a " in err
     assert f"symbolic link (to {victim}); prettyplay never follows one: delete the link" in err
     assert victim.read_text() == "the user's own file\n"
-    assert (project.cache_dir / "shop.feature.json").read_bytes() == before
+    assert obsolete.read_bytes() == before
     assert lock.is_symlink()
 
 
@@ -251,8 +251,9 @@ def test_a_planted_lock_link_leaves_its_target_untouched_on_generation(
     project: BehaveProject, shop, llm: ScriptedLLMServer, victim: Path
 ) -> None:
     project.write("features/shop.feature", FEATURE.replace("    Then the shop is open\n", ""))
-    project.cache_dir.mkdir(parents=True)
-    lock = project.cache_dir / "shop.feature.json.lock"
+    written = library_file(project.cache_dir, "action", "I open the shop")
+    written.parent.mkdir(parents=True)
+    lock = Path(f"{written}.lock")
     lock.symlink_to(victim)
     llm.on("generate", code_answer(OPEN_SHOP))
     llm.on("gate", CLEAN_GATE, repeat=True)
@@ -260,15 +261,16 @@ def test_a_planted_lock_link_leaves_its_target_untouched_on_generation(
     assert result.returncode == 1, result
     assert "the lock file is a symbolic link" in result.output, result
     assert victim.read_text() == "the user's own file\n"
-    assert not (project.cache_dir / "shop.feature.json").exists()
+    assert not written.exists()
     assert "prettyplay: 1 test (1 failed)" in result.output, result
 
 
 @pytest.mark.skipif(os.name == "nt", reason="hard links of a test's own files: POSIX")
 def test_a_lock_file_hard_linked_to_another_file_is_refused(tmp_path: Path, victim: Path) -> None:
     cache = tmp_path / "cache"
-    cache.mkdir()
-    os.link(victim, cache / "bounds.json.lock")
+    lock = Path(f"{library_file(cache, 'action', 'I open the shop')}.lock")
+    lock.parent.mkdir(parents=True)
+    os.link(victim, lock)
     store = CacheStore(cache, validate=check_code)
     with pytest.raises(Exception, match="the lock file is not a file of its own"):
         store.write(
