@@ -80,14 +80,17 @@ def decode(path: Path, raw: bytes) -> str:
         raise CacheError(f"{path}: not valid UTF-8 at line {line}") from exc
 
 
-def unknown_format(path: Path, version: object) -> CacheError:
-    newer = type(version) is int and version > FORMAT
-    return CacheError(
-        f"{path}: cache format {_quoted(version)} "
-        + ("is newer than this prettyplay reads" if newer else "is unknown")
-        + f" (it reads formats {', '.join(map(str, READS[:-1]))} and {READS[-1]}"
-        + ("; upgrade prettyplay-behave to read this file)" if newer else ")")
-    )
+def unknown_format(path: Path, version: object, library: bool = False) -> CacheError:
+    """The error of a file in a format this prettyplay does not read in a file of its kind (a
+    library file is of format 3, a JSON file of 1 or 2)."""
+    if type(version) is int and version > FORMAT:
+        return CacheError(
+            f"{path}: cache format {version} is newer than this prettyplay reads (it reads "
+            f"formats {', '.join(map(str, READS[:-1]))} and {READS[-1]}; upgrade "
+            "prettyplay-behave to read this file)"
+        )
+    here = f"format {FORMAT} in a library file" if library else "formats 1 and 2 in a JSON file"
+    return CacheError(f"{path}: cache format {_quoted(version)} is unknown (it reads {here})")
 
 
 def parse_json(path: Path, raw: bytes, validate: Validate) -> Library:

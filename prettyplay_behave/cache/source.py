@@ -90,7 +90,7 @@ def parse_steps(path: Path, raw: bytes, validate: Validate) -> Library:
             f"{path}: not a prettyplay step library file (its first line is not {HEADER!r})"
         )
     if int(header.group(1)) != FORMAT:
-        raise unknown_format(path, int(header.group(1)))
+        raise unknown_format(path, int(header.group(1)), library=True)
     tree = _tree(path, text, lines)
     library = Library()
     starts = [_first_line(node) for node in tree.body] + [len(lines) + 1]

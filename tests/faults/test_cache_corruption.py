@@ -1,5 +1,6 @@
-"""Corrupt cache files, each read by a real behave run: a CacheError naming the file (and the line
-where there is one), and every file byte-identical afterwards."""
+"""Corrupt per-feature cache files (format 2, as a project that has not migrated has them), each
+read by a real behave run: a CacheError naming the file (and the line where there is one), and
+every file byte-identical afterwards."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import BehaveProject
-from tests.faults.support import plant
 from tests.support.shop_steps import OPEN_SHOP
 
 FEATURE = """\
@@ -49,9 +49,9 @@ def conflict_markers(raw: bytes) -> tuple[bytes, str]:
 
 def unknown_format(raw: bytes) -> tuple[bytes, str]:
     document = json.loads(raw)
-    document["format"] = 3
+    document["format"] = 4
     return json.dumps(document, indent=2).encode(), (
-        "cache format 3 is newer than this prettyplay reads (it reads formats 1 and 2; upgrade "
+        "cache format 4 is newer than this prettyplay reads (it reads formats 1, 2 and 3; upgrade "
         "prettyplay-behave to read this file)"
     )
 
@@ -79,6 +79,14 @@ CORRUPTIONS: dict[str, Callable[[bytes], tuple[bytes, str]]] = {
 }
 
 
+def format_2(code: str) -> bytes:
+    """A feature's file of format 2 with one entry, as prettyplay wrote them."""
+    entry = {"code": code.rstrip("\n").split("\n"), "kind": "action", "origin": "generated",
+             "sentence": "I open the shop"}  # fmt: skip
+    document = {"format": 2, "steps": [entry]}
+    return (json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
+
+
 def every_file(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
@@ -88,11 +96,10 @@ def test_every_corrupt_cache_file_is_named_and_left_untouched(project: BehavePro
     messages = {}
     for name, corrupt in CORRUPTIONS.items():
         project.write(f"features/{name}.feature", FEATURE.format(name=name))
-        plant(project.cache_dir, f"{name}.feature::Visit", ("step", "I open the shop", OPEN_SHOP))
+        content, messages[name] = corrupt(format_2(OPEN_SHOP))
         path = project.cache_dir / f"{name}.feature.json"
-        content, messages[name] = corrupt(path.read_bytes())
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(content)
-        (project.cache_dir / f"{name}.feature.json.lock").unlink()
     before = every_file(project.cache_dir)
     result = project.run("-D", f"prettyplay.base_url={shop.url}", timeout=120)
     assert result.returncode == 1, result

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from prettyplay_behave import CacheError, PrettyPlay
+from prettyplay_behave.cache import file_name
 from prettyplay_behave.cache import store as cache_module
 from tests.faults.support import api_config, folder_bytes, plant, temp_files
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer
@@ -59,6 +60,11 @@ FAULTS = {
 }
 
 
+def banner_file(cache_dir: Path) -> Path:
+    """The library file the generated step is written to."""
+    return cache_dir / "steps" / file_name(("action", "accept the cookie banner", ""))
+
+
 def generate_into(
     page, shop, cache_dir: Path, llm: ScriptedLLMServer, test: str = "visit"
 ) -> CacheError:
@@ -85,7 +91,7 @@ def test_a_refused_write_names_the_file_and_keeps_the_old_cache(
     faulty_os, says = FAULTS[fault]
     monkeypatch.setattr(cache_module, "os", faulty_os)
     error = generate_into(page, shop, cache_dir, llm_env)
-    assert str(error).startswith(f"{cache_dir / 'visit.json'}: cannot write: {says}")
+    assert str(error).startswith(f"{banner_file(cache_dir)}: cannot write: {says}")
     assert folder_bytes(cache_dir) == before
     assert temp_files(cache_dir) == []
 
@@ -94,21 +100,19 @@ def test_a_file_where_the_cache_folder_should_be_names_it(
     page, shop, tmp_path: Path, llm_env: ScriptedLLMServer
 ) -> None:
     cache_dir = tmp_path / "cache"
-    plant(cache_dir, "visit", ("step", "open the shop", OPEN_SHOP))
-    plant(cache_dir, "shop/visit.feature::Visit", ("step", "open the shop", OPEN_SHOP))
-    shutil.rmtree(cache_dir / "shop")
-    (cache_dir / "shop").write_text("not a folder\n")
+    cache_dir.mkdir()
+    (cache_dir / "steps").write_text("not a folder\n")
     before = folder_bytes(cache_dir)
-    # the test's cache file would live in cache/shop/, but cache/shop is a file
+    # the step's library file would live in cache/steps/, but cache/steps is a file
     llm_env.on("generate", code_answer(OPEN_SHOP), code_answer(ACCEPT))
     llm_env.on("gate", CLEAN_GATE, repeat=True)
     config = api_config(shop.url, cache_dir)
     with PrettyPlay("shop/visit.feature::Visit", config=config, page=page) as t:
         with pytest.raises(CacheError) as caught:
             t.step("open the shop")
+    written = cache_dir / "steps" / file_name(("action", "open the shop", ""))
     assert str(caught.value) == (
-        f"{cache_dir / 'shop' / 'visit.feature.json'}: cannot write: "
-        f"[Errno 17] File exists: '{cache_dir / 'shop'}'"
+        f"{written}: cannot write: [Errno 17] File exists: '{cache_dir / 'steps'}'"
     )
     assert folder_bytes(cache_dir) == before
     assert temp_files(cache_dir) == []
@@ -163,8 +167,8 @@ def test_a_real_full_or_read_only_disk_names_the_file_and_keeps_the_old_cache(
     else:
         subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
         # the lock file is the first thing the write creates
-        says = f"[Errno 30] Read-only file system: '{cache_dir / 'visit.json.lock'}'"
+        says = f"[Errno 30] Read-only file system: '{banner_file(cache_dir)}.lock'"
     error = generate_into(page, shop, cache_dir, llm_env)
-    assert str(error) == f"{cache_dir / 'visit.json'}: cannot write: {says}"
+    assert str(error) == f"{banner_file(cache_dir)}: cannot write: {says}"
     assert folder_bytes(cache_dir) == before
     assert temp_files(cache_dir) == []

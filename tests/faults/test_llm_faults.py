@@ -17,6 +17,7 @@ from prettyplay_behave import (
     PrettyPlay,
     ProviderUnavailableError,
 )
+from prettyplay_behave.cache import file_name
 from prettyplay_behave.cache import store as cache_module
 from tests.faults.support import api_config, folder_bytes, plant
 from tests.support.caches import steps
@@ -158,8 +159,8 @@ def test_a_transient_failure_is_retried_and_the_step_written_once(
         assert (entry.origin, t.page.url) == ("generated", shop.url + "/")
         assert t.runtime.engine.cache_writes == 1
     assert [r.purpose for r in llm_env.requests] == ["generate", "generate", "gate", "gate"]
-    assert writes == [tmp_path / "cache" / "visit.json"]
-    assert [e["sentence"] for e in steps(writes[0])] == ["open the shop"]
+    assert writes == [tmp_path / "cache" / "steps" / file_name(("action", "open the shop", ""))]
+    assert [e["sentence"] for e in steps(tmp_path / "cache")] == ["open the shop"]
     generates = llm_env.requests_for("generate")
     gap = generates[1].time - generates[0].time
     if first is RETRY_AFTER_SECONDS:

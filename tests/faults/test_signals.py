@@ -4,7 +4,6 @@ file holds its old or its new content, never a part, with no temporary file left
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -13,7 +12,7 @@ from pathlib import Path
 import filelock
 import pytest
 
-from prettyplay_behave.cache import load_file
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite, file_name, load_file
 from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import BehaveProject
 from tests.faults.support import (
@@ -172,7 +171,12 @@ def test_ctrl_c_during_a_cache_write_leaves_the_old_or_the_new_file(
     )
     project.write("features/shop.feature", FEATURE.format(second="I accept the cookie banner"))
     plant(project.cache_dir, TEST, ("step", "I open the shop", OPEN_SHOP))
-    cache_file = project.cache_dir / "shop.feature.json"
+    # the banner's library file holds another scenario's pin: the run's entry goes beside it
+    banner = "I accept the cookie banner"
+    elsewhere = CacheKey("other.feature::Elsewhere", "step", banner)
+    pin = CacheWrite(elsewhere, OPEN_SHOP, "generated", pinned=True)
+    CacheStore(project.cache_dir, check_code).write(pin)
+    cache_file = project.cache_dir / "steps" / file_name(("action", banner, ""))
     old = cache_file.read_bytes()
     llm.on("generate", code_answer(ACCEPT))
     llm.on("gate", CLEAN_GATE)
@@ -195,18 +199,15 @@ def test_ctrl_c_during_a_cache_write_leaves_the_old_or_the_new_file(
     new = cache_file.read_bytes()
     if hold == "after the rename":
         entries = load_file(cache_file, check_code).entries
-        assert sorted(e.sentence for e in entries) == [
-            "I accept the cookie banner",
-            "I open the shop",
-        ]
-        assert json.loads(new)["format"] == 2
+        assert sorted(e.scenario or "" for e in entries) == ["", "Elsewhere"]
+        assert new.startswith(b"# prettyplay step library (format 3)")
     else:
         assert new == old
     assert temp_files(project.cache_dir) == []
-    assert sorted(p.name for p in project.cache_dir.iterdir()) == [
-        "shop.feature.json",
-        "shop.feature.json.lock",
-    ]
+    shop_file = file_name(("action", "I open the shop", ""))
+    assert sorted(p.name for p in (project.cache_dir / "steps").iterdir()) == sorted(
+        [cache_file.name, f"{cache_file.name}.lock", shop_file, f"{shop_file}.lock"]
+    )
     assert_no_processes_left(run.marker, seen)
 
 
@@ -214,8 +215,8 @@ def test_a_cache_file_is_whole_at_every_moment_of_a_write(tmp_path: Path) -> Non
     """The same promise without the signal: a reader polling during many writes never sees a
     partial file (the write renames a complete temp file into place)."""
     cache_dir = tmp_path / "cache"
-    plant(cache_dir, TEST, ("step", "I open the shop", OPEN_SHOP))
-    path = cache_dir / "shop.feature.json"
+    plant(cache_dir, TEST, ("step", "step 0", OPEN_SHOP))
+    path = cache_dir / "steps" / file_name(("action", "step {}", ""))  # every write's file
     writer = subprocess.Popen(
         [
             sys.executable,
@@ -238,5 +239,5 @@ def test_a_cache_file_is_whole_at_every_moment_of_a_write(tmp_path: Path) -> Non
         reads += 1
     assert writer.wait(timeout=60) == 0
     assert reads > 10
-    assert len(load_file(path, check_code).entries) == 61
+    assert len(load_file(path, check_code).entries) == 60  # "step 0" planted, then written again
     assert temp_files(cache_dir) == []
