@@ -78,9 +78,9 @@ def parse(path: Path, raw: bytes, validate: Validate) -> Library:
     return parse_json(path, raw, validate)
 
 
-def parse_steps(path: Path, raw: bytes, validate: Validate) -> Library:
-    """Parse and check the bytes of one library file; ``path`` names it in errors and its name
-    must be the one its step has."""
+def parse_steps(path: Path, raw: bytes, validate: Validate, named: bool = True) -> Library:
+    """Parse and check the bytes of one library file; ``path`` names it in errors and (unless
+    not ``named``: a text shown on its own) its name must be the one its step has."""
     text = decode(path, raw)
     lines = _LINE_BREAK.split(text)
     header = _HEADER.match(lines[0])
@@ -109,7 +109,7 @@ def parse_steps(path: Path, raw: bytes, validate: Validate) -> Library:
                 "each step has a file of its own"
             )
         library.upsert(entry)
-    if library.entries and path.name != file_name(library.entries[0].step):
+    if named and library.entries and path.name != file_name(library.entries[0].step):
         raise CacheError(
             f"{path}: its step ({library.entries[0].describe()}) is kept in a file named "
             f"{file_name(library.entries[0].step)!r}: rename the file"
@@ -218,7 +218,8 @@ def _literal(value: object) -> str:
     if isinstance(value, str):
         return f'"{repr(value)[1:-1]}"' if "'" not in value and '"' not in value else repr(value)
     if isinstance(value, tuple):
-        return f"({''.join(f'{_literal(item)}, ' for item in value).rstrip()})"
+        items = ", ".join(map(_literal, value))
+        return f"({items},)" if len(value) == 1 else f"({items})"
     if isinstance(value, list):
         return f"[{', '.join(map(_literal, value))}]"
     if isinstance(value, dict):

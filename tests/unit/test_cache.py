@@ -4,6 +4,7 @@ wrong; the per-feature files of formats 1 and 2 read and migrated, nothing lost.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import faulthandler
 import json
@@ -1020,3 +1021,22 @@ def test_wordings_and_a_green_record_round_trip_and_a_wording_finds_its_entry() 
     assert found == entry
     back.remove([entry])
     assert back.find(cache.CacheKey("t", "action", "I put the item in the cart")) is None
+
+
+def test_values_and_data_read_as_python_a_reviewer_writes() -> None:
+    entry = cache.StepEntry(
+        kind="action",
+        sentence='I log in as "{}" with the password "{}"',
+        code="def step(page) -> None:\n    pass\n",
+        origin="generated",
+        data="| a |\n| b |",
+        values=("ann", "it's"),
+    )
+    text = cache.render_steps([entry]).decode()
+    assert "    values=(\"ann\", \"it's\"),\n" in text
+    assert '    data="| a |\\n| b |",\n' in text
+    assert "    sentence='I log in as \"{}\" with the password \"{}\"',\n" in text
+    one = cache.render_steps([dataclasses.replace(entry, values=("ann",))]).decode()
+    assert '    values=("ann",),\n' in one
+    path = Path(file_name(entry.step))
+    assert cache.parse(path, text.encode(), lambda code: None).entries == [entry]

@@ -4,7 +4,7 @@
 @step(
     kind="action",
     sentence='I log in as "{}" with the password "{}"',
-    values=("ann@example.com", "secret",),
+    values=("ann@example.com", "secret"),
     origin="generated",
 )
 def step(page) -> None:
@@ -16,7 +16,7 @@ def step(page) -> None:
 @step(
     kind="action",
     sentence='I log in as "{}" with the password "{}"',
-    values=("ann@example.com", "wrong",),
+    values=("ann@example.com", "wrong"),
     origin="generated",
 )
 def step(page) -> None:
@@ -28,7 +28,7 @@ def step(page) -> None:
 @step(
     kind="action",
     sentence='I log in as "{}" with the password "{}"',
-    values=("bob@example.com", "secret",),
+    values=("bob@example.com", "secret"),
     origin="generated",
 )
 def step(page) -> None:

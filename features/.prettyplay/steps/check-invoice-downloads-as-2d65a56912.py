@@ -4,7 +4,7 @@
 @step(
     kind="check",
     sentence='invoice {} downloads as "{}"',
-    values=("1001", "invoice-1001.txt",),
+    values=("1001", "invoice-1001.txt"),
     origin="generated",
 )
 def step(page) -> None:
