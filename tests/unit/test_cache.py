@@ -1033,9 +1033,9 @@ def test_values_and_data_read_as_python_a_reviewer_writes() -> None:
         values=("ann", "it's"),
     )
     text = cache.render_steps([entry]).decode()
-    assert "    values=(\"ann\", \"it's\"),\n" in text
+    assert '    values=("ann", "it\'s"),\n' in text
     assert '    data="| a |\\n| b |",\n' in text
-    assert "    sentence='I log in as \"{}\" with the password \"{}\"',\n" in text
+    assert '    sentence=\'I log in as "{}" with the password "{}"\',\n' in text
     one = cache.render_steps([dataclasses.replace(entry, values=("ann",))]).decode()
     assert '    values=("ann",),\n' in one
     path = Path(file_name(entry.step))
