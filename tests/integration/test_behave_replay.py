@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from prettyplay_behave.cache import file_name
 from tests.conftest import BehaveProject, copy_examples
 from tests.escapes import ESCAPES
-from tests.support.caches import plant, steps
+from tests.support.caches import cache_bytes, plant, steps
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer
 from tests.support.shop_steps import HEADING, OPEN_SHOP
 
@@ -24,7 +25,10 @@ Feature: Shop
 
 def cache_files(folder: Path) -> dict[str, bytes]:
     """Every cache file below ``folder`` with its bytes (lock files left out)."""
-    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*.json")}
+    return cache_bytes(folder)
+
+
+SHOP_FILE = Path("steps") / file_name(("action", "I open the shop", ""))
 
 
 @pytest.mark.slow
@@ -53,7 +57,7 @@ def test_strict_miss_names_step_and_cache_file_with_zero_requests(
     assert result.returncode == 1, result
     assert "IncurableStepError: no cached code for this step (strict: replay only)" in result.output
     assert "step: the heading says Demo Shop" in result.output
-    assert str(Path("features/.prettyplay/shop.feature.json")) in result.output
+    assert str(Path("features/.prettyplay/steps")) in result.output
     assert llm.requests == []
     assert cache_files(project.cache_dir) == before
 
@@ -118,6 +122,27 @@ def test_a_planted_escape_is_refused_by_behave_and_never_runs(
     project: BehaveProject, shop, escape: str
 ) -> None:
     project.write("features/shop.feature", FEATURE)
+    library_file = project.cache_dir / SHOP_FILE
+    library_file.parent.mkdir(parents=True)
+    library_file.write_text(
+        "# prettyplay step library (format 3): read by prettyplay without importing it.\n\n\n"
+        '@step(kind="action", sentence="I open the shop", origin="generated")\n'
+        + ESCAPES[escape].rstrip("\n")
+        + "\n"
+    )
+    original = library_file.read_bytes()
+    result = project.run("-D", f"prettyplay.base_url={shop.url}")
+    assert result.returncode == 1, result
+    assert "CacheError" in result.output
+    assert SHOP_FILE.name in result.output and "I open the shop" in result.output
+    assert library_file.read_bytes() == original
+
+
+def test_a_planted_escape_in_an_old_file_is_refused_by_behave_and_never_runs(
+    project: BehaveProject, shop
+) -> None:
+    escape = "import_os"
+    project.write("features/shop.feature", FEATURE)
     cache_file = project.cache_dir / "shop.feature.json"
     cache_file.parent.mkdir(parents=True)
     document = {
@@ -149,7 +174,7 @@ def test_a_corrupt_cache_file_is_reported_and_left_untouched(
 ) -> None:
     project.write("features/shop.feature", FEATURE)
     plant(project.cache_dir, "shop.feature::Visit", ("step", "I open the shop", OPEN_SHOP))
-    cache_file = project.cache_dir / "shop.feature.json"
+    cache_file = project.cache_dir / SHOP_FILE
     text = cache_file.read_text()
     if marker == "truncated":
         text = text[: len(text) // 2]
@@ -158,7 +183,7 @@ def test_a_corrupt_cache_file_is_reported_and_left_untouched(
     cache_file.write_text(text)
     result = project.run("-D", f"prettyplay.base_url={shop.url}")
     assert result.returncode == 1, result
-    assert "CacheError" in result.output and "shop.feature.json" in result.output
+    assert "CacheError" in result.output and SHOP_FILE.name in result.output
     assert cache_file.read_text() == text
 
 

@@ -4,7 +4,6 @@ recovery with its cycles and budgets, on the demo shop's changed UI."""
 from __future__ import annotations
 
 import functools
-import json
 import logging
 from pathlib import Path
 
@@ -100,7 +99,7 @@ def origins(cache_dir: Path, feature: str | None = None) -> dict[str, str]:
 def test_a_root_in_an_earlier_step_recovers_the_whole_row(
     changed, tmp_path: Path, llm_env: ScriptedLLMServer, caplog: pytest.LogCaptureFixture, browser
 ) -> None:
-    cache_file = plant(
+    cache = plant(
         tmp_path,
         ("step", "open the shop", OPEN_SHOP),
         ("step", "allow the cookies", ACCEPT_NEW),
@@ -142,7 +141,7 @@ def test_a_root_in_an_earlier_step_recovers_the_whole_row(
     assert "- choose the green tea (passed; URL:" in text
     heal = llm_env.requests_for("heal")[0].content("user")
     assert "recoverable" in heal and "pick the product by its name" in heal and PROMPT in heal
-    assert origins(cache_file) == {
+    assert origins(cache) == {
         "open the shop": "generated",
         "allow the cookies": "generated",
         "choose the green tea": "recovered",
@@ -191,14 +190,14 @@ def run_banner_group(shop, tmp_path: Path, browser, **changes) -> None:
 def test_a_repeat_failure_takes_a_second_cycle(
     changed, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
-    cache_file = group_with_old_banner(tmp_path)
+    cache = group_with_old_banner(tmp_path)
     llm_env.on("diagnose", root_is_the_failed_step, repeat=True)
     llm_env.on("heal", code_answer(ACCEPT_OLD), code_answer(ACCEPT_OLD), code_answer(ACCEPT_NEW))
     llm_env.on("gate", CLEAN_GATE)
     run_banner_group(changed, tmp_path, browser)
     purposes = [r.purpose for r in llm_env.requests]
     assert purposes == ["diagnose", "heal", "heal", "diagnose", "heal", "gate"]
-    assert origins(cache_file)["accept the cookie banner"] == "recovered"
+    assert origins(cache)["accept the cookie banner"] == "recovered"
     # the second diagnosis sees the fresh failures in the step's history
     assert llm_env.requests_for("diagnose")[1].content("user").count("click(timeout=500)") == 3
 
@@ -207,8 +206,8 @@ def test_a_repeat_failure_takes_a_second_cycle(
 def test_the_cycle_cap_ends_terminal_within_cap_times_cap_heals(
     changed, tmp_path: Path, llm_env: ScriptedLLMServer, cap: int, browser
 ) -> None:
-    cache_file = group_with_old_banner(tmp_path)
-    original = cache_file.read_bytes()
+    cache = group_with_old_banner(tmp_path)
+    original = steps(cache)
     llm_env.on("diagnose", root_is_the_failed_step, repeat=True)
     llm_env.on("heal", code_answer(ACCEPT_OLD), repeat=True)
     with pytest.raises(IncurableStepError) as caught:
@@ -219,7 +218,7 @@ def test_the_cycle_cap_ends_terminal_within_cap_times_cap_heals(
     assert len(llm_env.requests_for("diagnose")) == cap
     assert len(llm_env.requests_for("heal")) == cap * cap
     assert llm_env.requests_for("classify") == []
-    assert cache_file.read_bytes() == original
+    assert steps(cache) == original
 
 
 def test_two_groups_with_one_prompt_share_the_cap(
@@ -287,8 +286,8 @@ def test_terminal_diagnoses_are_never_healed(
     headline: str,
     browser,
 ) -> None:
-    cache_file = group_with_old_banner(tmp_path)
-    original = cache_file.read_bytes()
+    cache = group_with_old_banner(tmp_path)
+    original = steps(cache)
     llm_env.on("diagnose", answer)
     caplog.set_level(logging.INFO, logger="prettyplay")
     recorder = Recorder()
@@ -297,9 +296,9 @@ def test_terminal_diagnoses_are_never_healed(
     assert str(caught.value.render()).startswith(headline + "\n---\n")  # type: ignore[attr-defined]
     assert [r.purpose for r in llm_env.requests] == ["diagnose"]
     # nothing healed; the group's verdict is remembered on the step that failed
-    shared = [e for e in steps(cache_file) if "scenario" not in e]
-    assert shared == json.loads(original)["steps"]
-    red = [(e["sentence"], e["verdict"]["label"]) for e in steps(cache_file) if "verdict" in e]
+    shared = [e for e in steps(cache) if "scenario" not in e]
+    assert shared == original
+    red = [(e["sentence"], e["verdict"]["label"]) for e in steps(cache) if "verdict" in e]
     # a verdict of this group (not a root elsewhere, not an answer that could not be read)
     label = next((word for word in ('"product_defect"', '"incurable"') if word in answer), "")
     assert [found for _, found in red] == ([label.strip('"')] if label else [])
@@ -319,8 +318,8 @@ def test_terminal_diagnoses_are_never_healed(
 def test_strict_group_steps_only_classify(
     changed, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
-    cache_file = group_with_old_banner(tmp_path)
-    original = cache_file.read_bytes()
+    cache = group_with_old_banner(tmp_path)
+    original = steps(cache)
     llm_env.on(
         "classify",
         json_answer({"label": "rot", "explanation": "relabelled", "recommendation": "heal"}),
@@ -328,7 +327,7 @@ def test_strict_group_steps_only_classify(
     with pytest.raises(IncurableStepError, match=r"strict: replay only"):
         run_banner_group(changed, tmp_path, browser, strict=True)
     assert [r.purpose for r in llm_env.requests] == ["classify"]
-    assert cache_file.read_bytes() == original
+    assert steps(cache) == original
 
 
 def test_group_generation_is_framed_and_never_classified(

@@ -3,8 +3,8 @@ healed, strict runs only classify, and no path exceeds its budgets."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-import json
 import logging
 import shutil
 from pathlib import Path
@@ -17,11 +17,12 @@ from prettyplay_behave import (
     ProductDefectError,
     RedStepError,
 )
+from prettyplay_behave.behave.liveness import obsolete
 from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
 from prettyplay_behave.runtime import Runtime
 from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import ROOT, BehaveProject
-from tests.support.caches import by_sentence, plant, steps
+from tests.support.caches import by_sentence, cache_bytes, plant, steps
 from tests.support.changed_ui import CART
 from tests.support.healing_run import QUICK_REDS
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
@@ -40,7 +41,7 @@ def verdict(label: str, explanation: str = "", recommendation: str = "") -> str:
 
 
 def cart_project(tmp_path: Path) -> BehaveProject:
-    """The example cart feature with its committed cache."""
+    """The example cart feature with the entries of the committed library it uses."""
     project = BehaveProject(tmp_path / "project")
     shutil.copytree(ROOT / "features" / "steps", project.features / "steps")
     shutil.copy(ROOT / "features" / "shop" / "cart.feature", project.features / "cart.feature")
@@ -48,9 +49,9 @@ def cart_project(tmp_path: Path) -> BehaveProject:
         "features/environment.py",
         "from prettyplay_behave.behave import use_prettyplay\n\nuse_prettyplay(globals())\n",
     )
-    source = json.loads((ROOT / "features/.prettyplay/shop/cart.feature.json").read_text())
-    project.cache_dir.mkdir(parents=True)
-    (project.cache_dir / "cart.feature.json").write_text(json.dumps(source, indent=2) + "\n")
+    shutil.copytree(ROOT / "features/.prettyplay/steps", project.cache_dir / "steps")
+    store = CacheStore(project.cache_dir, validate=check_code)
+    store.drop(dead.entry for dead in obsolete(store, project.features))  # the cart's steps only
     return project
 
 
@@ -82,7 +83,7 @@ def test_a_changed_ui_heals_and_the_next_run_replays(
     assert "VERDICT ON THE FAILURE: rot" in heal and "the controls were relabelled" in heal
     library = steps(project.cache_dir, "cart.feature")
     entries = by_sentence(project.cache_dir, "cart.feature")
-    # the Background step is one entry of the feature's library: healed once, for both
+    # the Background step is one entry of the library: healed once, for both
     assert entries["I accept the cookie banner"]["origin"] == "healed"
     assert entries["I accept the cookie banner"]["code"] == (
         CART["I accept the cookie banner"].splitlines()
@@ -111,19 +112,21 @@ CONFIRMED = (
 
 
 def order_project(project: BehaveProject) -> Path:
+    """The order feature and its cache folder."""
     project.write("features/orders.feature", DEFECT_FEATURE)
-    return plant(
+    plant(
         project.cache_dir, "orders.feature::Order a tea",
         ("step", "I order a tea", ORDER_CODE), ("expect", "the order is confirmed", CONFIRMED),
     )  # fmt: skip
+    return project.cache_dir
 
 
 def test_a_broken_product_fails_red_and_is_never_healed(
     project: BehaveProject, fresh_shop, llm: ScriptedLLMServer
 ) -> None:
     fresh_shop.set_variant("broken-product")
-    cache_file = order_project(project)
-    original = cache_file.read_bytes()
+    cache = order_project(project)
+    original = steps(cache)
     llm.on(
         "classify",
         verdict(
@@ -143,9 +146,9 @@ def test_a_broken_product_fails_red_and_is_never_healed(
     assert "order failed: payment service unavailable" in result.output
     assert [r.purpose for r in llm.requests] == ["classify"]
     # the verdict is remembered: the shared entry is untouched, a red pin holds the verdict
-    shared = [e for e in steps(cache_file) if "scenario" not in e]
-    assert json.dumps(shared) in json.dumps(json.loads(original)["steps"])
-    red = [e for e in steps(cache_file) if "verdict" in e]
+    shared = [e for e in steps(cache) if "scenario" not in e]
+    assert shared == original
+    red = [e for e in steps(cache) if "verdict" in e]
     assert [(e["sentence"], e["scenario"], e["verdict"]["label"]) for e in red] == [
         ("the order is confirmed", "Order a tea", "product_defect")
     ]
@@ -160,7 +163,7 @@ def plant_broken(tmp_path: Path) -> Path:
     store.write(CacheWrite(CacheKey("t", "step", "open the shop"), OPEN_SHOP, "generated"))
     key = CacheKey("t", "step", "accept the cookie banner")
     store.write(CacheWrite(key, BROKEN_ACCEPT, "generated"))
-    return tmp_path / "cache" / "t.json"
+    return tmp_path / "cache"
 
 
 class Recorder:
@@ -177,7 +180,7 @@ class Recorder:
 def test_a_fixable_step_heals_with_hooks_and_history(
     shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
-    cache_file = plant_broken(tmp_path)
+    cache = plant_broken(tmp_path)
     recorder = Recorder()
     llm_env.on("classify", verdict("fixable", "the locator names no real button"))
     llm_env.on("heal", code_answer(BROKEN_ACCEPT), code_answer(ACCEPT))
@@ -202,7 +205,7 @@ def test_a_fixable_step_heals_with_hooks_and_history(
     assert "0." in heals[0].content("user") and 'name="Consent"' in heals[0].content("user")
     assert heals[1].content("user").count("click(timeout=300)") == 2  # both records, whole
     assert [r.purpose for r in llm_env.requests] == ["classify", "heal", "heal", "gate"]
-    assert sorted(e["origin"] for e in steps(cache_file)) == ["generated", "healed"]
+    assert sorted(e["origin"] for e in steps(cache)) == ["generated", "healed"]
 
 
 @pytest.mark.parametrize(
@@ -228,8 +231,8 @@ def test_terminal_verdicts_end_incurable_with_their_headline(
     headline: str,
     browser,
 ) -> None:
-    cache_file = plant_broken(tmp_path)
-    original = cache_file.read_bytes()
+    cache = plant_broken(tmp_path)
+    original = cache_bytes(cache)
     llm_env.on("classify", classify)
     if heals:
         llm_env.on("heal", *(code_answer(code) for code in heals))
@@ -239,9 +242,9 @@ def test_terminal_verdicts_end_incurable_with_their_headline(
         with pytest.raises(IncurableStepError) as caught:
             t.step("accept the cookie banner")
     assert caught.value.render().startswith(f"IncurableStepError: {headline}\n---\n")
-    red = [e for e in steps(cache_file) if "verdict" in e]
+    red = [e for e in steps(cache) if "verdict" in e]
     if '"incurable"' not in classify:  # an unread verdict, or an exhausted heal, is no verdict
-        assert cache_file.read_bytes() == original
+        assert cache_bytes(cache) == original
     else:
         assert [(e["sentence"], e["verdict"]["label"]) for e in red] == [
             ("accept the cookie banner", "incurable")
@@ -314,8 +317,8 @@ def test_an_exhausted_generation_budget_is_classified(
 def test_strict_classifies_once_and_writes_nothing(
     shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
-    cache_file = plant_broken(tmp_path)
-    original = cache_file.read_bytes()
+    cache = plant_broken(tmp_path)
+    original = cache_bytes(cache)
     llm_env.on("classify", verdict("rot", "the banner changed"))
     with PrettyPlay(
         "t", config=config(shop.url, tmp_path / "cache", strict=True), browser=browser
@@ -328,7 +331,7 @@ def test_strict_classifies_once_and_writes_nothing(
     )
     assert "explanation: the banner changed" in caught.value.render()
     assert [r.purpose for r in llm_env.requests] == ["classify"]
-    assert cache_file.read_bytes() == original
+    assert cache_bytes(cache) == original
 
 
 def test_strict_without_llm_makes_no_request(
@@ -336,8 +339,8 @@ def test_strict_without_llm_makes_no_request(
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)
-    cache_file = plant_broken(tmp_path)
-    original = cache_file.read_bytes()
+    cache = plant_broken(tmp_path)
+    original = cache_bytes(cache)
     with PrettyPlay(
         "t", config=config(shop.url, tmp_path / "cache", strict=True), browser=browser
     ) as t:
@@ -345,7 +348,7 @@ def test_strict_without_llm_makes_no_request(
         with pytest.raises(IncurableStepError, match=r"strict: replay only"):
             t.step("accept the cookie banner")
     assert llm.requests == []
-    assert cache_file.read_bytes() == original
+    assert cache_bytes(cache) == original
 
 
 # the cookie button by an id the shop never had: no rename of the other feature's code
@@ -355,14 +358,18 @@ ELSEWHERE_ACCEPT = 'def step(page) -> None:\n    page.locator("#consent").click(
 def test_a_heal_serves_the_same_step_of_another_feature_with_no_request(
     shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
-    """A red replay first tries the code that healed the same step earlier in the run, in
-    another feature's library too: green, it is healed with no request of its own."""
+    """A red replay first tries the code that healed the same step earlier in the run, for a
+    feature with code of its own too: green, it is healed with no request of its own."""
     store = CacheStore(tmp_path / "cache", validate=check_code)
     broken = {"a.feature::Shop": BROKEN_ACCEPT, "b.feature::Shop": ELSEWHERE_ACCEPT}
-    for test, code in broken.items():
-        store.write(CacheWrite(CacheKey(test, "step", "open the shop"), OPEN_SHOP, "generated"))
-        key = CacheKey(test, "step", "accept the cookie banner")
-        store.write(CacheWrite(key, code, "generated"))
+    store.write(
+        CacheWrite(CacheKey("a.feature::Shop", "step", "open the shop"), OPEN_SHOP, "generated")
+    )
+    banner = CacheKey("a.feature::Shop", "step", "accept the cookie banner")
+    store.write(CacheWrite(banner, BROKEN_ACCEPT, "generated"))
+    # b.feature has code of its own for the step (as a migration keeps where features differed)
+    own = CacheWrite(banner, ELSEWHERE_ACCEPT, "generated").library_entry()
+    store.keep([dataclasses.replace(own, feature="b.feature")])
     llm_env.on("classify", verdict("rot", "the button was renamed"))
     llm_env.on("heal", code_answer(ACCEPT))
     llm_env.on("gate", CLEAN_GATE)

@@ -88,3 +88,15 @@ def plant(cache_dir: Path, test: str, *entries: tuple[str, str, str]) -> Path:
     for kind, sentence, code in entries:
         store.write(CacheWrite(CacheKey(test, kind, sentence), code, "generated"))
     return store.path_for(test)
+
+
+def cache_bytes(cache_dir: Path) -> dict[str, bytes]:
+    """Every cache file under ``cache_dir`` (library files and old per-feature ones, no locks),
+    by its path there: equal before and after a run that wrote nothing."""
+    found = [*cache_dir.rglob("*.py"), *cache_dir.rglob("*.json")]
+    return {str(path.relative_to(cache_dir)): path.read_bytes() for path in sorted(found)}
+
+
+def cache_text(cache_dir: Path) -> str:
+    """All the cache's files as one text, to look for what must never be in it."""
+    return "\n".join(raw.decode("utf-8") for raw in cache_bytes(cache_dir).values())
