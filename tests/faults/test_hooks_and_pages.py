@@ -14,7 +14,8 @@ import pytest
 from prettyplay_behave import IncurableStepError, PrettyPlay
 from prettyplay_behave.engine.hooks import HOOK_EVENTS
 from tests.conftest import BehaveProject
-from tests.faults.support import api_config, folder_bytes, plant
+from tests.faults.support import api_config, plant
+from tests.support.caches import cache_text
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.pages import PageServer
 from tests.support.shop_steps import ACCEPT, BROKEN_ACCEPT, HEADING, OPEN_SHOP
@@ -74,8 +75,8 @@ def test_a_hook_raising_in_every_event_is_logged_and_the_run_goes_on(
         f"hook Raising.{name} raised; the run goes on" for name in HOOK_EVENTS
     }
     assert all(r.exc_info and isinstance(r.exc_info[1], RuntimeError) for r in failed)
-    entries = folder_bytes(cache_dir)["visit.json"].decode()
-    assert '"origin": "healed"' in entries and "Accept cookies" in entries
+    entries = cache_text(cache_dir)
+    assert 'origin="healed"' in entries and "Accept cookies" in entries
 
 
 HOOKED_ENVIRONMENT = """\

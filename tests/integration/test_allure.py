@@ -28,6 +28,7 @@ from prettyplay_behave.safety.secrets import Secrets
 from prettyplay_behave.safety.step_code import check_code
 from prettyplay_behave.vocabulary import FailureKind, Kind, Origin, Outcome, StepLabel, StepStatus
 from tests.conftest import BehaveProject, BehaveResult, copy_examples
+from tests.support.caches import steps
 from tests.support.changed_ui import CART, CHECKOUT
 from tests.support.healing_run import HEALING_OPTIONS, RECOVERABLE, ROT, script_heals
 from tests.support.llm_server import ScriptedLLMServer, json_answer
@@ -86,10 +87,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
 def test_every_step_carries_its_code_and_how_it_ran(run: Run) -> None:
     results = run.results
     assert len(results) == 13
-    cache = {
-        path.name: json.loads(path.read_text())
-        for path in (run.root / "features" / ".prettyplay").rglob("*.json")
-    }
+    stored = ["\n".join(e["code"]) + "\n" for e in steps(run.root / "features" / ".prettyplay")]
     ran = 0
     for result in results:
         for step in result["steps"]:
@@ -105,7 +103,6 @@ def test_every_step_carries_its_code_and_how_it_ran(run: Run) -> None:
             assert re.search(r"^origin: (replayed|healed|recovered)$", how, re.MULTILINE), how
             assert f"outcome: {'failed' if step['status'] == 'failed' else 'passed'}" in how
             if "origin: replayed" in how:  # the code as the cache holds it
-                stored = ["\n".join(e["code"]) + "\n" for c in cache.values() for e in c["steps"]]
                 assert code in stored
     assert ran >= 20
 

@@ -65,9 +65,8 @@ def committed_code() -> dict[str, str]:
     """Sentence -> code, from the committed example cache."""
     root = Path(__file__).resolve().parents[2] / "features" / ".prettyplay"
     code: dict[str, str] = {}
-    for path in root.rglob("*.json"):
-        for entry in steps(path):
-            code[filled(entry)] = "\n".join(entry["code"]) + "\n"
+    for entry in steps(root):
+        code[filled(entry)] = "\n".join(entry["code"]) + "\n"
     return code
 
 

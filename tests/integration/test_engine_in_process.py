@@ -17,6 +17,7 @@ from prettyplay_behave import (
 )
 from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
 from prettyplay_behave.safety.step_code import check_code
+from tests.support.caches import cache_text
 from tests.support.llm_server import CLEAN_GATE, code_answer, http_error, json_answer
 from tests.support.scripted_provider import ScriptedProvider
 from tests.support.shop_steps import ACCEPT, BROKEN_ACCEPT, HEADING, OPEN_SHOP
@@ -37,7 +38,7 @@ def plant(tmp_path: Path, *steps: tuple[str, str, str]) -> Path:
     store = CacheStore(tmp_path / "cache", validate=check_code)
     for kind, sentence, code in steps:
         store.write(CacheWrite(CacheKey("t", kind, sentence), code, "generated"))
-    return tmp_path / "cache" / "t.json"
+    return tmp_path / "cache"
 
 
 @pytest.fixture
@@ -78,14 +79,14 @@ def test_a_product_defect_is_never_healed(
     shop, tmp_path: Path, provider: ScriptedProvider, browser
 ) -> None:
     cache = plant(tmp_path, ("step", "open the shop", OPEN_SHOP), ("step", "accept", BROKEN_ACCEPT))
-    before = cache.read_bytes()
+    before = cache_text(cache)
     provider.on("classify", verdict("product_defect", "the banner lost its button"))
     with PrettyPlay("t", config(shop, tmp_path), browser=browser, provider=provider) as t:
         t.step("open the shop")
         with pytest.raises(ProductDefectError, match="the banner lost its button"):
             t.step("accept")
     assert [r.purpose for r in provider.requests] == ["classify"]
-    assert b'"product_defect"' in cache.read_bytes() and cache.read_bytes() != before
+    assert 'verdict="product_defect"' in cache_text(cache) and cache_text(cache) != before
 
 
 def test_rot_heals_within_the_budget_and_is_written_healed(
@@ -101,7 +102,7 @@ def test_rot_heals_within_the_budget_and_is_written_healed(
     assert healed.origin == "healed"
     assert [a.outcome for a in healed.history] == ["red", "red"]
     assert [r.purpose for r in provider.requests] == ["classify", "heal", "heal", "gate"]
-    assert "Accept cookies" in cache.read_text()
+    assert "Accept cookies" in cache_text(cache)
 
 
 def test_a_group_failure_is_diagnosed_with_its_group_and_recovered(
@@ -134,7 +135,7 @@ def test_a_provider_that_is_down_fails_the_step_as_unavailable(
     with PrettyPlay("t", config(shop, tmp_path), browser=browser, provider=provider) as t:
         with pytest.raises(ProviderUnavailableError, match="HTTP 503: overloaded"):
             t.step("open the shop")
-    assert not (tmp_path / "cache" / "t.json").exists()  # nothing written
+    assert cache_text(tmp_path / "cache") == ""  # nothing written
 
 
 def test_a_miss_names_the_nearest_sentence_and_then_what_generating_it_needs(

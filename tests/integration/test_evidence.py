@@ -5,13 +5,12 @@ written."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from prettyplay_behave import IncurableStepError, PrettyPlay
-from tests.support.caches import plant
+from tests.support.caches import plant, steps
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.settings import api_config
 from tests.support.shop_steps import HEADING, OPEN_SHOP
@@ -141,8 +140,7 @@ def test_a_cannot_answer_ends_the_step_at_once_and_is_remembered(
     assert "the model answered that this step cannot be written" in str(caught.value)
     assert "explanation: the page offers no export" in str(caught.value)
     assert [r.purpose for r in llm_env.requests] == ["generate"]  # no retry, no classify
-    kept = json.loads((tmp_path / "cache" / "t.json").read_text())
-    red = next(s for s in kept["steps"] if s["sentence"].startswith("I export"))
+    red = next(s for s in steps(tmp_path / "cache") if s["sentence"].startswith("I export"))
     assert red["verdict"]["label"] == "incurable"
     llm_env.reset()
     with PrettyPlay("t", config=api_config(shop.url, tmp_path / "cache"), browser=browser) as t:

@@ -15,7 +15,7 @@ from prettyplay_behave import (
     ProviderUnavailableError,
 )
 from tests.conftest import BehaveProject
-from tests.support.caches import steps
+from tests.support.caches import cache_text, steps
 from tests.support.llm_server import (
     CLEAN_GATE,
     ScriptedLLMServer,
@@ -27,11 +27,6 @@ from tests.support.llm_server import (
 )
 from tests.support.settings import api_config
 from tests.support.shop_steps import ACCEPT, HEADING, OPEN_SHOP, SHOP_FEATURE
-
-
-def cache_text(tmp_path: Path, name: str = "visit") -> str:
-    path = tmp_path / "cache" / f"{name}.json"
-    return path.read_text() if path.exists() else ""
 
 
 def test_a_generated_step_is_executed_gated_and_cached(
@@ -156,7 +151,7 @@ def test_a_malformed_gate_verdict_writes_nothing_and_ends_terminal(
     with PrettyPlay("visit", config=api_config(shop.url, tmp_path / "cache"), browser=browser) as t:
         with pytest.raises(IncurableStepError, match="compliance gate could not judge"):
             t.step("open the shop")
-    assert cache_text(tmp_path) == ""
+    assert cache_text(tmp_path / "cache") == ""
     assert len(llm_env.requests) == 2
 
 
@@ -177,7 +172,7 @@ def test_an_exhausted_generation_budget_is_terminal(
         "IncurableStepError: the generation budget is exhausted\n---\nstep: open the shop"
     )
     assert [r.purpose for r in llm_env.requests] == ["generate", "generate", "classify"]
-    assert cache_text(tmp_path) == ""
+    assert cache_text(tmp_path / "cache") == ""
 
 
 @pytest.mark.parametrize("failure", ["5xx", "refused", "timeout"])
@@ -202,7 +197,7 @@ def test_a_provider_that_is_down_ends_the_step_in_bounded_time(
     assert elapsed < 15
     if failure != "refused":
         assert len(llm_env.requests_for("generate")) == retries + 1
-    assert cache_text(tmp_path) == ""
+    assert cache_text(tmp_path / "cache") == ""
 
 
 def test_a_refused_key_names_the_setting(
@@ -215,7 +210,7 @@ def test_a_refused_key_names_the_setting(
         with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
             t.step("open the shop")
     assert len(llm_env.requests) == 1
-    assert cache_text(tmp_path) == ""
+    assert cache_text(tmp_path / "cache") == ""
 
 
 def test_max_llm_calls_stops_the_run(
@@ -269,7 +264,7 @@ def test_behave_reports_a_provider_that_is_down(
     )
     assert result.returncode == 1, result
     assert "ProviderUnavailableError" in result.output and "unavailable" in result.output
-    assert not (project.cache_dir / "shop.feature.json").exists()
+    assert cache_text(project.cache_dir) == ""
 
 
 CART = 'expect(page.get_by_role("link", name=re.compile("^Cart"))).to_have_text'

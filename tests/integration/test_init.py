@@ -127,7 +127,7 @@ def test_init_in_an_empty_folder_makes_a_project_that_behave_runs(
     generated = project.run(env=llm.env)  # base_url comes from the new behave.ini
     assert generated.returncode == 0, generated
     assert "2 generated" in generated.output
-    assert (root / "features/.prettyplay/sample.feature.json").exists()
+    assert len(list((root / "features/.prettyplay/steps").glob("*.py"))) == 2
     assert llm.requests_for("generate")[0].content("user").count(shop.url) >= 1
 
     before = snapshot(root)

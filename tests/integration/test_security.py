@@ -24,6 +24,7 @@ from prettyplay_behave.errors import CodePolicyError
 from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import BehaveProject
 from tests.escapes import ESCAPES
+from tests.support.caches import cache_text
 from tests.support.llm_server import (
     CLEAN_GATE,
     RecordedRequest,
@@ -218,7 +219,7 @@ def test_code_holding_a_secret_value_is_refused(
     assert "holds the literal value of secret CANARY" in entry.history[0].text
     assert CANARY not in entry.history[0].code
     assert CANARY not in llm_env.requests_for("generate")[1].text
-    assert CANARY not in (tmp_path / "cache" / "t.json").read_text()
+    assert CANARY not in cache_text(tmp_path / "cache")
 
 
 def test_a_secret_value_written_into_the_settings_is_redacted_from_requests(
@@ -395,11 +396,11 @@ def test_file_urls_are_refused(shop, tmp_path: Path) -> None:
     with pytest.raises(CacheError) as caught:
         store.write(CacheWrite(CacheKey("t", "step", "read"), ESCAPES["goto_file"], "generated"))
     assert str(caught.value).endswith(
-        "t.json: a new entry (action 'read'): the code is refused: line 2: page.goto: "
+        ".py: a new entry (action 'read'): the code is refused: line 2: page.goto: "
         "navigating to a file: URL is not allowed (only http, https or a relative path)"
     )
     assert isinstance(caught.value.__cause__, CodePolicyError)
-    assert not (tmp_path / "cache" / "t.json").exists()
+    assert cache_text(tmp_path / "cache") == ""
 
 
 def test_the_injection_page_stays_inside_the_untrusted_block(
