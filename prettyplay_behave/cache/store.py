@@ -251,14 +251,13 @@ class CacheStore:
     def replace(self, keep: CacheWrite, old: StepEntry | None) -> tuple[bool, StepEntry]:
         """Keep new code for a step whose entry was ``old`` (None: it had none): whether a file
         changed, and the entry written. Code that replaces an entry of narrower reach (a pin, an
-        entry specific to values or to a feature) takes its place; a feature's own entry stays
-        the feature's; a shared entry is only ever replaced by an entry of the same identity."""
+        entry specific to values) takes its place; a feature's own entry stays the feature's
+        (and serves its other steps when the new code is a pin); a shared entry is only ever
+        replaced by an entry of the same identity."""
         written = keep.library_entry(today())
         if old is not None and old.feature and old.scenario is None and not written.feature:
             written = replace(written, feature=old.feature)
-        narrower = old is not None and (
-            old.scenario is not None or old.values is not None or bool(old.feature)
-        )
+        narrower = old is not None and (old.scenario is not None or old.values is not None)
         doomed = [old] if old is not None and narrower and old.identity != written.identity else []
         changed = self.keep([written], doomed)
         return changed, self.library().get(written.identity) or written

@@ -396,7 +396,7 @@ def test_file_urls_are_refused(shop, tmp_path: Path) -> None:
     with pytest.raises(CacheError) as caught:
         store.write(CacheWrite(CacheKey("t", "step", "read"), ESCAPES["goto_file"], "generated"))
     assert str(caught.value).endswith(
-        ".py: a new entry (action 'read'): the code is refused: line 2: page.goto: "
+        ".py: a new entry (action 'read' of 't'): the code is refused: line 2: page.goto: "
         "navigating to a file: URL is not allowed (only http, https or a relative path)"
     )
     assert isinstance(caught.value.__cause__, CodePolicyError)
@@ -463,7 +463,8 @@ def test_the_check_command_names_a_bad_entry(tmp_path: Path) -> None:
     )
     assert good.returncode == 0, good.stdout
     assert "1 cache file, 1 entry checked, 0 files refused" in good.stdout
-    bad = cache_dir / "shop" / "b.feature.json"
+    bad = cache_dir / "shop" / "b.feature.json"  # a per-feature file, as before format 3
+    bad.parent.mkdir()
     document = {
         "format": 1,
         "tests": {
