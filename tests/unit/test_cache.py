@@ -1040,3 +1040,15 @@ def test_values_and_data_read_as_python_a_reviewer_writes() -> None:
     assert '    values=("ann",),\n' in one
     path = Path(file_name(entry.step))
     assert cache.parse(path, text.encode(), lambda code: None).entries == [entry]
+
+
+def test_a_pin_of_a_python_test_leaves_its_own_shared_entry(tmp_path: Path) -> None:
+    cache_store = store(tmp_path)
+    cache_store.write(entry("open the shop", test="visit"))
+    old = cache_store.lookup(CacheKey("visit", "action", "open the shop"))
+    pin = entry("open the shop", test="visit", code=ADD_TEA, pinned=True, occurrence=2)
+    assert cache_store.replace(pin, old)[0] is True
+    reader = store(tmp_path)
+    assert found_code(reader, CacheKey("visit", "action", "open the shop")) == OPEN_CODE
+    second = CacheKey("visit", "action", "open the shop", occurrence=2)
+    assert found_code(reader, second) == ADD_TEA
