@@ -70,7 +70,6 @@ from .library import (
     RedVerdict,
     StepEntry,
     Validate,
-    feature_of,
     locate,
 )
 from .source import STEPS_FOLDER, file_name, load_file, parse, parse_steps, render_steps
@@ -105,7 +104,6 @@ __all__ = [
     "StepEntry",
     "Validate",
     "cache_files",
-    "feature_of",
     "file_name",
     "library_files",
     "load_file",

@@ -288,7 +288,8 @@ class Library:
 
 
 def locate(cache_dir: Path, test_name: str) -> tuple[Path, str]:
-    """The cache file of a test and the test's key inside it (its scenario)."""
+    """The per-feature file (formats 1 and 2) a test's entries were in, and the test's key
+    inside it (its scenario)."""
     if SEPARATOR in test_name:
         feature, _, test_key = test_name.partition(SEPARATOR)
         parts = _path_parts(test_name, feature)
@@ -306,13 +307,3 @@ def _path_parts(test_name: str, path: str) -> list[str]:
     if not parts:
         raise CacheError(f"test {test_name!r}: no cache file name can be made from it")
     return parts
-
-
-def feature_of(cache_dir: Path, path: Path) -> str:
-    """The feature file a cache file belongs to, relative to the features folder ("" for a
-    test of the Python API)."""
-    try:
-        stem = path.relative_to(cache_dir).as_posix().removesuffix(".json")
-    except ValueError:
-        return ""
-    return stem if stem.endswith(".feature") else ""

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..errors import CacheError
 from .format import _checked, read
-from .library import SEPARATOR, CacheKey, CacheWrite, Library, StepEntry, Validate, locate
+from .library import CacheKey, CacheWrite, Library, StepEntry, Validate, locate
 from .source import STEPS_FOLDER, SUFFIX, file_name, load_file, parse, render_steps
 
 CACHE_FOLDER = ".prettyplay"  # beside the features, by default
@@ -204,7 +204,7 @@ class CacheStore:
         project = self.library()
         steps = {(key.kind, key.parameters.template, key.data), (key.kind, key.sentence, key.data)}
         suspects = [self.library_dir / file_name(step) for step in steps]
-        if SEPARATOR in key.test or self._old:
+        if any(path.suffix == ".json" for path in self._broken):  # the test's old file
             suspects.append(locate(self.cache_dir, key.test)[0])
         for path in suspects:
             if path in self._broken:
@@ -329,9 +329,10 @@ class CacheStore:
         files: dict[Path, list[StepEntry]] = {}
         for entry in entries:
             files.setdefault(self.path_of(entry), []).append(entry)
-        for path, moved in files.items():
+        for path in files:  # refused before anything is written
             if path in self._broken:
                 raise self._broken[path]
+        for path, moved in files.items():
 
             def change(library: Library, moved: list[StepEntry] = moved) -> None:
                 for entry in moved:
