@@ -10,7 +10,7 @@ import pytest
 
 from prettyplay_behave import PrettyPlay, RedStepError
 from tests.conftest import BehaveProject
-from tests.support.caches import by_sentence, plant
+from tests.support.caches import by_sentence, plant, steps
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.settings import api_config
 from tests.support.shop_steps import ACCEPT, HEADING, OPEN_SHOP
@@ -42,8 +42,8 @@ Feature: Shop
     Then the cart link shows 1 item
     And the heading says Demo Shop
 """
-# another feature's library, after the shop's in the run: its steps are misses there, and go
-# green with the code the shop's steps went green with, with no request
+# another feature, after the shop's in the run: its steps replay the entries the shop's steps
+# wrote (one library for the project), with no request and no copy
 TOUR = """\
 Feature: Tour
   Scenario: Look around once more
@@ -75,15 +75,14 @@ def test_each_distinct_sentence_is_generated_and_gated_once_a_run(
     assert generated == sorted(ANSWERS)
     assert sorted(request.step or "" for request in llm.requests_for("gate")) == sorted(ANSWERS)
     assert len(llm.requests) == 2 * len(ANSWERS)
-    # fifteen steps: five generated, the seven repeats replayed from the feature's library, and
-    # the tour's three reuse what went green in the shop
-    assert "15 steps: 7 replayed, 3 reused, 5 generated" in cold.output
-    tour = by_sentence(project.cache_dir, "tour.feature")
-    assert {e["origin"] for e in tour.values()} == {"reused"} and len(tour) == 3
-    library = by_sentence(project.cache_dir, "shop.feature")
+    # fifteen steps: five generated, the seven repeats and the tour's three replayed from the
+    # library
+    assert "15 steps: 10 replayed, 0 reused, 5 generated" in cold.output
+    library = by_sentence(project.cache_dir)
     assert {sentence: e["origin"] for sentence, e in library.items()} == dict.fromkeys(
         ANSWERS, "generated"
     )
+    assert len(steps(project.cache_dir)) == len(ANSWERS)  # each step once, whatever feature
     llm.reset()
     again = project.run("-D", f"prettyplay.base_url={shop.url}", env=llm.env)
     assert again.returncode == 0, again
