@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from prettyplay_behave import PrettyPlay, RedStepError
+from prettyplay_behave.runtime import Runtime
 from tests.conftest import BehaveProject
 from tests.support.caches import by_sentence, plant, steps
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
@@ -88,6 +89,28 @@ def test_each_distinct_sentence_is_generated_and_gated_once_a_run(
     assert again.returncode == 0, again
     assert llm.requests == []
     assert "15 steps: 15 replayed, 0 reused, 0 generated" in again.output
+
+
+def test_code_another_test_of_the_run_made_green_is_reused_with_no_request(
+    shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
+) -> None:
+    """Tests of the Python API keep their entries their own: a second test's miss reuses the
+    code the first test's step went green with, with no request, and keeps it as its own."""
+    llm_env.on("generate", code_answer(OPEN_SHOP))
+    llm_env.on("gate", CLEAN_GATE)
+    runtime = Runtime(api_config(shop.url, tmp_path / "cache"), browser=browser)
+    try:
+        with PrettyPlay("first", runtime=runtime) as t:
+            assert t.step("open the shop").origin == "generated"
+        with PrettyPlay("second", runtime=runtime) as t:
+            assert t.step("open the shop").origin == "reused"
+    finally:
+        runtime.close()
+    assert [r.purpose for r in llm_env.requests] == ["generate", "gate"]
+    assert sorted((e["feature"], e["origin"]) for e in steps(tmp_path / "cache")) == [
+        ("first", "generated"),
+        ("second", "reused"),
+    ]
 
 
 def test_the_gate_sees_what_appeared_after_the_action_ran(
