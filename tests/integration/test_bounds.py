@@ -453,8 +453,10 @@ def test_no_binding_form_rebinds_a_provided_name(
     assert re.search(
         r"CodePolicyError: line \d+: assigning to '\w+' is not allowed", generated.error.details
     )
-    with pytest.raises(CacheError, match="the code is refused"):
-        attack("planted", code, origins, tmp_path / "planted", llm, monkeypatch, browser)
+    # planted: its library file is refused on load, and the step that file holds fails with it
+    planted = attack("planted", code, origins, tmp_path / "planted", llm, monkeypatch, browser)
+    assert isinstance(planted.error, CacheError), planted.error
+    assert "the code is refused" in str(planted.error)
 
 
 # -- 7: a secret in any spelling never leaves the machine ---------------------------------------
