@@ -272,9 +272,10 @@ class CacheStore:
     def drop(self, doomed: Iterable[StepEntry]) -> bool:
         return self.keep([], doomed)
 
-    def library(self) -> Library:
+    def library(self, path: Path | None = None) -> Library:
         """The project's library: every entry of every file that loads (a file that does not is
-        reported by the steps it may hold, see :meth:`lookup`)."""
+        reported by the steps it may hold, see :meth:`lookup`). It holds whatever ``path`` of
+        the cache a caller names (``path_for``'s, a step file's)."""
         if self._project is None:
             self._load()
         assert self._project is not None
