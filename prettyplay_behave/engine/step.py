@@ -105,6 +105,11 @@ class StepRun:
     def sentence(self) -> str:
         return self.spec.sentence
 
+    @property
+    def meaning(self) -> Meaning:
+        """What its code was asked to do: an action, a precondition or a check."""
+        return self.spec.meaning
+
     def gated(self, judged: Gated) -> Attempt:
         """The candidate as its gate judged it; a green one's evidence is kept on the entry."""
         if judged.attempt.outcome is Outcome.GREEN:

@@ -12,11 +12,13 @@ import pytest
 
 from prettyplay_behave.browser.change import page_change
 from prettyplay_behave.browser.snapshot import PageState
-from prettyplay_behave.engine.step import StepSpec
+from prettyplay_behave.cache import CacheKey
+from prettyplay_behave.engine.step import StepRun, StepSpec
 from prettyplay_behave.errors import ConfigError
 from prettyplay_behave.llm.prompts import Prompts
 from prettyplay_behave.llm.purposes import Purpose
-from prettyplay_behave.vocabulary import Kind
+from prettyplay_behave.meaning import meaning_of
+from prettyplay_behave.vocabulary import Kind, StepStatus
 
 GROUP = "accept cookies, fill and submit the order form"
 CANDIDATE = 'def step(page) -> None:\n    page.get_by_label("Email").fill(secret("EMAIL"))\n'
@@ -31,7 +33,8 @@ ACCEPT = 'def step(page) -> None:\n    page.get_by_test_id("cookie-consent").cli
 def entry(kind: Kind, sentence: str, outcome: str, group: str | None, code: str) -> Obj:
     """An earlier step of the scenario, as the engine keeps it."""
     ran = Obj(url_before="http://localhost:8000/", url_after="http://localhost:8000/order")
-    return Obj(kind=kind, sentence=sentence, outcome=outcome, group=group, code=code,
+    return Obj(kind=kind, meaning=meaning_of(kind, sentence), sentence=sentence,
+               outcome=outcome, group=group, code=code,
                origin="replayed" if code else None, history=[ran] if code else [],
                seen=(), findings=())  # fmt: skip
 
@@ -167,6 +170,15 @@ def test_scenario_entries_show_kind_and_outcome():
     user = user_text("generate")
     assert "- the banner is gone (check, failed)" in user
     assert "(none: this is the first step)" in user_text("generate", scenario=[])
+
+
+def test_an_earlier_precondition_is_listed_as_a_precondition():
+    # a Given/When sentence that states a condition: its code may set it up or assert it
+    earlier = StepRun(StepSpec(Kind.ACTION, "the cart is empty"), CacheKey("t", "action", "-"))
+    earlier.outcome = StepStatus.PASSED
+    for purpose in ("generate", "classify", "gate"):
+        user = user_text(purpose, scenario=[earlier])
+        assert "- the cart is empty (precondition, passed" in user, purpose
 
 
 def test_every_history_record_appears_in_full():
