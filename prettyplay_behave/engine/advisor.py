@@ -272,19 +272,21 @@ class Advisor:
         self,
         test: TestState,
         entry: StepRun,
+        healed: str,
         renames: Sequence[tuple[str, str]],
         batch: Sequence[Proposal],
     ) -> list[bool]:
-        """One gate request about the locators a heal of ``entry`` renamed, applied to other
-        entries (``batch``); for each, whether it may be written. A gate that cannot judge
-        passes none: nothing is written, and each step heals on its own when it goes red."""
+        """One gate request about the locators the heal of ``entry`` (its new code,
+        ``healed``) renamed, applied to other entries (``batch``); for each, whether it may be
+        written. A gate that cannot judge passes none: nothing is written, and each step heals
+        on its own when it goes red."""
         context = self._step_context(test, entry)
         try:
             answer = self._send(
                 Purpose.GATE,
                 entry,
                 guidance="",
-                candidate=entry.code,
+                candidate=healed,
                 batch=list(batch),
                 renames=list(renames),
                 page=None,

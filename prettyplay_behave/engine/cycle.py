@@ -260,7 +260,7 @@ class Engine:
         if not proposals:
             return
         batch = [Proposal(other.sentence, other.code, changed) for _, other, changed in proposals]
-        passed = self.advisor.gate_batch(test, entry, changes, batch)
+        passed = self.advisor.gate_batch(test, entry, new, changes, batch)
         for (path, other, changed), ok in zip(proposals, passed, strict=True):
             if ok:
                 self.memory.renames[(path, other.identity)] = Rename(

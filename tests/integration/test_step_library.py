@@ -235,6 +235,8 @@ def test_a_rename_that_breaks_five_sentences_costs_at_most_four_requests(
     assert [r.purpose for r in llm.requests] == ["classify", "heal", "gate", "gate"]
     batch = llm.requests[3].content("user")
     assert "PROPOSED ENTRIES" in batch and batch.count("\nentry ") == len(ON_THE_FIELD) - 1
+    heal = batch.split("THE HEAL'S CODE")[1].split("LOCATORS IT RENAMED")[0]
+    assert RENAMED in heal and FIELD not in heal  # the code the heal wrote, not the one it replaced
     healed = {e["sentence"]: e for e in steps(project.cache_dir / "typing.feature.json")}
     for template in ON_THE_FIELD:
         assert healed[template]["origin"] == "healed", template
