@@ -324,6 +324,9 @@ MUTANTS = (
            ANSWER_TESTS),
     Mutant("answers: two defining blocks, the first taken", f"{PACKAGE}/llm/answers.py",
            "    if len(defining) == 1:", "    if defining:", ANSWER_TESTS),
+    Mutant("answers: annotated parameters refused", f"{PACKAGE}/llm/answers.py",
+           'return without_annotations(reading.code + "\\n")', 'return reading.code + "\\n"',
+           ANSWER_TESTS),
     # -- the steering rules ---------------------------------------------------------------------
     Mutant("steering: opens under CI", f"{PACKAGE}/engine/steering.py",
            " and not in_ci()", "", ("tests/integration/test_steering.py",)),

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..safety.step_code import step_code
+from ..safety.step_code import step_code, without_annotations
 from ..vocabulary import GroupLabel, StepLabel
 
 # A step is a few lines; an answer this long is a runaway generation, not code to read.
@@ -225,7 +225,7 @@ def _step_code(reading: _Reading) -> str:
         raise UnparseableAnswer(
             "step must take page, then the step's parameters if any: def step(page) -> None"
         )
-    return reading.code + "\n"
+    return without_annotations(reading.code + "\n")
 
 
 def _bare_code(answer: str) -> str:

@@ -153,3 +153,23 @@ def test_a_miss_names_the_nearest_sentence_and_then_what_generating_it_needs(
         if not strict:
             assert text.startswith("no cached code for this step; the nearest is")
             assert "generating it needs the LLM: the LLM is unavailable: no API key" in text
+
+
+def test_an_answer_with_annotated_parameters_goes_green_at_once_and_is_cached_without_them(
+    shop, tmp_path: Path, provider: ScriptedProvider, browser
+) -> None:
+    annotated = (
+        "def step(page: Page, title: str) -> None:\n"
+        '    expect(page.get_by_role("heading", level=1)).to_have_text(title)\n'
+    )
+    plant(tmp_path, ("step", "open the shop", OPEN_SHOP))
+    provider.on("generate", code_answer(annotated))
+    provider.on("gate", CLEAN_GATE)
+    with PrettyPlay("t", config(shop, tmp_path), browser=browser, provider=provider) as t:
+        t.step("open the shop")
+        checked = t.expect('the heading says "Demo Shop"')
+    assert checked.origin == "generated" and [a.outcome for a in checked.history] == []
+    assert [r.purpose for r in provider.requests] == ["generate", "gate"]
+    assert checked.code.startswith("def step(page, title) -> None:\n")
+    cached = (tmp_path / "cache" / "t.json").read_text()
+    assert "def step(page, title) -> None:" in cached and "title: str" not in cached

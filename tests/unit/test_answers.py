@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from prettyplay_behave.errors import CodePolicyError
 from prettyplay_behave.llm.answers import (
     MAX_ANSWER_CHARS,
     Finding,
@@ -15,6 +16,7 @@ from prettyplay_behave.llm.answers import (
     extract_code,
 )
 from prettyplay_behave.llm.purposes import read_answer
+from prettyplay_behave.safety.step_code import check_code
 from prettyplay_behave.vocabulary import GroupLabel, StepLabel
 
 CODE = 'def step(page) -> None:\n    page.get_by_role("button", name="Checkout").click()\n'
@@ -35,6 +37,34 @@ def reason_of(text: str) -> str:
 
 def test_one_python_block_is_the_code():
     assert extract_code(fenced(CODE)) == CODE
+
+
+def test_the_annotations_of_parameters_are_read_off_and_the_code_passes_the_policy():
+    annotated = (
+        "def step(page: Page, product: str, count: 'int') -> None:\n"
+        "    page.get_by_label(product).fill(str(count))  # product: a label\n"
+    )
+    code = extract_code(fenced(annotated))
+    assert code == (
+        "def step(page, product, count) -> None:\n"
+        "    page.get_by_label(product).fill(str(count))  # product: a label\n"
+    )
+    check_code(code)
+    with pytest.raises(CodePolicyError, match="must not be annotated"):
+        check_code(annotated)  # a cache file's code is read as it is written
+
+
+def test_an_annotation_is_read_off_a_name_that_python_normalises():
+    code = extract_code(fenced("def step(page, ﬁle: str) -> None:\n    page.goto(ﬁle)\n"))
+    assert code == "def step(page, ﬁle) -> None:\n    page.goto(ﬁle)\n"  # "ﬁle" is file
+    check_code(code)
+
+
+def test_a_return_annotation_other_than_none_is_still_refused():
+    code = extract_code(fenced("def step(page: Page) -> str:\n    return\n"))
+    assert code == "def step(page) -> str:\n    return\n"
+    with pytest.raises(CodePolicyError, match="may only be annotated `-> None`"):
+        check_code(code)
 
 
 def test_prose_around_the_block_is_fine():
