@@ -3,7 +3,8 @@
 A code request (generate, heal, steer) gives code or an ``unparseable answer`` record. A verdict
 request (classify, diagnose) gives a :class:`Verdict`; a garbage answer degrades to
 ``incurable`` with the raw answer logged, never a retry. The gate gives the candidate back green
-or as a ``gate violation``; a gate that cannot judge ends the step with a final error. Every
+or as a ``gate violation``; a gate answer that cannot be read is asked once more, and a gate that
+still cannot judge ends the step with a final error that quotes its answer. Every
 request is rendered from its template and redacted of secret values before it leaves.
 """
 
@@ -25,6 +26,7 @@ from ..errors import (
 from ..events import record
 from ..llm.answers import MAX_ANSWER_CHARS, GateVerdict, UnparseableAnswer, Verdict
 from ..llm.purposes import Purpose, Unreadable
+from ..safety.limits import cut_text
 from ..vocabulary import Outcome, StepLabel, counted
 from .execute import page_url
 from .history import Attempt, Gated
@@ -44,6 +46,7 @@ SEEN_LINES = 4  # the changed lines of an earlier step a classification is shown
 # the change a candidate made, shown to its gate (the page after it, when the change is too
 # large: page_state.CHANGE_PAGE_TOKENS)
 CHANGE_TOKENS = 1_500
+SHOWN_ANSWER_CHARS = 1_000  # of an unreadable gate answer, in the log and the step's failure
 
 
 class Advisor:
@@ -228,8 +231,7 @@ class Advisor:
             "verdict": verdict,
         }
         try:
-            answer = self._send(
-                Purpose.GATE,
+            review = self._review(
                 entry,
                 guidance=guidance,
                 candidate=green.code,
@@ -238,15 +240,15 @@ class Advisor:
                 **evidence,
                 **context,
             )
-            review = Purpose.GATE.read(answer.text)
-        except (ProviderUnavailableError, UnparseableAnswer) as exc:
+        except (ProviderUnavailableError, UnreadableReview) as exc:
+            unread = exc if isinstance(exc, UnreadableReview) else None
             raise IncurableStepError(
                 "the compliance gate could not judge the candidate; nothing was written",
                 sentence=entry.spec.text,
-                error=f"{type(exc).__name__}: {exc}",
+                error=unread.error if unread else f"{type(exc).__name__}: {exc}",
+                details=unread.shown if unread else "",
                 code=green.code,
             ) from exc
-        assert isinstance(review, GateVerdict)
         for finding in review.findings:
             if not finding.blocking:
                 record(
@@ -282,8 +284,7 @@ class Advisor:
         on its own when it goes red."""
         context = self._step_context(test, entry)
         try:
-            answer = self._send(
-                Purpose.GATE,
+            review = self._review(
                 entry,
                 guidance="",
                 candidate=healed,
@@ -295,8 +296,7 @@ class Advisor:
                 verdict=None,
                 **context,
             )
-            review = Purpose.GATE.read(answer.text)
-        except (ProviderUnavailableError, UnparseableAnswer) as exc:
+        except (ProviderUnavailableError, UnreadableReview) as exc:
             record(
                 logging.WARNING,
                 "rename_not_spread",
@@ -306,8 +306,43 @@ class Advisor:
                 exc,
             )
             return [False] * len(batch)
-        assert isinstance(review, GateVerdict)
         return _passed(review, len(batch))
+
+    def _review(self, entry: StepRun, **context: Any) -> GateVerdict:
+        """One gate request, asked once more when its answer cannot be read (a model slips
+        now and then, and what waits on the verdict is code that went green); an answer still
+        unreadable raises :class:`UnreadableReview`. Each unreadable answer is logged, cut."""
+        for again in (True, False):
+            answer = self._send(Purpose.GATE, entry, **context)
+            try:
+                review: GateVerdict = Purpose.GATE.read(answer.text)
+                return review
+            except UnparseableAnswer as exc:
+                record(
+                    logging.WARNING,
+                    "gate_unreadable",
+                    "the gate's answer about %r cannot be read (%s)%s; the answer:\n%s",
+                    entry.sentence,
+                    exc,
+                    "; it is asked again" if again else "",
+                    cut_text(answer.text, SHOWN_ANSWER_CHARS),
+                )
+                if not again:
+                    raise UnreadableReview(exc, answer) from exc
+        raise AssertionError("unreachable: the second unreadable answer raised")
+
+
+class UnreadableReview(Exception):
+    """The gate's answer could not be read, asked twice: the ``error:`` line of the final
+    error, and (a cut of) the last answer."""
+
+    def __init__(self, reading: UnparseableAnswer, answer: Answer) -> None:
+        self.error = f"UnparseableAnswer: {reading} (asked twice)"
+        self.shown = (
+            f"the gate's last answer (finish_reason: {answer.finish_reason}):\n"
+            + cut_text(answer.text, SHOWN_ANSWER_CHARS)
+        )
+        super().__init__(self.error)
 
 
 def _seen(change: PageChange) -> tuple[str, ...]:

@@ -24,7 +24,10 @@ class Unreadable(Word):
 
     RECORDED = "a red attempt (unparseable answer) in the step's history; the loop goes on"
     INCURABLE = "taken as incurable, the raw answer logged; never a retry"
-    FINAL = "nothing is written and the step ends with a final error"
+    FINAL = (
+        "asked once more; still unreadable, nothing is written and the step ends with a final"
+        " error quoting the answer"
+    )
 
 
 class Purpose(Word):

@@ -4,6 +4,7 @@ answers (the same rules over the wire are tested in test_healing.py and test_gro
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -173,3 +174,42 @@ def test_an_answer_with_annotated_parameters_goes_green_at_once_and_is_cached_wi
     assert checked.code.startswith("def step(page, title) -> None:\n")
     cached = (tmp_path / "cache" / "t.json").read_text()
     assert "def step(page, title) -> None:" in cached and "title: str" not in cached
+
+
+def test_an_unreadable_gate_answer_is_asked_again_and_a_readable_one_keeps_the_code(
+    shop, tmp_path: Path, provider: ScriptedProvider, browser, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="prettyplay")
+    provider.on("generate", code_answer(OPEN_SHOP))
+    provider.on("gate", "Looks fine to me!", CLEAN_GATE)
+    with PrettyPlay("t", config(shop, tmp_path), browser=browser, provider=provider) as t:
+        opened = t.step("open the shop")
+    assert opened.origin == "generated"
+    assert [r.purpose for r in provider.requests] == ["generate", "gate", "gate"]
+    unreadable = [r for r in caplog.records if getattr(r, "event", "") == "gate_unreadable"]
+    assert len(unreadable) == 1
+    assert "it is asked again; the answer:\nLooks fine to me!" in unreadable[0].getMessage()
+
+
+def test_a_gate_answer_unreadable_twice_ends_the_step_quoting_the_answer(
+    shop, tmp_path: Path, provider: ScriptedProvider, browser, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="prettyplay")
+    long_prose = "I reviewed the code. " + "It is fine. " * 200 + "THE END"
+    provider.on("generate", code_answer(OPEN_SHOP))
+    provider.on("gate", "Looks fine to me!", long_prose)
+    with PrettyPlay("t", config(shop, tmp_path), browser=browser, provider=provider) as t:
+        with pytest.raises(IncurableStepError) as caught:
+            t.step("open the shop")
+    render = caught.value.render()
+    assert "compliance gate could not judge the candidate; nothing was written" in render
+    assert "error: UnparseableAnswer: the answer is not valid JSON" in render
+    assert "(asked twice)" in render
+    shown = render.split("the gate's last answer (finish_reason: stop):\n")[1]
+    assert shown.startswith("I reviewed the code. It is fine.") and "THE END" in shown
+    assert len(shown.split("\n---\n")[0]) < 1_200 < len(long_prose)  # a cut, head and tail
+    messages = [
+        r.getMessage() for r in caplog.records if getattr(r, "event", "") == "gate_unreadable"
+    ]
+    assert len(messages) == 2 and "THE END" in messages[1]
+    assert not (tmp_path / "cache" / "t.json").exists()
