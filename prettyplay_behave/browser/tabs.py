@@ -26,7 +26,7 @@ from .guard import BLANK, BLANK_GRACE_S
 from .settle import Settler
 
 if TYPE_CHECKING:
-    from playwright.sync_api import BrowserContext, Page
+    from playwright.sync_api import BrowserContext, Page, Response
 
 Handler = Callable[[Any], object]
 BLANK_URLS = (BLANK, "")
@@ -44,6 +44,7 @@ class Tab:
     page: Page
     settler: Settler
     listeners: list[_Listener] = field(default_factory=list)
+    status: int | None = None  # of the last response to its main document (what it shows)
 
 
 class Tabs:
@@ -64,6 +65,17 @@ class Tabs:
         self._tabs.append(tab)
         for kind in PAGE_EVENTS.values():  # event names from the table, not typed literals
             cast(Any, page).on(kind.name, partial(self._event, tab, kind))
+        page.on("response", partial(self._responded, tab))
+
+    @staticmethod
+    def _responded(tab: Tab, response: Response) -> None:
+        request = response.request
+        try:
+            document = request.is_navigation_request() and request.frame.parent_frame is None
+        except PlaywrightError:  # a popup's frame is not known yet: not this tab's document
+            return
+        if document:
+            tab.status = response.status
 
     def _opened(self, page: Page) -> None:
         if any(tab.page is page for tab in self._tabs):
@@ -97,6 +109,13 @@ class Tabs:
     @property
     def page(self) -> Page:
         return self.current.page
+
+    @property
+    def error_status(self) -> int | None:
+        """The HTTP error status (400 or more) the current page's document was answered with,
+        if it was: the page shows an error (a 404, a 501), whatever a step looks for on it."""
+        status = self.current.status
+        return status if status is not None and status >= 400 else None
 
     def follow(
         self,

@@ -545,6 +545,7 @@ class StepCycle:
             explanation=verdict.explanation,
             recommendation=advice,
             code=last.code,
+            page=last.page,
         )
 
     # -- reuse: code that went green in this run, before any request ---------------------------
@@ -724,6 +725,7 @@ class StepCycle:
             error=attempt.headline,
             details=attempt.text,
             code=attempt.code,
+            page=attempt.page,
         )
 
     def final_error_type(self, attempt: Attempt) -> type[IncurableStepError]:

@@ -285,14 +285,27 @@ def _red(
     if not settled:
         texts.append(f"(the page never settled within settle_ms={test.config.settle_ms})")
     texts += notes
+    url_after = page_url(test.page)
+    status = test.tabs.error_status if not test.page.is_closed() else None
+    if status is not None:  # an app that answers 501 is no locator that timed out
+        texts.append(f"the page's document was answered HTTP {status}: {url_after}")
     # a failed assertion of a check or a precondition: the product may be at fault
     asserts = spec.meaning is not Meaning.ACTION
     failed_check = asserts and isinstance(error, AssertionError) and not bound
     text = outcome_text("\n".join(texts), secrets)
-    url_after = page_url(test.page)
+    page = secrets.redact(url_after + (f" (HTTP {status})" if status is not None else ""))
     raised = None
     if error is not None and not bound:
         raised = StepCodeError(text).with_traceback(step_frames(error.__traceback__))
     return Attempt(
-        Outcome.RED, url_before, url_after, code, text, failed_check, notes, reaches, raised
+        Outcome.RED,
+        url_before,
+        url_after,
+        code,
+        text,
+        failed_check,
+        notes,
+        reaches,
+        page=page,
+        error=raised,
     )

@@ -213,3 +213,34 @@ def test_a_gate_answer_unreadable_twice_ends_the_step_quoting_the_answer(
     ]
     assert len(messages) == 2 and "THE END" in messages[1]
     assert not (tmp_path / "cache" / "t.json").exists()
+
+
+def test_a_red_steps_error_names_the_page_and_the_http_error_its_document_got(
+    pages, tmp_path: Path, browser
+) -> None:
+    """A step on a page the app answered with an error fails naming the page and the status,
+    so a missing page does not look like a locator that timed out; a page served fine is
+    named by its URL alone."""
+    pages.pages["/"] = "<h1>Welcome</h1>"
+    check = 'def step(page) -> None:\n    expect(page.get_by_role("heading")).to_have_text("Hi")\n'
+    plant(
+        tmp_path,
+        ("step", "open the home page", 'def step(page) -> None:\n    page.goto("/")\n'),
+        ("step", "open the orders", 'def step(page) -> None:\n    page.goto("/orders")\n'),
+        ("expect", "the heading says hi", check),
+    )
+    settings = config(pages, tmp_path, strict=True, expect_timeout_ms=300)
+    for opening, shown in [
+        ("open the orders", f"{pages.url}/orders (HTTP 404)"),
+        ("open the home page", f"{pages.url}/"),
+    ]:
+        with PrettyPlay("t", settings, browser=browser) as t:
+            t.step(opening)
+            with pytest.raises(IncurableStepError) as caught:
+                t.expect("the heading says hi")
+        render = caught.value.render()
+        assert f"\nerror: AssertionError: Locator expected to have text 'Hi'\npage: {shown}\n" in (
+            render
+        )
+        answered = f"the page's document was answered HTTP 404: {pages.url}/orders"
+        assert (answered in render) == shown.endswith("(HTTP 404)")
