@@ -26,9 +26,11 @@ from .guard import BLANK, BLANK_GRACE_S
 from .settle import Settler
 
 if TYPE_CHECKING:
-    from playwright.sync_api import BrowserContext, Page, Response
+    from playwright.sync_api import BrowserContext, Page
 
 Handler = Callable[[Any], object]
+# The status the page's own document was answered with (Navigation Timing); 0 when unknown.
+_DOCUMENT_STATUS = "() => performance.getEntriesByType('navigation')[0]?.responseStatus ?? 0"
 BLANK_URLS = (BLANK, "")
 
 
@@ -44,7 +46,6 @@ class Tab:
     page: Page
     settler: Settler
     listeners: list[_Listener] = field(default_factory=list)
-    status: int | None = None  # of the last response to its main document (what it shows)
 
 
 class Tabs:
@@ -65,17 +66,6 @@ class Tabs:
         self._tabs.append(tab)
         for kind in PAGE_EVENTS.values():  # event names from the table, not typed literals
             cast(Any, page).on(kind.name, partial(self._event, tab, kind))
-        page.on("response", partial(self._responded, tab))
-
-    @staticmethod
-    def _responded(tab: Tab, response: Response) -> None:
-        request = response.request
-        try:
-            document = request.is_navigation_request() and request.frame.parent_frame is None
-        except PlaywrightError:  # a popup's frame is not known yet: not this tab's document
-            return
-        if document:
-            tab.status = response.status
 
     def _opened(self, page: Page) -> None:
         if any(tab.page is page for tab in self._tabs):
@@ -114,8 +104,12 @@ class Tabs:
     def error_status(self) -> int | None:
         """The HTTP error status (400 or more) the current page's document was answered with,
         if it was: the page shows an error (a 404, a 501), whatever a step looks for on it."""
-        status = self.current.status
-        return status if status is not None and status >= 400 else None
+        # Read from the page when asked (a red step), so a green step pays nothing for it.
+        try:
+            status = self.page.evaluate(_DOCUMENT_STATUS)
+        except PlaywrightError:  # closed, crashed or navigating: nothing to tell
+            return None
+        return status if isinstance(status, int) and status >= 400 else None
 
     def follow(
         self,
