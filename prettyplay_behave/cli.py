@@ -8,6 +8,8 @@
     prettyplay cache migrate [PATH]      rewrite format-1 cache files as format 2
     prettyplay cache diff [REF]          the code that changed in the cache against a git ref
     prettyplay init [DIR]                set up a behave project for prettyplay
+    prettyplay export DIR [--force]      the cache as plain behave step definitions in DIR,
+                                         to run with behave and Playwright alone
     prettyplay plan [PATH ...] [--tags ...] [--strict]
                                          what a run would replay, reuse, generate or replay
                                          red, and the LLM requests that would cost; no browser
@@ -36,6 +38,7 @@ from pathlib import Path
 from .cache import DEFAULT_CACHE_DIR, CacheStore, StepEntry, load_file, update
 from .cache_diff import DiffError, diff
 from .errors import CacheError, ConfigError, escape_controls
+from .export import ExportError, export
 from .parameters import parameterize
 from .safety.step_code import check_code
 from .scaffold import DEFAULT_BASE_URL, ScaffoldError, init
@@ -223,6 +226,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     init_parser.add_argument(
         "--base-url", default=DEFAULT_BASE_URL, help=f"the app under test ({DEFAULT_BASE_URL})"
     )
+    export_parser = commands.add_parser(
+        "export", help="the cache as plain behave step definitions: no prettyplay, no LLM"
+    )
+    export_parser.add_argument("target", type=Path, help="the folder to write (new or empty)")
+    export_parser.add_argument(
+        "--features", type=Path, default=Path("features"), help="the features folder (features)"
+    )
+    export_parser.add_argument(
+        "--cache-dir", type=Path, default=None, help="default <features>/.prettyplay"
+    )
+    export_parser.add_argument(
+        "--force", action="store_true", help="write into a folder that is not empty"
+    )
     plan_parser = commands.add_parser(
         "plan", help="what a run would replay, reuse, generate or replay red; no browser"
     )
@@ -245,7 +261,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CacheError as exc:
         print(f"prettyplay: {exc}", file=sys.stderr)
         return 1
-    except (DiffError, ScaffoldError, ConfigError) as exc:
+    except (DiffError, ScaffoldError, ConfigError, ExportError) as exc:
         print(f"prettyplay: {escape_controls(str(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the output went to a pager or ``head`` that stopped reading
@@ -260,6 +276,8 @@ def run(args: argparse.Namespace) -> int:
         return init(args.root, args.base_url)
     if args.command == "plan":
         return plan_run(args)
+    if args.command == "export":
+        return export(args.target, args.features, args.cache_dir, args.force)
     if args.cache_command == "prune":
         return prune_obsolete(args.cache_dir, args.features, args.dry_run)
     if args.cache_command == "drop":
