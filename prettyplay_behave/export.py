@@ -25,6 +25,7 @@ import shutil
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -46,7 +47,9 @@ SUPPORTED = frozenset(
 )
 # What of the features folder belongs to prettyplay and is not copied.
 LEFT_OUT = ("steps", "environment.py", "__pycache__")
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+# The parse types of a sentence's parameters, as the support module defines them.
+TYPE_PATTERNS = {"Quoted": r'(?:[^"\\\n]|\\.)*', "Number": r"-?\d+(?:\.\d+)?"}
+_NUMBER = re.compile(TYPE_PATTERNS["Number"])
 _STORAGE_TAG = re.compile(r"(@prettyplay\.storage_state=)(\S+)")
 
 
@@ -113,13 +116,45 @@ class Definition:
     def keywords(self) -> tuple[str, ...]:
         return ("then",) if self.kind == Kind.CHECK else ("given", "when")
 
-    @property
-    def order(self) -> tuple[int, int, str]:
-        """Where the definition goes among its keyword's: a pattern that matches more text
-        after one that matches less, so behave's check of a new pattern against the earlier
-        ones never finds the narrower one inside the wider."""
-        untyped = sum(not f.type for f in self.fields)
-        return untyped, len(self.fields), self.template
+    def matches_pattern_of(self, other: Definition) -> bool:
+        """Whether this pattern matches the other's text, as behave checks a new pattern
+        against the earlier ones of its keyword (an AmbiguousStep when it does)."""
+        if self.pattern == other.pattern:
+            return True
+        return self.parser.parse(other.pattern) is not None
+
+    @cached_property
+    def parser(self) -> Any:
+        import parse
+
+        types = {name: _typed(pattern) for name, pattern in TYPE_PATTERNS.items()}
+        return parse.Parser(self.pattern, extra_types=types, case_sensitive=True)
+
+
+def _typed(pattern: str) -> Any:
+    import parse
+
+    return parse.with_pattern(pattern)(lambda text: text)
+
+
+def registration_order(made: list[Definition]) -> list[Definition]:
+    """Each keyword's definitions, a narrower pattern before a wider one that matches its text:
+    behave refuses a pattern an earlier one matches, and runs a step with the first pattern
+    that matches it."""
+    ordered: list[Definition] = []
+    for kind in (Kind.ACTION, Kind.CHECK):
+        waiting = sorted((d for d in made if d.kind == kind), key=lambda d: d.template)
+        narrower = {
+            id(d): [o for o in waiting if o is not d and d.matches_pattern_of(o)] for d in waiting
+        }
+        while waiting:
+            placed = {id(d) for d in ordered}
+            ready = (d for d in waiting if all(id(o) in placed for o in narrower[id(d)]))
+            # patterns that match each other's text: behave will say which at start
+            narrowest = next(ready, waiting[0])
+            ordered.append(narrowest)
+            waiting.remove(narrowest)
+    return ordered
 
 
 def definitions(found: Iterable[tuple[str, StepEntry]]) -> list[Definition]:
@@ -146,7 +181,7 @@ def definitions(found: Iterable[tuple[str, StepEntry]]) -> list[Definition]:
         if len(definition.variants) == 1:
             definition.variants[0].function = name
         made.append(definition)
-    return sorted(made, key=lambda d: (d.kind != Kind.ACTION, d.order))
+    return registration_order(made)
 
 
 def fields_of(template: str, members: list[StepEntry]) -> list[Field]:
