@@ -9,7 +9,7 @@
     prettyplay cache diff [REF]          the code that changed in the cache against a git ref
     prettyplay init [DIR]                set up a behave project for prettyplay
     prettyplay export DIR [--force]      the cache as plain behave step definitions in DIR,
-                                         to run with behave and Playwright alone
+                                         to run with behave and Playwright alone (no LLM)
     prettyplay plan [PATH ...] [--tags ...] [--strict]
                                          what a run would replay, reuse, generate or replay
                                          red, and the LLM requests that would cost; no browser
@@ -23,7 +23,10 @@ compare (not a git repository, an unknown ref, a file that fails to load). ``pla
 features as behave does (PATH, ``--tags``, ``--name``, ``--include``, ``--exclude``, ``-D``, the
 config file of the working directory) and exits 1 under strict (``--strict``, the ``strict``
 setting or a ``@strict`` tag) when a step has no cached code, 2 when behave cannot read the
-features. Whatever a cache file holds is printed with its control characters escaped.
+features. ``export`` reads ``features/`` (``--features`` names another) and exits 1 when a step
+of the features has no cached code (the export is written all the same), 2 when DIR is not
+empty (without ``--force``) or lies in or around the features folder. Whatever a cache file
+holds is printed with its control characters escaped.
 """
 
 from __future__ import annotations
@@ -237,6 +240,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--cache-dir", type=Path, default=None, help="default <features>/.prettyplay"
     )
     export_parser.add_argument(
+        "--files-dir",
+        type=Path,
+        default=None,
+        help="the uploads' folder, when it is not <features>/files",
+    )
+    export_parser.add_argument(
         "--force", action="store_true", help="write into a folder that is not empty"
     )
     plan_parser = commands.add_parser(
@@ -277,7 +286,9 @@ def run(args: argparse.Namespace) -> int:
     if args.command == "plan":
         return plan_run(args)
     if args.command == "export":
-        return export(args.target, args.features, args.cache_dir, args.force)
+        return export(
+            args.target, args.features, args.cache_dir, args.force, files_dir=args.files_dir
+        )
     if args.cache_command == "prune":
         return prune_obsolete(args.cache_dir, args.features, args.dry_run)
     if args.cache_command == "drop":

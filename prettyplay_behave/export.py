@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import json
+import keyword
 import re
 import shutil
 import sys
@@ -40,6 +41,7 @@ from .safety.step_code import check_code, step_code
 from .vocabulary import Kind, counted
 
 STEPS_MODULE = "exported_steps.py"
+FILES_FOLDER = "files"  # beside the features, where step code's uploads come from
 SUPPORT_MODULE = "step_support.py"
 # What the support module gives the step definitions (its ``__all__``).
 SUPPORTED = frozenset(
@@ -101,7 +103,8 @@ class Definition:
 
     kind: str
     template: str
-    name: str
+    name: str  # of its code's function (numbered when it has several)
+    function: str  # of the step definition's function
     fields: list[Field]
     variants: list[Variant] = field(default_factory=list)
 
@@ -164,22 +167,25 @@ def definitions(found: Iterable[tuple[str, StepEntry]]) -> list[Definition]:
         grouped.setdefault((entry.kind, entry.sentence), []).append((feature, entry))
         for wording in entry.wordings:
             grouped.setdefault((entry.kind, wording), []).append((feature, entry))
-    taken: set[str] = set()
+    # the names the steps module imports or defines besides its functions
+    taken = {*SUPPORTED, "given", "when", "then", "register_type"}
     made = []
     for (kind, template), members in grouped.items():
-        name = _unique(_slug(template) or "step", taken)
-        definition = Definition(kind, template, name, fields_of(template, [e for _, e in members]))
+        name = _unique(_slug(template), taken)
+        function = _unique(f"step_{name}", taken)
+        fields = fields_of(template, [e for _, e in members])
+        definition = Definition(kind, template, name, function, fields)
         by_code: dict[tuple[object, ...], Variant] = {}
         for feature, entry in members:
             same = (entry.code, entry.verdict, *entry.identity[2:])
             if same not in by_code:
-                number = len(by_code) + 1
-                by_code[same] = Variant(entry, f"{name}_{number}")
+                by_code[same] = Variant(entry, name)
             if feature not in by_code[same].features:
                 by_code[same].features.append(feature)
         definition.variants = list(by_code.values())
-        if len(definition.variants) == 1:
-            definition.variants[0].function = name
+        if len(definition.variants) > 1:
+            for number, variant in enumerate(definition.variants, 1):
+                variant.function = _unique(f"{name}_{number}", taken)
         made.append(definition)
     return registration_order(made)
 
@@ -205,9 +211,12 @@ def fields_of(template: str, members: list[StepEntry]) -> list[Field]:
 
 
 def _slug(text: str) -> str:
+    """A function name of a sentence's words (``step`` for one without words)."""
     words = re.sub(r"[^0-9a-zA-Z]+", " ", text.replace(MARK, " ")).lower().split()
-    slug = "_".join(words)[:60].rstrip("_")
-    return f"step_{slug}" if slug[:1].isdigit() else slug
+    slug = "_".join(words)[:60].rstrip("_") or "step"
+    if slug[0].isdigit():
+        return f"step_{slug}"
+    return f"{slug}_" if keyword.iskeyword(slug) else slug
 
 
 def _unique(name: str, taken: set[str]) -> str:
@@ -250,9 +259,9 @@ def _uploaded(node: ast.AST) -> ast.expr | None:
         return None
     if node.func.attr != "set_input_files":
         return None
-    for keyword in node.keywords:
-        if keyword.arg == "files":
-            return keyword.value
+    for argument in node.keywords:
+        if argument.arg == "files":
+            return argument.value
     on_page = isinstance(node.func.value, ast.Name) and node.func.value.id == "page"
     index = 1 if on_page else 0
     return node.args[index] if len(node.args) > index else None
@@ -378,16 +387,23 @@ def export(
     cache_dir: Path | None = None,
     force: bool = False,
     out: TextIO | None = None,
+    files_dir: Path | None = None,
 ) -> int:
-    """Write the export into ``target`` and say what it wrote and what it could not cover."""
+    """Write the export into ``target`` and say what it wrote and what it could not cover:
+    exit status 1 when a step of the features has no cached code."""
     out = out or sys.stdout
     cache_dir = cache_dir or features_dir / CACHE_FOLDER
     _check_target(target, features_dir, force)
+    if files_dir is not None and not files_dir.is_dir():
+        raise ExportError(f"{files_dir}: no files folder")
     found = entries(cache_dir)
     made = definitions(found)
     steps_text = steps_module(made)  # made before anything is written
     target.mkdir(parents=True, exist_ok=True)
     features = copy_features(features_dir, target, out)
+    if files_dir is not None and files_dir.resolve() != (features_dir / FILES_FOLDER).resolve():
+        shutil.copytree(files_dir, target / FILES_FOLDER, dirs_exist_ok=True)
+        print(f"copied {files_dir} to {FILES_FOLDER}/", file=out)
     steps = target / "steps"
     steps.mkdir(exist_ok=True)
     (steps / STEPS_MODULE).write_text(steps_text, encoding="utf-8")

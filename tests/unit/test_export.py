@@ -337,3 +337,40 @@ def test_export_says_which_steps_have_no_cached_code_and_exits_1(tmp_path: Path)
         "steps/exported_steps.py",
         "steps/step_support.py",
     ]
+
+
+def test_function_names_never_hide_an_import_a_keyword_or_each_other() -> None:
+    made = definitions(
+        [
+            ("a.feature", action("run")),
+            ("a.feature", action("if")),
+            ("a.feature", action("step run")),
+            ("a.feature", action("4 items", values=None)),
+        ]
+    )
+    names = sorted(name for d in made for name in (d.name, d.function))
+    assert names == sorted(
+        [
+            "run_2",
+            "step_run_2",
+            "if_",
+            "step_if_",
+            "step_run",
+            "step_step_run",
+            "step_4_items",
+            "step_step_4_items",
+        ]
+    )
+    compile(steps_module(made), "exported_steps.py", "exec")
+
+
+def test_a_files_folder_elsewhere_is_copied_as_the_exports_files(tmp_path: Path) -> None:
+    features = tmp_path / "features"
+    features.mkdir()
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    (uploads / "receipt.pdf").write_bytes(b"%PDF")
+    out = io.StringIO()
+    assert export(tmp_path / "out", features, out=out, files_dir=uploads) == 0
+    assert (tmp_path / "out" / "files" / "receipt.pdf").read_bytes() == b"%PDF"
+    assert f"copied {uploads} to files/" in out.getvalue()
