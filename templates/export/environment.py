@@ -53,6 +53,7 @@ def chromium(context, playwright, headless):
 
 
 def before_all(context):
+    context.config.setup_logging()  # a before_all of one's own replaces behave's
     context.base_url = setting(context, "base_url")
     if not context.base_url:
         raise RuntimeError("set base_url: behave -D base_url=http://... or BASE_URL=...")
