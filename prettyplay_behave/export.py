@@ -348,13 +348,10 @@ def copy_features(features_dir: Path, target: Path, out: TextIO) -> int:
 def plain_feature(path: Path, features_dir: Path) -> tuple[str, int]:
     """A feature file as plain behave reads it the way prettyplay did: no trailing
     ``[tries=...]`` on its steps; a storage state tag names its file relative to the export."""
-    from behave.parser import parse_file
-
     text = path.read_text(encoding="utf-8")
-    feature = parse_file(str(path))
     lines = text.splitlines(keepends=True)
     annotated = set()
-    for scenario in scenarios_of(feature) if feature is not None else ():
+    for scenario in scenarios_in(path):
         for step in [*scenario.background_steps, *scenario.steps]:
             if split_annotation(step.name)[1]:
                 annotated.add(step.line - 1)
@@ -398,7 +395,9 @@ def export(
         raise ExportError(f"{files_dir}: no files folder")
     found = entries(cache_dir)
     made = definitions(found)
-    steps_text = steps_module(made)  # made before anything is written
+    # what can go wrong goes wrong before anything is written
+    steps_text = steps_module(made)
+    uncovered = _uncovered(features_dir, found)
     target.mkdir(parents=True, exist_ok=True)
     features = copy_features(features_dir, target, out)
     if files_dir is not None and files_dir.resolve() != (features_dir / FILES_FOLDER).resolve():
@@ -414,7 +413,6 @@ def export(
     written = f"{counted(len(made), 'step definition')} of {counted(len(found), 'entry')}"
     print(f"wrote steps/{STEPS_MODULE} ({written}{f', {red} red' if red else ''})", file=out)
     print(f"wrote steps/{SUPPORT_MODULE}, environment.py", file=out)
-    uncovered = _uncovered(features_dir, found)
     for where, sentence in uncovered:
         print(escape_controls(f"no cached code: {where}: {sentence}"), file=out)
     missing = f"; {counted(len(uncovered), 'step')} without cached code" if uncovered else ""
@@ -442,7 +440,6 @@ def _check_target(target: Path, features_dir: Path, force: bool) -> None:
 
 def _uncovered(features_dir: Path, found: list[tuple[str, StepEntry]]) -> list[tuple[str, str]]:
     """The steps of the features that no entry serves, as (feature:line, sentence)."""
-    from behave.parser import parse_file
 
     libraries: dict[str, Library] = {}
     for feature_name, entry in found:
@@ -452,11 +449,25 @@ def _uncovered(features_dir: Path, found: list[tuple[str, StepEntry]]) -> list[t
         relative = path.relative_to(features_dir)
         if any(part.startswith(".") for part in relative.parts):
             continue
-        feature: Any = parse_file(str(path))
         library = libraries.get(relative.as_posix(), Library())
-        for scenario in scenarios_of(feature) if feature is not None else ():
-            for step, key in step_keys(scenario, features_dir):
-                where = f"{relative.as_posix()}:{step.line}"
-                if library.find(key) is None and (where, step.name) not in missing:
-                    missing.append((where, step.name))
+        try:
+            for scenario in scenarios_in(path):
+                for step, key in step_keys(scenario, features_dir):
+                    where = f"{relative.as_posix()}:{step.line}"
+                    if library.find(key) is None and (where, step.name) not in missing:
+                        missing.append((where, step.name))
+        except ValueError as exc:  # a step annotation prettyplay does not know
+            raise ExportError(f"{path}: {exc}") from None
     return missing
+
+
+def scenarios_in(path: Path) -> list[Any]:
+    """The scenarios of a feature file as a run has them; a file behave cannot read stops the
+    export (an empty one has none)."""
+    from behave.parser import ParserError, parse_file
+
+    try:
+        feature = parse_file(str(path))
+    except ParserError as exc:
+        raise ExportError(f"{path}: behave cannot read it ({exc})") from None
+    return list(scenarios_of(feature)) if feature is not None else []

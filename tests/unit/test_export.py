@@ -374,3 +374,25 @@ def test_a_files_folder_elsewhere_is_copied_as_the_exports_files(tmp_path: Path)
     assert export(tmp_path / "out", features, out=out, files_dir=uploads) == 0
     assert (tmp_path / "out" / "files" / "receipt.pdf").read_bytes() == b"%PDF"
     assert f"copied {uploads} to files/" in out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (
+            "Feature: A\n  Scenario: A\n    Given I pay [speed=2]\n",
+            "unknown step parameter 'speed'",
+        ),
+        ("Scenario: A\n  Given I pay\n", "behave cannot read it"),
+    ],
+)
+def test_a_feature_file_behave_or_prettyplay_cannot_read_stops_the_export_before_it_writes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, problem: str
+) -> None:
+    features = tmp_path / "features"
+    features.mkdir()
+    (features / "a.feature").write_text(text)
+    assert main(["export", str(tmp_path / "out"), "--features", str(features)]) == 2
+    error = capsys.readouterr().err
+    assert f"{features / 'a.feature'}: " in error and problem in error
+    assert not (tmp_path / "out").exists()
