@@ -32,8 +32,7 @@ from typing import Any, TextIO
 
 from .behave.liveness import scenarios_of, step_keys
 from .behave.mapping import split_annotation
-from .cache import CACHE_FOLDER, Library, StepEntry, cache_files, feature_of, load_file
-from .cache.store import today
+from .cache import CACHE_FOLDER, Library, StepEntry, cache_files, feature_of, load_file, today
 from .errors import escape_controls
 from .parameters import MARK
 from .resources import templates_folder
@@ -47,8 +46,9 @@ SUPPORT_MODULE = "step_support.py"
 SUPPORTED = frozenset(
     ["Entry", "Number", "Quoted", "expect", "re", "recall", "remember", "run", "secret", "upload"]
 )
-# What of the features folder belongs to prettyplay and is not copied.
-LEFT_OUT = ("steps", "environment.py", "__pycache__")
+# What of the features folder belongs to prettyplay and is not copied (nor is a hidden file,
+# the cache's folder among them, or Python's caches).
+LEFT_OUT = ("steps", "environment.py")
 # The parse types of a sentence's parameters, as the support module defines them.
 TYPE_PATTERNS = {"Quoted": r'(?:[^"\\\n]|\\.)*', "Number": r"-?\d+(?:\.\d+)?"}
 _NUMBER = re.compile(TYPE_PATTERNS["Number"])
@@ -327,7 +327,8 @@ def copy_features(features_dir: Path, target: Path, out: TextIO) -> int:
     features = 0
     for path in sorted(features_dir.rglob("*")):
         relative = path.relative_to(features_dir)
-        if relative.parts[0] in LEFT_OUT or any(part.startswith(".") for part in relative.parts):
+        hidden = any(part.startswith(".") or part == "__pycache__" for part in relative.parts)
+        if hidden or relative.parts[0] in LEFT_OUT:
             continue
         destination = target / relative
         if path.is_dir():
@@ -348,8 +349,8 @@ def copy_features(features_dir: Path, target: Path, out: TextIO) -> int:
 def plain_feature(path: Path, features_dir: Path) -> tuple[str, int]:
     """A feature file as plain behave reads it the way prettyplay did: no trailing
     ``[tries=...]`` on its steps; a storage state tag names its file relative to the export."""
-    text = path.read_text(encoding="utf-8")
-    lines = text.splitlines(keepends=True)
+    with path.open(encoding="utf-8", newline="") as file:  # its line endings kept
+        lines = file.read().splitlines(keepends=True)
     annotated = set()
     for scenario in scenarios_in(path):
         for step in [*scenario.background_steps, *scenario.steps]:

@@ -17,6 +17,7 @@ from behave.step_registry import AmbiguousStep, StepRegistry
 from prettyplay_behave.cache import RedVerdict, StepEntry
 from prettyplay_behave.cli import main
 from prettyplay_behave.export import (
+    SUPPORTED,
     TYPE_PATTERNS,
     definitions,
     export,
@@ -146,6 +147,7 @@ def test_behave_registers_every_pattern_without_an_ambiguity() -> None:
 def test_the_support_module_matches_the_parameters_as_the_export_types_them() -> None:
     for name, pattern in TYPE_PATTERNS.items():
         assert TYPES[name].pattern == pattern
+    assert set(STEP_SUPPORT.__all__) == SUPPORTED
 
 
 # -- step definitions ------------------------------------------------------------------------------
@@ -396,3 +398,9 @@ def test_a_feature_file_behave_or_prettyplay_cannot_read_stops_the_export_before
     error = capsys.readouterr().err
     assert f"{features / 'a.feature'}: " in error and problem in error
     assert not (tmp_path / "out").exists()
+
+
+def test_a_copied_feature_keeps_its_line_endings(tmp_path: Path) -> None:
+    text = "Feature: Pay\r\n  Scenario: Pay\r\n    Given I pay [tries=2]\r\n    Then I paid\r\n"
+    (tmp_path / "pay.feature").write_bytes(text.encode())
+    assert plain_feature(tmp_path / "pay.feature", tmp_path) == (text.replace(" [tries=2]", ""), 1)
