@@ -9,16 +9,18 @@ import re
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Iterator
 from contextlib import redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from prettyplay_behave.behave.liveness import scenarios_of
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite, RedVerdict
 from prettyplay_behave.cli import main
 from prettyplay_behave.demo.server import DemoShop
+from prettyplay_behave.safety.step_code import check_code
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 FEATURES = ROOT / "features"
@@ -54,18 +56,24 @@ def plain_python(folder: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def plain_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlainRun]:
-    folder = tmp_path_factory.mktemp("export")
+def python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return plain_python(tmp_path_factory.mktemp("venv") / "venv")
+
+
+def export_and_run(folder: Path, python: Path, features: Path) -> PlainRun:
+    """``prettyplay export`` from the project root that holds ``features``, then behave on the
+    export in the plain Python, from a folder outside the repository."""
     exported = folder / "exported"
     output = io.StringIO()
     here = Path.cwd()
-    os.chdir(ROOT)  # the project's root, as a user runs prettyplay (tags name files from it)
+    os.chdir(
+        features.parent
+    )  # the project's root, as a user runs prettyplay (tags name files from it)
     try:
         with redirect_stdout(output):
-            status = main(["export", str(exported), "--features", "features"])
+            status = main(["export", str(exported), "--features", features.name])
     finally:
         os.chdir(here)
-    python = plain_python(folder / "venv")
     environ = {
         name: value
         for name, value in os.environ.items()
@@ -82,7 +90,117 @@ def plain_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlainRun]:
             text=True,
             timeout=300,
         )
-    yield PlainRun(status, output.getvalue(), exported, python, environ, cwd, behave)
+    return PlainRun(status, output.getvalue(), exported, python, environ, cwd, behave)
+
+
+@pytest.fixture(scope="module")
+def plain_run(tmp_path_factory: pytest.TempPathFactory, python: Path) -> PlainRun:
+    return export_and_run(tmp_path_factory.mktemp("examples"), python, FEATURES)
+
+
+PICKS = """\
+Feature: Picks
+  Scenario: Twice
+    When I open the shop
+    And I open the shop
+    Then the address ends with "/login"
+
+  Scenario: Remember
+    Given I open the "/login" page
+    When I note the heading
+    Then the heading is still the noted one
+
+  Scenario: Forget
+    Given I open the "/login" page
+    Then the heading is still the noted one
+
+  Scenario: Form
+    Given I open the "/login" page
+    When I fill the form:
+      | field | value           |
+      | Email | ann@example.com |
+    Then the email field holds "ann@example.com"
+
+  Scenario: Red
+    Given I open the "/cart" page
+    Then the total is 13
+
+  Scenario Outline: Paths
+    Given I open the <path> path
+    Then the address ends with "<path>"
+
+    Examples:
+      | path   |
+      | /login |
+      | /cart  |
+"""
+
+
+def code(body: str, *parameters: str) -> str:
+    head = f"def step(page{''.join(f', {name}' for name in parameters)}) -> None:\n"
+    return head + "".join(f"    {line}\n" for line in body.strip().splitlines())
+
+
+@pytest.fixture(scope="module")
+def picks_run(tmp_path_factory: pytest.TempPathFactory, python: Path) -> PlainRun:
+    """A feature whose steps find pinned, value-specific, general, data and red entries, as a
+    run wrote them, exported and run by plain behave."""
+    folder = tmp_path_factory.mktemp("picks")
+    features = folder / "features"
+    features.mkdir()
+    (features / "picks.feature").write_text(PICKS)
+    store = CacheStore(features / ".prettyplay", validate=check_code)
+
+    def keep(
+        scenario: str, kind: str, sentence: str, body: str, *parameters: str, **how: Any
+    ) -> None:
+        where = {name: how.pop(name) for name in ("data", "occurrence", "outline") if name in how}
+        key = CacheKey(f"picks.feature::{scenario}", kind, sentence, **where)
+        store.write(CacheWrite(key, code(body, *parameters), "generated", **how))
+
+    heading = 'page.get_by_role("heading", level=1).inner_text()'
+    url_ends = 'expect(page).to_have_url(re.compile(re.escape(text) + "$"))'
+    keep("Twice", "action", "I open the shop", 'page.goto("/")')
+    keep("Twice", "action", "I open the shop", 'page.goto("/login")', occurrence=2, pinned=True)
+    keep("Twice", "check", 'the address ends with "/login"', url_ends, "text")
+    keep("Remember", "action", 'I open the "/login" page', "page.goto(text)", "text")
+    keep("Remember", "action", "I note the heading", f'remember("heading", {heading})')
+    keep(
+        "Remember",
+        "check",
+        "the heading is still the noted one",
+        f'assert recall("heading") == {heading}',
+    )
+    keep(
+        "Form",
+        "action",
+        "I fill the form:",
+        'page.get_by_label("Email").fill("ann@example.com")',
+        data="| field | value |\n| Email | ann@example.com |",
+    )
+    keep(
+        "Form",
+        "check",
+        'the email field holds "ann@example.com"',
+        'expect(page.get_by_label("Email")).to_have_value(text)',
+        "text",
+    )
+    keep(
+        "Red",
+        "check",
+        "the total is 13",
+        'expect(page.get_by_text("Total")).to_have_text("13")',
+        verdict=RedVerdict("product_defect", "the cart shows no total"),
+    )
+    keep(
+        "Paths -- @1.1 ",
+        "action",
+        "I open the /login path",
+        "page.goto(path)",
+        "path",
+        outline="I open the <path> path",
+    )
+    return export_and_run(folder, python, features)
 
 
 def test_prettyplay_cannot_be_imported_where_the_export_runs(plain_run: PlainRun) -> None:
@@ -126,3 +244,27 @@ def test_the_export_copies_the_features_and_says_what_it_wrote(plain_run: PlainR
     for module in plain_run.export_dir.rglob("*.py"):
         text = module.read_text(encoding="utf-8")
         assert not re.search(r"^\s*(from|import) prettyplay", text, re.MULTILINE), module
+
+
+def scenario_lines(output: str) -> dict[str, str]:
+    """Each scenario of the pretty formatter's output: its name and its lines."""
+    parts = re.split(r"^  Scenario(?: Outline)?: ", output, flags=re.MULTILINE)[1:]
+    return {part.split("  #")[0].strip(): part for part in parts}
+
+
+def test_each_step_runs_the_entry_a_prettyplay_run_finds(picks_run: PlainRun) -> None:
+    """The pin of the scenario and occurrence, the general code with the step's values (an
+    Outline's placeholder too), the code of the step's table; memory lives for one scenario,
+    and a red entry fails with its verdict."""
+    behave = picks_run.behave
+    assert picks_run.export_status == 0, picks_run.export_output
+    assert "5 scenarios passed, 2 failed, 0 skipped" in behave.stdout, behave.stdout[-3000:]
+    scenarios = scenario_lines(behave.stdout)
+    assert (
+        "ASSERT FAILED: nothing was remembered as 'heading' (remembered: nothing)"
+        in (scenarios["Forget"])
+    )
+    assert "judged red when exported: product_defect: the cart shows no total" in scenarios["Red"]
+    failing = re.search(r"Failing scenarios:\n(.*?)\n\n", behave.stdout, re.DOTALL)
+    assert failing is not None
+    assert [line.split("  ")[-1] for line in failing.group(1).splitlines()] == ["Forget", "Red"]
