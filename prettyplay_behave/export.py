@@ -279,6 +279,7 @@ def steps_module(made: list[Definition]) -> str:
         lstrip_blocks=True,
     )
     environment.filters["py"] = python_literal
+    environment.filters["comment"] = one_line
     environment.filters["tuple"] = tuple
     environment.filters["names"] = lambda names: python_literal(tuple(names)).replace('"', "")
     environment.globals["plain_code"] = plain_code
@@ -288,6 +289,11 @@ def steps_module(made: list[Definition]) -> str:
         provided=provided_names(made),
         types=sorted({f.type for d in made for f in d.fields if f.type}),
     )
+
+
+def one_line(text: str) -> str:
+    """``text`` for a comment: a line break in it would end the comment and start code."""
+    return escape_controls(text).replace("\r", "\\r").replace("\n", "\\n")
 
 
 def python_literal(value: object) -> str:

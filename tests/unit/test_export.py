@@ -3,6 +3,7 @@ a browser; tests/integration/test_export.py runs an export with behave alone."""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import io
 from pathlib import Path
@@ -404,3 +405,29 @@ def test_a_copied_feature_keeps_its_line_endings(tmp_path: Path) -> None:
     text = "Feature: Pay\r\n  Scenario: Pay\r\n    Given I pay [tries=2]\r\n    Then I paid\r\n"
     (tmp_path / "pay.feature").write_bytes(text.encode())
     assert plain_feature(tmp_path / "pay.feature", tmp_path) == (text.replace(" [tries=2]", ""), 1)
+
+
+def test_what_a_cache_file_holds_reaches_the_steps_module_as_data_never_as_code() -> None:
+    """A cache file is input nobody vouches for: its sentences, values, data, scenario names and
+    verdicts are quoted or escaped, so the module's top level is imports, the types and the
+    functions."""
+    sneaky = "I pay\nimport os; os.system('touch /tmp/owned')  # "
+    entries = [
+        ("a.feature", action(sneaky)),
+        ("a.feature", action(sneaky, values=('x"""\n',), data="| a |\n| b\r |")),
+        (
+            "a.feature",
+            check(
+                'the total is "{}"',
+                values=("'\"",),
+                scenario="S\nimport os",
+                verdict=RedVerdict("incurable", "it\nimport os"),
+            ),
+        ),
+    ]
+    tree = ast.parse(steps_module(definitions(entries)))
+    top = {type(node).__name__ for node in tree.body}
+    assert top == {"Expr", "ImportFrom", "FunctionDef"}  # the docstring and register_type(...)
+    calls = [n for n in tree.body if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)]
+    assert [ast.unparse(call.value.func) for call in calls] == ["register_type"]
+    assert "# -- action: I pay\\nimport os;" in steps_module(definitions(entries))
