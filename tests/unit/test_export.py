@@ -428,6 +428,8 @@ def test_what_a_cache_file_holds_reaches_the_steps_module_as_data_never_as_code(
     tree = ast.parse(steps_module(definitions(entries)))
     top = {type(node).__name__ for node in tree.body}
     assert top == {"Expr", "ImportFrom", "FunctionDef"}  # the docstring and register_type(...)
-    calls = [n for n in tree.body if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)]
-    assert [ast.unparse(call.value.func) for call in calls] == ["register_type"]
+    calls = [
+        n.value for n in tree.body if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)
+    ]
+    assert [ast.unparse(call.func) for call in calls] == ["register_type"]
     assert "# -- action: I pay\\nimport os;" in steps_module(definitions(entries))
