@@ -78,7 +78,9 @@ def before_scenario(context, scenario):
     for tag in scenario.effective_tags:
         name, _, value = tag.partition("=")
         if name == "prettyplay.device":
-            device = context.playwright.devices[value.replace("_", " ")]
+            device = context.playwright.devices.get(value.replace("_", " "))
+            if device is None:
+                raise ValueError(f"@{tag}: Playwright knows no such device")
             options.update({k: v for k, v in device.items() if k != "default_browser_type"})
         elif name == "prettyplay.storage_state":
             options["storage_state"] = str(HERE / value)
