@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import urljoin
 
 import parse
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect as playwright_expect
 
@@ -138,18 +139,10 @@ def follow_tabs(context: Any, before: list[Any]) -> None:
     Playwright has every tab Chromium counts in the scenario's context."""
     browser_context = context.page.context
     if context.page.is_closed():
+        if not browser_context.pages:
+            return
         context.page = browser_context.pages[-1]
-    session = browser_context.new_cdp_session(context.page)
-    try:
-        own = session.send("Target.getTargetInfo")["targetInfo"]["browserContextId"]
-        tabs = [
-            target
-            for target in session.send("Target.getTargets")["targetInfos"]
-            if target["type"] == "page" and target.get("browserContextId") == own
-        ]
-    finally:
-        session.detach()
-    while len(browser_context.pages) < len(tabs):
+    while len(browser_context.pages) < browser_tabs(context.page):
         try:
             browser_context.wait_for_event("page", timeout=TAB_WAIT_MS)
         except PlaywrightTimeoutError:
@@ -157,6 +150,21 @@ def follow_tabs(context: Any, before: list[Any]) -> None:
     opened = [page for page in browser_context.pages if page not in before]
     if opened:
         context.page = opened[-1]
+
+
+def browser_tabs(page: Any) -> int:
+    """How many tabs the browser counts in the page's context (Chromium's DevTools protocol;
+    another browser: those Playwright knows)."""
+    try:
+        session = page.context.new_cdp_session(page)
+    except PlaywrightError:
+        return len(page.context.pages)
+    try:
+        own = session.send("Target.getTargetInfo")["targetInfo"]["browserContextId"]
+        targets = session.send("Target.getTargets")["targetInfos"]
+    finally:
+        session.detach()
+    return sum(t["type"] == "page" and t.get("browserContextId") == own for t in targets)
 
 
 def step_data(context: Any) -> str:
