@@ -27,8 +27,18 @@ from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect as playwright_expect
 
-__all__ = ["Entry", "Number", "Quoted", "expect", "re", "recall", "remember", "run", "secret",
-           "upload"]  # fmt: skip
+__all__ = [
+    "Entry",
+    "Number",
+    "Quoted",
+    "expect",
+    "re",
+    "recall",
+    "remember",
+    "run",
+    "secret",
+    "upload",
+]
 
 TAB_WAIT_MS = 2_000
 FILES = Path(__file__).resolve().parent.parent / "files"
