@@ -8,6 +8,8 @@
     prettyplay cache migrate [PATH]      rewrite format-1 cache files as format 2
     prettyplay cache diff [REF]          the code that changed in the cache against a git ref
     prettyplay init [DIR]                set up a behave project for prettyplay
+    prettyplay export DIR [--force]      the cache as plain behave step definitions in DIR,
+                                         to run with behave and Playwright alone (no LLM)
     prettyplay plan [PATH ...] [--tags ...] [--strict]
                                          what a run would replay, reuse, generate or replay
                                          red, and the LLM requests that would cost; no browser
@@ -21,7 +23,10 @@ compare (not a git repository, an unknown ref, a file that fails to load). ``pla
 features as behave does (PATH, ``--tags``, ``--name``, ``--include``, ``--exclude``, ``-D``, the
 config file of the working directory) and exits 1 under strict (``--strict``, the ``strict``
 setting or a ``@strict`` tag) when a step has no cached code, 2 when behave cannot read the
-features. Whatever a cache file holds is printed with its control characters escaped.
+features. ``export`` reads ``features/`` (``--features`` names another) and exits 1 when a step
+of the features has no cached code (the export is written all the same), 2 when DIR is not
+empty (without ``--force``) or lies in or around the features folder. Whatever a cache file
+holds is printed with its control characters escaped.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from pathlib import Path
 from .cache import DEFAULT_CACHE_DIR, CacheStore, StepEntry, load_file, update
 from .cache_diff import DiffError, diff
 from .errors import CacheError, ConfigError, escape_controls
+from .export import ExportError, export
 from .parameters import parameterize
 from .safety.step_code import check_code
 from .scaffold import DEFAULT_BASE_URL, ScaffoldError, init
@@ -223,6 +229,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     init_parser.add_argument(
         "--base-url", default=DEFAULT_BASE_URL, help=f"the app under test ({DEFAULT_BASE_URL})"
     )
+    export_parser = commands.add_parser(
+        "export", help="the cache as plain behave step definitions: no prettyplay, no LLM"
+    )
+    export_parser.add_argument("target", type=Path, help="the folder to write (new or empty)")
+    export_parser.add_argument(
+        "--features", type=Path, default=Path("features"), help="the features folder (features)"
+    )
+    export_parser.add_argument(
+        "--cache-dir", type=Path, default=None, help="default <features>/.prettyplay"
+    )
+    export_parser.add_argument(
+        "--files-dir",
+        type=Path,
+        default=None,
+        help="the uploads' folder, when it is not <features>/files",
+    )
+    export_parser.add_argument(
+        "--force", action="store_true", help="write into a folder that is not empty"
+    )
     plan_parser = commands.add_parser(
         "plan", help="what a run would replay, reuse, generate or replay red; no browser"
     )
@@ -245,7 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CacheError as exc:
         print(f"prettyplay: {exc}", file=sys.stderr)
         return 1
-    except (DiffError, ScaffoldError, ConfigError) as exc:
+    except (DiffError, ScaffoldError, ConfigError, ExportError) as exc:
         print(f"prettyplay: {escape_controls(str(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the output went to a pager or ``head`` that stopped reading
@@ -260,6 +285,10 @@ def run(args: argparse.Namespace) -> int:
         return init(args.root, args.base_url)
     if args.command == "plan":
         return plan_run(args)
+    if args.command == "export":
+        return export(
+            args.target, args.features, args.cache_dir, args.force, files_dir=args.files_dir
+        )
     if args.cache_command == "prune":
         return prune_obsolete(args.cache_dir, args.features, args.dry_run)
     if args.cache_command == "drop":

@@ -36,6 +36,7 @@ LIBRARY_TESTS = ("tests/integration/test_step_library.py",)
 JUDGMENT_TESTS = ("tests/integration/test_judgments.py",)
 ANSWER_TESTS = ("tests/unit/test_answers.py", "tests/unit/test_answers_tolerant.py")
 APP_NEEDS_TESTS = ("tests/integration/test_app_needs.py",)
+EXPORT_TESTS = ("tests/unit/test_export.py",)
 
 
 @dataclass(frozen=True)
@@ -389,6 +390,26 @@ MUTANTS = (
     Mutant("browser: a headless run launches the full browser", f"{PACKAGE}/browser/session.py",
            "(SYSTEM_HEADLESS_SHELLS if headless else ())", "()",
            ("tests/unit/test_browser_choice.py", "tests/integration/test_python_api.py")),
+    # -- the export -----------------------------------------------------------------------------
+    Mutant("export: a wide pattern is registered before a narrow one", f"{PACKAGE}/export.py",
+           "narrowest = next(ready, waiting[0])", "narrowest = waiting[0]", EXPORT_TESTS),
+    Mutant("export: a scenario's pin is not preferred", "templates/export/step_support.py",
+           "        if entry.scenario == scenario and entry.occurrence == occurrence:\n",
+           "        if False:\n", EXPORT_TESTS),
+    Mutant("export: a red entry's step runs its code", "templates/export/step_support.py",
+           "    if entry.code is None:\n        raise", "    if False:\n        raise",
+           EXPORT_TESTS),
+    Mutant("export: a sentence is written raw into its comment",
+           "templates/export/exported_steps.py.j2", "{{ definition.template | comment }}",
+           "{{ definition.template }}", EXPORT_TESTS),
+    Mutant("export: a copied feature keeps its step annotations", f"{PACKAGE}/export.py",
+           "annotated.add(step.line - 1)", "pass", EXPORT_TESTS),
+    Mutant("export: an upload is named as prettyplay named it", f"{PACKAGE}/export.py",
+           'b"upload(" + text[start:end] + b")"', "text[start:end]",
+           (*EXPORT_TESTS, "tests/integration/test_export_support.py")),
+    Mutant("export: a tab the step opens is not followed", "templates/export/step_support.py",
+           "    if opened:\n        context.page = opened[-1]", "    if False:\n        pass",
+           ("tests/integration/test_export_support.py",)),
 )  # fmt: skip
 
 
