@@ -146,7 +146,8 @@ class CacheStore:
     def keep(self, path: Path, entries: list[StepEntry], doomed: Iterable[StepEntry] = ()) -> bool:
         """Upsert ``entries`` into the file at ``path`` (and drop ``doomed``); True if it
         changed. An entry whose code did not change keeps the day it was written."""
-        checked = [self._checked(path, e) for e in entries]
+        self._writable(path)
+        checked = [_checked(f"{path}: a new entry", e, self._validate) for e in entries]
         gone = list(doomed)
 
         def change(library: Library) -> None:
@@ -159,12 +160,11 @@ class CacheStore:
 
         return self._update(path, change)
 
-    def _checked(self, path: Path, entry: StepEntry) -> StepEntry:
+    def _writable(self, path: Path) -> None:
         if path in self._broken:
             raise CacheError(
                 f"refusing to overwrite a cache file that failed to load: {self._broken[path]}"
             )
-        return _checked(f"{path}: a new entry", entry, self._validate)
 
     def _update(self, path: Path, change: Callable[[Library], None]) -> bool:
         changed, library = update(path, change, self._validate, self._lock_timeout)
@@ -196,15 +196,16 @@ class CacheStore:
         file's lock: where the entry changed (other code) or went, or cannot hold the
         wording (another kind or data), ``instead`` is written, an entry of its own. Whether
         the file changed, and the entry written."""
-        instead = self._checked(path, instead)
+        self._writable(path)
+        instead = _checked(f"{path}: a new entry", instead, self._validate)
         template = key.parameters.template
         written = [instead]
 
         def change(library: Library) -> None:
             library.remove(doomed)
             now = library.get(entry.identity)
-            holds = now is not None and (now.kind, now.data) == (key.kind, key.data)
-            if now is not None and holds and now.code == entry.code:
+            unchanged = (entry.code, key.kind, key.data)  # and can hold the wording
+            if now is not None and (now.code, now.kind, now.data) == unchanged:
                 if template not in (now.sentence, *now.wordings):
                     now = replace(now, wordings=(*now.wordings, template))
                 written[0] = now
