@@ -36,6 +36,7 @@ LIBRARY_TESTS = ("tests/integration/test_step_library.py",)
 JUDGMENT_TESTS = ("tests/integration/test_judgments.py",)
 ANSWER_TESTS = ("tests/unit/test_answers.py", "tests/unit/test_answers_tolerant.py")
 APP_NEEDS_TESTS = ("tests/integration/test_app_needs.py",)
+IN_PROCESS_TESTS = ("tests/integration/test_engine_in_process.py",)
 
 
 @dataclass(frozen=True)
@@ -314,6 +315,19 @@ MUTANTS = (
            ("tests/unit/test_scenario_memory.py", "tests/integration/test_memory.py")),
     Mutant("judgments: heals not reused", f"{PACKAGE}/engine/cycle.py",
            "and self.reuse_heal(cached):", "and False:", ("tests/integration/test_healing.py",)),
+    # -- one entry per meaning -----------------------------------------------------------------
+    Mutant("wordings: added to an entry another run changed", f"{PACKAGE}/cache/store.py",
+           "            if now is not None and (now.code, now.kind, now.data) == unchanged:",
+           "            if now is not None:", ("tests/unit/test_cache.py",)),
+    Mutant("wordings: no closest steps listed", f"{PACKAGE}/engine/cycle.py",
+           "closest = self.closest() if purpose.lists_closest else []", "closest = []",
+           IN_PROCESS_TESTS),
+    Mutant("wordings: a listed step whose parameters do not fit is run",
+           f"{PACKAGE}/engine/advisor.py",
+           "    if listed.takes(values):\n        return listed",
+           "    if True:\n        return listed", IN_PROCESS_TESTS),
+    Mutant("answers: SAME AS past the listed steps", f"{PACKAGE}/llm/answers.py",
+           "    if not 1 <= number <= listed:", "    if False:", ANSWER_TESTS),
     # -- reading answers ------------------------------------------------------------------------
     Mutant("answers: reasoning read as the answer", f"{PACKAGE}/llm/answers.py",
            "    final = text.rfind(_FINAL_CHANNEL)\n", "    return text\n", ANSWER_TESTS),
