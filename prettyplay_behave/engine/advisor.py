@@ -122,7 +122,7 @@ class Advisor:
         try:
             code: str | SameAs = purpose.read(answer.text, listed=len(closest))
             if isinstance(code, SameAs):
-                return same_step(closest[code.number - 1], code.number, entry)
+                return _same_step(closest[code.number - 1], code.number, entry)
             return code
         except UnparseableAnswer as exc:
             url = page_url(test.page)
@@ -314,7 +314,7 @@ class Advisor:
         return _passed(review, len(batch))
 
 
-def same_step(listed: StepEntry, number: int, entry: StepRun) -> StepEntry:
+def _same_step(listed: StepEntry, number: int, entry: StepRun) -> StepEntry:
     """The listed step ``number`` an answer names as doing ``entry``'s step; UnparseableAnswer
     when its code cannot run with the step's values."""
     values = entry.spec.parameters.values

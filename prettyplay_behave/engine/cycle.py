@@ -659,7 +659,7 @@ class StepCycle:
         verdict rides the next generation. A ``CANNOT:`` answer ends the step at once.
         """
         before = self.page.get()
-        closest = self.closest() if purpose.lists_closest else []
+        listed = self.closest_steps() if purpose.lists_closest else []
         try:
             with self.asking("the step's last attempt failed", f"the {purpose} request"):
                 answer = self.advisor.code(
@@ -669,7 +669,7 @@ class StepCycle:
                     before,
                     verdict,
                     restored=self.page.restored,
-                    closest=closest,
+                    closest=listed,
                 )
         except CannotAnswer as cannot:
             raise self.cannot(cannot.reason) from None
@@ -677,7 +677,7 @@ class StepCycle:
             self.history.append(answer)
             return False
         same = answer if isinstance(answer, StepEntry) else None
-        code = same.code if same is not None else str(answer)
+        code = answer.code if isinstance(answer, StepEntry) else answer
         attempt = self.engine.execute(self.test, self.spec, code)
         self.page.dirty = True  # whatever it did, the next attempt compares the page with the start
         if attempt.outcome is Outcome.GREEN:
@@ -714,7 +714,7 @@ class StepCycle:
         )
         return True
 
-    def closest(self) -> list[StepEntry]:
+    def closest_steps(self) -> list[StepEntry]:
         """The library's shared entries of this step's kind and data whose sentences are most
         like its own (at most ``CLOSEST_STEPS``, their code within ``CLOSEST_TOKENS``): a
         generation request lists them, and its answer may name one as doing this step."""
@@ -723,7 +723,7 @@ class StepCycle:
         kin = [
             e
             for e in library.entries
-            if (e.kind, e.data) == (key.kind, key.data) and e.scenario is None and not e.red
+            if (e.kind, e.data) == (key.kind, key.data) and e.scenario is None  # no pin, no red
         ]
         listed: list[StepEntry] = []
         tokens = 0
