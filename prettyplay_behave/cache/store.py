@@ -175,8 +175,11 @@ class CacheStore:
         """Keep new code for a step whose entry was ``old`` (None: it had none): whether the
         file changed, and the entry written. Code that replaces an entry of narrower reach (a
         pin, an entry specific to values) takes its place; a shared entry is only ever replaced
-        by an entry of the same identity."""
+        by an entry of the same identity. New code shared by a step that found ``old`` by one of
+        its wordings is that entry's code, for all of its wordings."""
         written = keep.library_entry(today())
+        if old is not None and written.scenario is None and written.sentence in old.wordings:
+            written = replace(written, sentence=old.sentence, wordings=old.wordings)
         narrower = old is not None and (old.scenario is not None or old.values is not None)
         doomed = [old] if old is not None and narrower and old.identity != written.identity else []
         path = self.path_for(keep.key.test)

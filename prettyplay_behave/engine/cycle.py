@@ -204,10 +204,12 @@ class Engine:
         path = self.cache.path_for(entry.key.test)
         changed, written = self.cache.replace(keep, old)
         self.cache_writes += changed
-        if written.sentence != entry.key.parameters.template:
+        if written.sentence == entry.key.parameters.template:
+            what = f"{origin} entry {entry.sentence!r}"
+        elif wording_of is not None:
             what = f"{entry.sentence!r} as a wording of the entry {written.sentence!r}"
         else:
-            what = f"{origin} entry {entry.sentence!r}"
+            what = f"{origin} entry {written.sentence!r}, found by its wording {entry.sentence!r}"
         record(
             logging.INFO, "cache_write", "%s %s in %s", "wrote" if changed else "kept", what, path
         )

@@ -268,3 +268,33 @@ def test_a_same_as_candidate_the_gate_refuses_or_that_goes_red_is_not_kept(
     assert [r.purpose for r in provider.requests] == purposes
     assert not any("wordings" in e for e in steps(cache))
     assert BANNER in [e["sentence"] for e in steps(cache)]
+
+
+def test_a_step_found_by_a_wording_heals_the_one_entry_of_all_its_wordings(
+    shop, tmp_path: Path, provider: ScriptedProvider, browser
+) -> None:
+    cache = plant(tmp_path, ("action", "I open the shop", OPEN_SHOP))
+    store = CacheStore(tmp_path / "cache", validate=check_code)
+    accept = CacheWrite(CacheKey("t", "action", "I accept the cookies"), BROKEN_ACCEPT, "generated")
+    store.write(accept)
+    entry = store.lookup(accept.key)
+    assert entry is not None
+    store.replace(
+        CacheWrite(CacheKey("t", "action", BANNER), entry.code, "reused", wording_of=entry), None
+    )
+    provider.on("classify", verdict("rot", "the button was renamed"))
+    provider.on("heal", code_answer(ACCEPT))
+    provider.on("gate", CLEAN_GATE)
+    for strict in (False, True):
+        with PrettyPlay(
+            "t", config(shop, tmp_path, strict=strict), browser=browser, provider=provider
+        ) as t:
+            t.step("I open the shop")
+            banner = t.step(BANNER)
+        assert banner.origin == ("replayed" if strict else "healed")
+    assert [r.purpose for r in provider.requests] == ["classify", "heal", "gate"]
+    accepting = [e for e in steps(cache) if e["sentence"] != "I open the shop"]
+    assert len(accepting) == 1, accepting
+    assert accepting[0]["sentence"] == "I accept the cookies"
+    assert accepting[0]["wordings"] == [BANNER] and accepting[0]["origin"] == "healed"
+    assert accepting[0]["code"] == ACCEPT.splitlines()

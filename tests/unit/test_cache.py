@@ -817,3 +817,19 @@ def test_the_closest_entries_are_the_most_alike_above_the_floor_by_any_wording()
     found = cache.closest('the list should contain "{}"', [other, shows, holds])
     assert found == [holds, shows]  # by its wording, the more alike first; the heading not near
     assert cache.closest('the list should contain "{}"', [shows], floor=0.9) == []
+
+
+def test_new_code_for_a_step_found_by_a_wording_is_the_code_of_its_entry(tmp_path: Path) -> None:
+    writer = store(tmp_path)
+    writer.write(entry('the list shows "buy milk"', ADD_ANY))
+    shown = writer.lookup(entry('the list shows "x"').key)
+    assert shown is not None
+    worded = writer.replace(wording('the list contains "water"', shown), None)[1]
+    healed = ADD_ANY.replace("click()", "hover()")
+    found = writer.lookup(entry('the list contains "milk"').key)
+    assert found == worded
+    changed, written = writer.replace(entry('the list contains "milk"', healed, "healed"), found)
+    assert changed and (written.sentence, written.wordings) == (shown.sentence, worded.wordings)
+    assert sentences(tmp_path) == ['the list shows "{}"']  # one entry still, with the new code
+    for sentence in ('the list shows "x"', 'the list contains "x"'):
+        assert found_code(store(tmp_path), entry(sentence).key) == healed
