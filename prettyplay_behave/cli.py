@@ -78,6 +78,8 @@ def describe(entry: StepEntry) -> str:
     if entry.scenario is not None:
         occurrence = f" #{entry.occurrence}" if entry.occurrence > 1 else ""
         notes.append(f"pinned to {entry.scenario!r}{occurrence}")
+    if entry.wordings:
+        notes.append(f"also {', '.join(map(repr, entry.wordings))}")
     if entry.verdict is not None:
         notes.append(f"RED: {entry.verdict.label}: {entry.verdict.explanation}")
     tail = f"  ({'; '.join(notes)})" if notes else ""

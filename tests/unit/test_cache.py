@@ -3,6 +3,7 @@ under a lock, refused whole when anything in them is wrong; format 1 read and mi
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import faulthandler
 import json
@@ -23,6 +24,8 @@ from prettyplay_behave.cache import (
     load_file,
     locate,
 )
+from prettyplay_behave.cache_diff import entry_changes
+from prettyplay_behave.cli import describe
 from prettyplay_behave.errors import CacheError, CodePolicyError
 
 TEST = "shop/checkout.feature::Buy a product"
@@ -833,3 +836,16 @@ def test_new_code_for_a_step_found_by_a_wording_is_the_code_of_its_entry(tmp_pat
     assert sentences(tmp_path) == ['the list shows "{}"']  # one entry still, with the new code
     for sentence in ('the list shows "x"', 'the list contains "x"'):
         assert found_code(store(tmp_path), entry(sentence).key) == healed
+
+
+def test_a_review_lists_an_entry_that_gained_a_wording_and_the_listing_shows_it() -> None:
+    shown = cache.StepEntry(
+        "check", 'the list shows "{}"', ADD_ANY, "generated", parameters=("text",)
+    )
+    worded = dataclasses.replace(shown, wordings=('the list contains "{}"',))
+    (change,) = entry_changes(cache.Library([shown]), cache.Library([worded]))
+    assert change.what == "changed"
+    assert change.headline().endswith("generated, also worded 'the list contains \"{}\"'")
+    (back,) = entry_changes(cache.Library([worded]), cache.Library([shown]))
+    assert back.headline().endswith("no longer worded 'the list contains \"{}\"'")
+    assert describe(worded).endswith("(takes text; also 'the list contains \"{}\"')")
