@@ -278,22 +278,29 @@ class SameAs:
 
 
 # A line of its own, markdown emphasis aside: ``SAME AS 2``, ``**SAME AS: 2**``, ``same as step 2``.
-_SAME_AS = re.compile(
-    r"^[\s*_>#`]*SAME\s+AS\s*:?[\s*_`]*(?:step\s*)?#?(?P<number>\d{1,9})[\s*_`.]*$",
-    re.IGNORECASE,
-)
+# Read in two unambiguous steps, so that a long line costs its length, not its square.
+_SAME_AS = re.compile(r"[\s*_>#`]*SAME\s+AS\b(?P<rest>.*)", re.IGNORECASE)
+_LISTED_NUMBER = re.compile(r"(?:step\s*)?#?(?P<number>\d{1,9})", re.IGNORECASE)
+
+
+def _named_number(line: str) -> int | None:
+    """The number a ``SAME AS <number>`` line names, else None."""
+    same = _SAME_AS.match(line)
+    number = _LISTED_NUMBER.fullmatch(same["rest"].strip(" \t*_`:.")) if same else None
+    return int(number["number"]) if number else None
 
 
 def _same_as(answer: str, listed: int) -> SameAs | None:
     """The listed step a ``SAME AS <number>`` line names, else None; UnparseableAnswer when it
     names none of the ``listed`` steps, or several."""
-    numbers = sorted({int(m["number"]) for m in map(_SAME_AS.match, answer.split("\n")) if m})
+    named = (_named_number(line) for line in answer.split("\n"))
+    numbers = sorted({number for number in named if number is not None})
     if not numbers:
         return None
     if len(numbers) > 1:
-        named = ", ".join(f"SAME AS {number}" for number in numbers)
+        lines = ", ".join(f"SAME AS {number}" for number in numbers)
         raise UnparseableAnswer(
-            f"the answer names {len(numbers)} listed steps ({named}); expected one"
+            f"the answer names {len(numbers)} listed steps ({lines}); expected one"
         )
     number = numbers[0]
     if not listed:
