@@ -324,7 +324,7 @@ MUTANTS = (
            "written.scenario is None and written.sentence in old.wordings:",
            "written.scenario is None and False:", ("tests/unit/test_cache.py", *IN_PROCESS_TESTS)),
     Mutant("wordings: no closest steps listed", f"{PACKAGE}/engine/cycle.py",
-           "listed = self.closest_steps() if purpose.lists_closest else []", "listed = []",
+           "listed = self.closest_steps if purpose.lists_closest else []", "listed = []",
            IN_PROCESS_TESTS),
     Mutant("wordings: the closest steps listed whatever their size", f"{PACKAGE}/engine/cycle.py",
            "            if tokens + cost <= CLOSEST_TOKENS:", "            if True:",

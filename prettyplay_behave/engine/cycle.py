@@ -27,6 +27,7 @@ import logging
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -661,7 +662,7 @@ class StepCycle:
         verdict rides the next generation. A ``CANNOT:`` answer ends the step at once.
         """
         before = self.page.get()
-        listed = self.closest_steps() if purpose.lists_closest else []
+        listed = self.closest_steps if purpose.lists_closest else []
         try:
             with self.asking("the step's last attempt failed", f"the {purpose} request"):
                 answer = self.advisor.code(
@@ -716,10 +717,11 @@ class StepCycle:
         )
         return True
 
+    @cached_property
     def closest_steps(self) -> list[StepEntry]:
         """The library's shared entries of this step's kind and data whose sentences are most
-        like its own (at most ``CLOSEST_STEPS``, their code within ``CLOSEST_TOKENS``): a
-        generation request lists them, and its answer may name one as doing this step."""
+        like its own (at most ``CLOSEST_STEPS``, their code within ``CLOSEST_TOKENS``): each
+        generation request of the step lists them, and its answer may name one as doing it."""
         key = self.entry.key
         library = self.engine.cache.library(self.engine.cache.path_for(key.test))
         kin = [
