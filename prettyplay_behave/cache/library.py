@@ -142,6 +142,10 @@ class StepEntry:
     def red(self) -> bool:
         return self.verdict is not None
 
+    def says(self, template: str) -> bool:
+        """Whether ``template`` is its sentence or one of its wordings."""
+        return template == self.sentence or template in self.wordings
+
     def takes(self, values: tuple[str, ...]) -> bool:
         """Whether its code can run for a sentence with ``values`` (another wording of it): the
         same values where the code spells them out, else one parameter for each value."""

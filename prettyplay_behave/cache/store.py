@@ -209,7 +209,7 @@ class CacheStore:
             now = library.get(entry.identity)
             unchanged = (entry.code, key.kind, key.data)  # and can hold the wording
             if now is not None and (now.code, now.kind, now.data) == unchanged:
-                if template not in (now.sentence, *now.wordings):
+                if not now.says(template):
                     now = replace(now, wordings=(*now.wordings, template))
                 written[0] = now
             library.upsert(written[0])

@@ -155,15 +155,17 @@ class Engine:
 
     def proven(self, test: TestState, entry: StepRun) -> list[tuple[str, str]]:
         """Code for the same step that went green in this run (the same feature's first, newest
-        first), then the entries other features' libraries keep for it: (where, code). Code
-        that spells its values out serves only a step with those values."""
+        first), then the entries other features' libraries keep for it (by its sentence or one
+        of their wordings): (where, code). Code that spells its values out serves only a step
+        with those values."""
         known = self.memory.green_for(entry.spec.family, feature_of(test.name))
         found = [(k.test, k.code) for k in known if _fits(entry, k.sentence, k.code)]
         own = self.cache.path_for(test.name)
+        kind, template, data = entry.spec.family
         for path, other in self.cache.everywhere():
             if path == own or other.red or other.scenario is not None:
                 continue
-            if (other.kind, other.sentence, other.data) != entry.spec.family:
+            if (other.kind, other.data) != (kind, data) or not other.says(template):
                 continue
             if other.values is None or other.values == entry.spec.parameters.values:
                 found.append((str(path), other.code))

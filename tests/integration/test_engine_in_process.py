@@ -298,3 +298,22 @@ def test_a_step_found_by_a_wording_heals_the_one_entry_of_all_its_wordings(
     assert accepting[0]["sentence"] == "I accept the cookies"
     assert accepting[0]["wordings"] == [BANNER] and accepting[0]["origin"] == "healed"
     assert accepting[0]["code"] == ACCEPT.splitlines()
+
+
+def test_another_features_entry_serves_a_step_by_its_wording_with_no_request(
+    shop, tmp_path: Path, provider: ScriptedProvider, browser
+) -> None:
+    store = CacheStore(tmp_path / "cache", validate=check_code)
+    says = CacheWrite(
+        CacheKey("a.feature::A", "check", 'the heading says "x"'), HEADING_SAYS, "generated"
+    )
+    store.write(says)
+    entry = store.lookup(says.key)
+    assert entry is not None
+    reads = CacheKey("a.feature::A", "check", 'the main heading reads "x"')
+    store.replace(CacheWrite(reads, HEADING_SAYS, "reused", wording_of=entry), None)
+    plant(tmp_path, ("action", "I open the shop", OPEN_SHOP))
+    with PrettyPlay("t", config(shop, tmp_path), browser=browser, provider=provider) as t:
+        t.step("I open the shop")
+        checked = t.expect('the main heading reads "Demo Shop"')
+    assert checked.origin == "reused" and provider.requests == []
