@@ -270,7 +270,7 @@ def test_a_second_wording_answered_same_as_is_one_entry_that_later_steps_find_wi
 ) -> None:
     """One behave run: the generation request the server received lists the closest check with
     its code; the answer SAME AS keeps the new sentence as a wording of that entry, which the
-    next scenario finds with no request, and which counts as live."""
+    next scenario finds with no request, and which counts as live; cache drop forgets it."""
     project.write("features/todos.feature", REWORDED)
     store = CacheStore(project.cache_dir, validate=check_code)
     contains = 'the list should contain "{}"'
@@ -301,6 +301,14 @@ def test_a_second_wording_answered_same_as_is_one_entry_that_later_steps_find_wi
     assert check["wordings"] == ['the list should contain an item with text "{}"']
     assert check["origin"] == "generated" and len(library) == 3
     assert "1 reused" in result.output and "0 obsolete" in result.output
+    # a wording dropped: the entry stays, serving its own sentence only
+    worded = 'the list should contain an item with text "x"'
+    drop = [sys.executable, "-m", "prettyplay_behave.cli", "cache", "drop", worded]
+    dropped = subprocess.run(drop, cwd=project.root, capture_output=True, text=True)
+    assert dropped.returncode == 0, dropped
+    assert f"1 wording of {worded!r} deleted" in dropped.stdout
+    library = steps(project.cache_dir / "todos.feature.json")
+    assert len(library) == 3 and not any("wordings" in e for e in library)
 
 
 def test_prune_keeps_every_live_entry_whatever_a_run_left_and_drop_removes_one(
