@@ -36,6 +36,7 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from .cache import DEFAULT_CACHE_DIR, CacheStore, StepEntry, load_file, update
@@ -84,6 +85,8 @@ def describe(entry: StepEntry) -> str:
     if entry.scenario is not None:
         occurrence = f" #{entry.occurrence}" if entry.occurrence > 1 else ""
         notes.append(f"pinned to {entry.scenario!r}{occurrence}")
+    if entry.wordings:
+        notes.append(f"also {', '.join(map(repr, entry.wordings))}")
     if entry.verdict is not None:
         notes.append(f"RED: {entry.verdict.label}: {entry.verdict.explanation}")
     tail = f"  ({'; '.join(notes)})" if notes else ""
@@ -130,24 +133,33 @@ def prune_obsolete(cache_dir: Path, features_dir: Path | None, dry_run: bool) ->
 
 
 def drop_sentence(cache_dir: Path, sentence: str, dry_run: bool) -> int:
-    """Delete every entry of ``sentence`` (as a template, or as written): its next run writes
-    the step again."""
+    """Delete every entry of ``sentence`` (as a template, or as written), and the wording it
+    is of another entry: its next run writes the step again."""
     template = parameterize(sentence).template
     store = CacheStore(cache_dir, check_code)
-    dropped = 0
+    dropped = unworded = 0
     for path in cache_files([cache_dir]) if cache_dir.exists() else []:
-        doomed = [e for e in store.library(path).entries if e.sentence in (template, sentence)]
-        if not doomed:
+        entries = store.library(path).entries
+        doomed = [e for e in entries if e.sentence in (template, sentence)]
+        reworded = [
+            replace(e, wordings=tuple(w for w in e.wordings if w not in (template, sentence)))
+            for e in entries
+            if e not in doomed and {template, sentence} & set(e.wordings)
+        ]
+        if not doomed and not reworded:
             continue
         print(escape_controls(f"{path}:"))
         for entry in doomed:
             print(describe(entry))
-        dropped += len(doomed)
+        for entry in reworded:
+            print(f"{describe(entry)}  (no longer worded {template!r})")
+        dropped, unworded = dropped + len(doomed), unworded + len(reworded)
         if not dry_run:
-            store.drop(path, doomed)
+            store.keep(path, reworded, doomed)
+    gone = [counted(n, noun) for n, noun in ((dropped, "entry"), (unworded, "wording")) if n]
     verb = "would be deleted (dry run)" if dry_run else "deleted"
-    print(f"{counted(dropped, 'entry')} of {sentence!r} {verb}")  # repr escapes
-    return 0 if dropped else 1
+    print(f"{' and '.join(gone) or '0 entries'} of {sentence!r} {verb}")  # repr escapes
+    return 0 if gone else 1
 
 
 def migrate(paths: Sequence[Path]) -> int:

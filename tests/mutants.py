@@ -37,6 +37,7 @@ JUDGMENT_TESTS = ("tests/integration/test_judgments.py",)
 ANSWER_TESTS = ("tests/unit/test_answers.py", "tests/unit/test_answers_tolerant.py")
 APP_NEEDS_TESTS = ("tests/integration/test_app_needs.py",)
 EXPORT_TESTS = ("tests/unit/test_export.py",)
+IN_PROCESS_TESTS = ("tests/integration/test_engine_in_process.py",)
 
 
 @dataclass(frozen=True)
@@ -315,6 +316,32 @@ MUTANTS = (
            ("tests/unit/test_scenario_memory.py", "tests/integration/test_memory.py")),
     Mutant("judgments: heals not reused", f"{PACKAGE}/engine/cycle.py",
            "and self.reuse_heal(cached):", "and False:", ("tests/integration/test_healing.py",)),
+    # -- one entry per meaning -----------------------------------------------------------------
+    Mutant("wordings: added to an entry another run changed", f"{PACKAGE}/cache/store.py",
+           "            if now is not None and (now.code, now.kind, now.data) == unchanged:",
+           "            if now is not None:", ("tests/unit/test_cache.py",)),
+    Mutant("wordings: new code through a wording splits it off its entry",
+           f"{PACKAGE}/cache/store.py",
+           "written.scenario is None and written.sentence in old.wordings:",
+           "written.scenario is None and False:", ("tests/unit/test_cache.py", *IN_PROCESS_TESTS)),
+    Mutant("wordings: another feature's entry not reused by a wording",
+           f"{PACKAGE}/engine/cycle.py",
+           "or not other.says(template):", "or other.sentence != template:", IN_PROCESS_TESTS),
+    Mutant("wordings: the plan reuses by the sentence only", f"{PACKAGE}/behave/plan.py",
+           "or not other.says(str(template)):", "or other.sentence != template:",
+           ("tests/integration/test_plan.py",)),
+    Mutant("wordings: no closest steps listed", f"{PACKAGE}/engine/cycle.py",
+           "listed = self.closest_steps if purpose.lists_closest else []", "listed = []",
+           IN_PROCESS_TESTS),
+    Mutant("wordings: the closest steps listed whatever their size", f"{PACKAGE}/engine/cycle.py",
+           "            if tokens + cost <= CLOSEST_TOKENS:", "            if True:",
+           IN_PROCESS_TESTS),
+    Mutant("wordings: a listed step whose parameters do not fit is run",
+           f"{PACKAGE}/engine/advisor.py",
+           "    if listed.takes(values):\n        return listed",
+           "    if True:\n        return listed", IN_PROCESS_TESTS),
+    Mutant("answers: SAME AS past the listed steps", f"{PACKAGE}/llm/answers.py",
+           "    if not 1 <= number <= listed:", "    if False:", ANSWER_TESTS),
     # -- reading answers ------------------------------------------------------------------------
     Mutant("answers: reasoning read as the answer", f"{PACKAGE}/llm/answers.py",
            "    final = text.rfind(_FINAL_CHANNEL)\n", "    return text\n", ANSWER_TESTS),

@@ -65,6 +65,7 @@ from .library import (
     RedVerdict,
     StepEntry,
     Validate,
+    closest,
     feature_of,
     locate,
 )
@@ -88,6 +89,7 @@ __all__ = [
     "StepEntry",
     "Validate",
     "cache_files",
+    "closest",
     "feature_of",
     "load_file",
     "locate",

@@ -141,16 +141,12 @@ class CacheStore:
     def write(self, entry: CacheWrite) -> bool:
         """Keep ``entry`` in its feature's library, replacing the one of the same identity in
         place; True if the file changed."""
-        stored = entry.library_entry(today())
-        return self.keep(self.path_for(entry.key.test), [stored])
+        return self.replace(entry, None)[0]
 
     def keep(self, path: Path, entries: list[StepEntry], doomed: Iterable[StepEntry] = ()) -> bool:
         """Upsert ``entries`` into the file at ``path`` (and drop ``doomed``); True if it
         changed. An entry whose code did not change keeps the day it was written."""
-        if path in self._broken:
-            raise CacheError(
-                f"refusing to overwrite a cache file that failed to load: {self._broken[path]}"
-            )
+        self._writable(path)
         checked = [_checked(f"{path}: a new entry", e, self._validate) for e in entries]
         gone = list(doomed)
 
@@ -162,6 +158,15 @@ class CacheStore:
                     entry = replace(entry, written=old.written, model=old.model or entry.model)
                 library.upsert(entry)
 
+        return self._update(path, change)
+
+    def _writable(self, path: Path) -> None:
+        if path in self._broken:
+            raise CacheError(
+                f"refusing to overwrite a cache file that failed to load: {self._broken[path]}"
+            )
+
+    def _update(self, path: Path, change: Callable[[Library], None]) -> bool:
         changed, library = update(path, change, self._validate, self._lock_timeout)
         self._files[path] = library
         return changed
@@ -170,11 +175,46 @@ class CacheStore:
         """Keep new code for a step whose entry was ``old`` (None: it had none): whether the
         file changed, and the entry written. Code that replaces an entry of narrower reach (a
         pin, an entry specific to values) takes its place; a shared entry is only ever replaced
-        by an entry of the same identity."""
+        by an entry of the same identity. New code shared by a step that found ``old`` by one of
+        its wordings is that entry's code, for all of its wordings."""
         written = keep.library_entry(today())
+        if old is not None and written.scenario is None and written.sentence in old.wordings:
+            written = replace(written, sentence=old.sentence, wordings=old.wordings)
         narrower = old is not None and (old.scenario is not None or old.values is not None)
         doomed = [old] if old is not None and narrower and old.identity != written.identity else []
-        return self.keep(self.path_for(keep.key.test), [written], doomed), written
+        path = self.path_for(keep.key.test)
+        if keep.wording_of is not None:
+            return self._word(path, keep.wording_of, keep.key, written, doomed)
+        return self.keep(path, [written], doomed), written
+
+    def _word(
+        self,
+        path: Path,
+        entry: StepEntry,
+        key: CacheKey,
+        instead: StepEntry,
+        doomed: list[StepEntry],
+    ) -> tuple[bool, StepEntry]:
+        """Keep ``key``'s template as another wording of ``entry``, read again under the
+        file's lock: where the entry changed (other code) or went, or cannot hold the
+        wording (another kind or data), ``instead`` is written, an entry of its own. Whether
+        the file changed, and the entry written."""
+        self._writable(path)
+        instead = _checked(f"{path}: a new entry", instead, self._validate)
+        template = key.parameters.template
+        written = [instead]
+
+        def change(library: Library) -> None:
+            library.remove(doomed)
+            now = library.get(entry.identity)
+            unchanged = (entry.code, key.kind, key.data)  # and can hold the wording
+            if now is not None and (now.code, now.kind, now.data) == unchanged:
+                if not now.says(template):
+                    now = replace(now, wordings=(*now.wordings, template))
+                written[0] = now
+            library.upsert(written[0])
+
+        return self._update(path, change), written[0]
 
     def turn_green(self, key: CacheKey, red: StepEntry) -> bool:
         """A step remembered red (``red``, the entry it found) went green: its pin loses the

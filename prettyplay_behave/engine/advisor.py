@@ -24,7 +24,7 @@ from ..errors import (
     StepFailedError,
 )
 from ..events import record
-from ..llm.answers import MAX_ANSWER_CHARS, GateVerdict, UnparseableAnswer, Verdict
+from ..llm.answers import MAX_ANSWER_CHARS, GateVerdict, SameAs, UnparseableAnswer, Verdict
 from ..llm.purposes import Purpose, Unreadable
 from ..safety.limits import cut_text
 from ..vocabulary import Outcome, StepLabel, counted
@@ -32,6 +32,7 @@ from .execute import page_url
 from .history import Attempt, Gated
 
 if TYPE_CHECKING:
+    from ..cache import StepEntry
     from ..llm.client import Answer, LLMClient
     from ..llm.prompts import Prompts
     from ..safety.secrets import Secrets
@@ -104,10 +105,12 @@ class Advisor:
         verdict: Verdict | None = None,
         guidance: str = "",
         restored: str = "",
-    ) -> str | Attempt:
-        """One code request about the page as it is (``page``; what ``restored`` says of it);
-        the code, or an ``unparseable answer`` record. A ``CANNOT:`` answer raises
-        :class:`CannotAnswer`."""
+        closest: Sequence[StepEntry] = (),
+    ) -> str | StepEntry | Attempt:
+        """One code request about the page as it is (``page``; what ``restored`` says of it),
+        listing the library steps ``closest`` to this one; the code, the listed step the answer
+        names as doing this one (``SAME AS <number>``), or an ``unparseable answer`` record. A
+        ``CANNOT:`` answer raises :class:`CannotAnswer`."""
         context = self._step_context(test, entry)
         answer = self._send(
             purpose,
@@ -116,10 +119,13 @@ class Advisor:
             verdict=verdict,
             guidance=guidance,
             restored=restored,
+            closest=list(closest),
             **context,
         )
         try:
-            code: str = purpose.read(answer.text)
+            code: str | SameAs = purpose.read(answer.text, listed=len(closest))
+            if isinstance(code, SameAs):
+                return _same_step(closest[code.number - 1], code.number, entry)
             return code
         except UnparseableAnswer as exc:
             url = page_url(test.page)
@@ -343,6 +349,25 @@ class UnreadableReview(Exception):
             + cut_text(answer.text, SHOWN_ANSWER_CHARS)
         )
         super().__init__(self.error)
+
+
+def _same_step(listed: StepEntry, number: int, entry: StepRun) -> StepEntry:
+    """The listed step ``number`` an answer names as doing ``entry``'s step; UnparseableAnswer
+    when its code cannot run with the step's values."""
+    values = entry.spec.parameters.values
+    if listed.takes(values):
+        return listed
+    named = f"the answer names step {number} (SAME AS {number}), {listed.sentence!r}"
+    if listed.values is not None:
+        raise UnparseableAnswer(
+            f"{named}, whose code spells out the values {', '.join(map(repr, listed.values))}; "
+            f"this step's are {', '.join(map(repr, values)) or 'none'}"
+        )
+    takes = ", ".join(listed.parameters) or "none"
+    raise UnparseableAnswer(
+        f"{named}, whose code takes {counted(len(listed.parameters), 'parameter')} ({takes}); "
+        f"this step has {counted(len(values), 'value')}"
+    )
 
 
 def _seen(change: PageChange) -> tuple[str, ...]:

@@ -22,15 +22,17 @@ classified on its own: its failure goes to the group's recovery (:mod:`.group`).
 
 from __future__ import annotations
 
-import difflib
+import dataclasses
 import logging
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..cache import RED_LABELS, CacheStore, CacheWrite, RedVerdict, StepEntry
+from ..browser.snapshot import estimate_tokens
+from ..cache import RED_LABELS, CacheStore, CacheWrite, RedVerdict, StepEntry, closest
 from ..errors import (
     CacheError,
     IncurableStepError,
@@ -65,6 +67,9 @@ if TYPE_CHECKING:
 
 STRICT = " (strict: replay only)"
 MAX_REUSE_TRIES = 2
+# the library steps a generation request lists as the closest to its step, and their code's size
+CLOSEST_STEPS = 5
+CLOSEST_TOKENS = 1_000
 
 
 class Engine:
@@ -150,15 +155,17 @@ class Engine:
 
     def proven(self, test: TestState, entry: StepRun) -> list[tuple[str, str]]:
         """Code for the same step that went green in this run (the same feature's first, newest
-        first), then the entries other features' libraries keep for it: (where, code). Code
-        that spells its values out serves only a step with those values."""
+        first), then the entries other features' libraries keep for it (by its sentence or one
+        of their wordings): (where, code). Code that spells its values out serves only a step
+        with those values."""
         known = self.memory.green_for(entry.spec.family, feature_of(test.name))
         found = [(k.test, k.code) for k in known if _fits(entry, k.sentence, k.code)]
         own = self.cache.path_for(test.name)
+        kind, template, data = entry.spec.family
         for path, other in self.cache.everywhere():
             if path == own or other.red or other.scenario is not None:
                 continue
-            if (other.kind, other.sentence, other.data) != entry.spec.family:
+            if (other.kind, other.data) != (kind, data) or not other.says(template):
                 continue
             if other.values is None or other.values == entry.spec.parameters.values:
                 found.append((str(path), other.code))
@@ -176,27 +183,38 @@ class Engine:
         test's ``healing_attempts`` cycles for that prompt are spent."""
         return self.memory.next_recovery_cycle(test.name, prompt, test.config.healing_attempts)
 
-    def write(self, test: TestState, entry: StepRun, code: str, origin: Origin) -> None:
+    def write(
+        self,
+        test: TestState,
+        entry: StepRun,
+        code: str,
+        origin: Origin,
+        wording_of: StepEntry | None = None,
+    ) -> None:
         """Keep ``code`` as the step's cache entry, with its origin: in the feature's library,
         or pinned to the step's scenario where the shared entry it replaced still serves other
         steps (or it replaced a pin); the cache decides what the new entry replaces
-        (``CacheStore.replace``)."""
+        (``CacheStore.replace``). With ``wording_of`` (the entry whose code ``code`` is), the
+        step's template is kept as another wording of that entry."""
         old = entry.cached
         pinned = (old is not None and old.scenario is not None) or self._served_elsewhere(
             test, entry
         )
-        keep = CacheWrite(entry.key, code, origin, pinned=pinned, model=self.advisor.code_model)
+        keep = CacheWrite(
+            entry.key, code, origin, pinned=pinned, model=self.advisor.code_model,
+            wording_of=wording_of,
+        )  # fmt: skip
         path = self.cache.path_for(entry.key.test)
         changed, written = self.cache.replace(keep, old)
         self.cache_writes += changed
+        if written.sentence == entry.key.parameters.template:
+            what = f"{origin} entry {entry.sentence!r}"
+        elif wording_of is not None:
+            what = f"{entry.sentence!r} as a wording of the entry {written.sentence!r}"
+        else:
+            what = f"{origin} entry {written.sentence!r}, found by its wording {entry.sentence!r}"
         record(
-            logging.INFO,
-            "cache_write",
-            "%s %s entry %r in %s",
-            "wrote" if changed else "kept",
-            origin,
-            entry.sentence,
-            path,
+            logging.INFO, "cache_write", "%s %s in %s", "wrote" if changed else "kept", what, path
         )
         replaced = entry.code if entry.code and entry.code != code else None
         if entry.replaced is None and replaced is not None:
@@ -397,13 +415,9 @@ class StepCycle:
         """The closest sentence the step's cache file has for a step of its kind, as a hint
         (a typo in the feature, a reworded step), or ''."""
         path = self.engine.cache.path_for(key.test)
-        sentences = {
-            e.sentence for e in self.engine.cache.library(path).entries if e.kind == key.kind
-        }
-        near = difflib.get_close_matches(
-            key.parameters.template, sorted(sentences), n=1, cutoff=0.6
-        )
-        return f"; the nearest is {near[0]!r}" if near else ""
+        kin = [e for e in self.engine.cache.library(path).entries if e.kind == key.kind]
+        near = closest(key.parameters.template, kin)
+        return f"; the nearest is {near[0].sentence!r}" if near else ""
 
     # -- replay and its classification ---------------------------------------------------------
 
@@ -651,16 +665,25 @@ class StepCycle:
         verdict rides the next generation. A ``CANNOT:`` answer ends the step at once.
         """
         before = self.page.get()
+        listed = self.closest_steps if purpose.lists_closest else []
         try:
             with self.asking("the step's last attempt failed", f"the {purpose} request"):
-                code = self.advisor.code(
-                    purpose, self.test, self.entry, before, verdict, restored=self.page.restored
+                answer = self.advisor.code(
+                    purpose,
+                    self.test,
+                    self.entry,
+                    before,
+                    verdict,
+                    restored=self.page.restored,
+                    closest=listed,
                 )
         except CannotAnswer as cannot:
             raise self.cannot(cannot.reason) from None
-        if isinstance(code, Attempt):
-            self.history.append(code)
+        if isinstance(answer, Attempt):
+            self.history.append(answer)
             return False
+        same = answer if isinstance(answer, StepEntry) else None
+        code = answer.code if isinstance(answer, StepEntry) else answer
         attempt = self.engine.execute(self.test, self.spec, code)
         self.page.dirty = True  # whatever it did, the next attempt compares the page with the start
         if attempt.outcome is Outcome.GREEN:
@@ -670,6 +693,9 @@ class StepCycle:
             )
             attempt = self.entry.gated(judged)
         if attempt.outcome is not Outcome.GREEN:
+            if same is not None:  # the next request tells it from code the model wrote
+                note = f"(the code of the library's step {same.sentence!r}, named as the same)"
+                attempt = dataclasses.replace(attempt, text=f"{attempt.text}\n{note}")
             self.history.append(attempt)
             if attempt.failed_check and not self.in_recoverable_group:
                 with self.asking("the check failed", "the classification"):
@@ -681,8 +707,41 @@ class StepCycle:
                 self.fixable = check_verdict
             return False
         self.entry.notes = list(self.test.notes)  # what the green run met: dialogs
-        self.engine.write(self.test, self.entry, code, origin)
+        if same is None:
+            self.engine.write(self.test, self.entry, code, origin)
+            return True
+        self.engine.write(self.test, self.entry, code, Origin.REUSED, wording_of=same)
+        record(
+            logging.INFO,
+            "same_as",
+            "%r does what the library's step %r does: its code went green and passed the gate",
+            self.spec.sentence,
+            same.sentence,
+        )
         return True
+
+    @cached_property
+    def closest_steps(self) -> list[StepEntry]:
+        """The library's shared entries of this step's kind and data whose sentences are most
+        like its own (at most ``CLOSEST_STEPS``, their code within ``CLOSEST_TOKENS``): each
+        generation request of the step lists them, and its answer may name one as doing it."""
+        key = self.entry.key
+        library = self.engine.cache.library(self.engine.cache.path_for(key.test))
+        kin = [
+            e
+            for e in library.entries
+            if (e.kind, e.data) == (key.kind, key.data) and e.scenario is None  # no pin, no red
+        ]
+        listed: list[StepEntry] = []
+        tokens = 0
+        for near in closest(key.parameters.template, kin):
+            cost = estimate_tokens(near.code)
+            if tokens + cost <= CLOSEST_TOKENS:
+                listed.append(near)
+                tokens += cost
+            if len(listed) == CLOSEST_STEPS:
+                break
+        return listed
 
     def cannot(self, reason: str) -> IncurableStepError:
         """The step ends at once: the model answered that it cannot be written. The code kept

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
+from ..cache import StepEntry
 from ..config import in_ci
 from ..llm.answers import CannotAnswer
 from ..llm.purposes import Purpose
@@ -88,7 +89,7 @@ def stuck_step(
     def ask(guidance: str) -> str | Attempt:
         seen["before"] = page.get()
         try:
-            return advisor.code(
+            code = advisor.code(
                 Purpose.STEER,
                 test,
                 entry,
@@ -99,6 +100,8 @@ def stuck_step(
         except CannotAnswer as cannot:  # the engineer reads it and guides again
             url = test.page.url
             return Attempt(Outcome.UNPARSEABLE, url, url, "", f"CANNOT: {cannot.reason}")
+        assert not isinstance(code, StepEntry)  # a steering request lists no library steps
+        return code
 
     def execute(code: str) -> Attempt:
         if "before" not in seen:  # a part that runs code it did not ask for

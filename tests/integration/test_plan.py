@@ -80,8 +80,9 @@ def test_a_new_step_is_one_generate_and_fails_a_strict_plan(tmp_path: Path) -> N
 
 
 def test_reuse_red_and_own_steps(tmp_path: Path) -> None:
-    """Code of another feature's library is reused; a remembered verdict replays red; a step
-    definition of the project's own is no prettyplay step."""
+    """Code of another feature's library is reused, by its sentence or a wording of it; a
+    remembered verdict replays red; a step definition of the project's own is no prettyplay
+    step."""
     root = copy_examples(tmp_path)
     (root / "features" / "steps" / "own_steps.py").write_text(
         "from behave import step\n\n\n@step('I wave')\ndef wave(context):\n    pass\n"
@@ -90,6 +91,7 @@ def test_reuse_red_and_own_steps(tmp_path: Path) -> None:
         "Feature: More\n"
         "  Scenario: Again\n"
         "    Given I open the login page\n"
+        "    And I go to the login page\n"
         "    When I wave\n"
         "    Then the heading says Demo Shop\n"
     )
@@ -101,14 +103,19 @@ def test_reuse_red_and_own_steps(tmp_path: Path) -> None:
         verdict=RedVerdict("product_defect", "the heading is gone", "fix the shop"),
     )
     store.write(red)
+    login = store.lookup(CacheKey("login.feature::A", "action", "I open the login page"))
+    assert login is not None
+    going = CacheKey("login.feature::A", "action", "I go to the login page")
+    store.replace(CacheWrite(going, login.code, "reused", wording_of=login), None)
     done = plan(root, "features/more.feature")
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "    reuse       Given I open the login page  (the entry of " in out, out
+    assert "    reuse       And I go to the login page  (the entry of " in out, out
     assert "login.feature.json)" in out
     assert "    own step    When I wave  (a step definition of your own)\n" in out
     assert "    replay red  Then the heading says Demo Shop  (remembered product_defect)" in out
-    assert "3 steps: 0 replay, 1 reuse, 0 generate, 1 replay red, 1 own step" in out, out
+    assert "4 steps: 0 replay, 2 reuse, 0 generate, 1 replay red, 1 own step" in out, out
 
 
 def test_features_behave_cannot_read_exit_2(tmp_path: Path) -> None:

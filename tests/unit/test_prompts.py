@@ -12,7 +12,7 @@ import pytest
 
 from prettyplay_behave.browser.change import page_change
 from prettyplay_behave.browser.snapshot import PageState
-from prettyplay_behave.cache import CacheKey
+from prettyplay_behave.cache import CacheKey, StepEntry
 from prettyplay_behave.engine.step import StepRun, StepSpec
 from prettyplay_behave.errors import ConfigError
 from prettyplay_behave.llm.prompts import Prompts
@@ -80,6 +80,7 @@ def context(**changes: Any) -> dict[str, Any]:
         "failed_step": StepSpec(Kind.ACTION, "submit the form"),
         "batch": [],
         "renames": [],
+        "closest": [],
     }
     values.update(changes)
     return values
@@ -102,6 +103,25 @@ def test_every_purpose_renders_a_system_and_a_user_message(purpose):
     sentence = "submit the form" if purpose == "diagnose" else "fill the email field with ${EMAIL}"
     assert f"SENTENCE: {sentence}" in user
     assert "untrusted-page-data" in system
+
+
+def test_a_generation_lists_the_closest_library_steps_and_how_to_name_one() -> None:
+    fill = 'def step(page, text) -> None:\n    page.get_by_label("Email").fill(text)\n'
+    closest = [
+        StepEntry(
+            "action", 'fill the email field with "{}"', fill, "generated", parameters=("text",)
+        ),
+        StepEntry("action", 'fill the name field with "{}"', OPEN, "generated", values=("Ann",)),
+    ]
+    system, user = (m["content"] for m in PROMPTS.render("generate", **context(closest=closest)))
+    assert "answer with one line instead of code: SAME AS and its number" in system
+    listing = user[user.index("THE LIBRARY'S CLOSEST STEPS") : user.index("EARLIER STEPS")]
+    assert '1. fill the email field with "{}" (its code takes text)' in listing
+    assert 'page.get_by_label("Email").fill(text)' in listing
+    assert '2. fill the name field with "{}" (its code spells out the values "Ann")' in listing
+    assert "with SAME AS and the number of a listed step" in user
+    plain = PROMPTS.render("generate", **context())
+    assert all("SAME AS" not in m["content"] for m in plain)  # nothing listed, nothing to name
 
 
 @pytest.mark.parametrize("purpose", ["generate", "heal", "steer"])
