@@ -162,6 +162,7 @@ class CacheWrite:
     pinned: bool = False
     verdict: RedVerdict | None = None
     model: str = ""
+    green: GreenRecord | None = None  # the green run that wrote it
 
     def library_entry(self, written: str = "") -> StepEntry:
         key, parameters = self.key, self.key.parameters
@@ -181,6 +182,7 @@ class CacheWrite:
             model=self.model,
             written=written,
             verdict=self.verdict,
+            green=self.green,
         )
 
 
