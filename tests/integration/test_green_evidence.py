@@ -11,9 +11,11 @@ import pytest
 from prettyplay_behave import PrettyConfig, PrettyPlay, ProductDefectError
 from prettyplay_behave.cache import CacheStore, Found, GreenRecord, StepEntry, today
 from prettyplay_behave.safety.step_code import check_code
+from tests.support.changed_ui import CART
 from tests.support.llm_server import CLEAN_GATE, code_answer, json_answer
+from tests.support.pages import PageServer
 from tests.support.scripted_provider import ScriptedProvider
-from tests.support.shop_steps import OPEN_SHOP
+from tests.support.shop_steps import ACCEPT, OPEN_SHOP
 
 ADD_A_MUG = (
     "def step(page) -> None:\n"
@@ -24,7 +26,16 @@ PRODUCTS_SHOWN = (
     "def step(page) -> None:\n"
     '    expect(page.get_by_role("heading", name="Products")).to_be_visible()\n'
 )
-STEPS = (("step", "open the shop"), ("step", "add a mug"), ("expect", "the products are listed"))
+STEPS = (
+    ("step", "open the shop"),
+    ("step", "accept the cookies"),
+    ("step", "add a mug"),
+    ("expect", "the products are listed"),
+)
+
+
+def verdict(label: str, explanation: str) -> str:
+    return json_answer({"label": label, "explanation": explanation, "recommendation": "-"})
 
 
 def run(shop, tmp_path: Path, provider: ScriptedProvider, browser) -> list[object]:
@@ -43,7 +54,8 @@ def greened(fresh_shop, tmp_path: Path, browser) -> ScriptedProvider:
     """The steps generated and written on the shop as it was: one record each of green."""
     provider = ScriptedProvider()
     provider.on(
-        "generate", code_answer(OPEN_SHOP), code_answer(ADD_A_MUG), code_answer(PRODUCTS_SHOWN)
+        "generate",
+        *map(code_answer, (OPEN_SHOP, ACCEPT, ADD_A_MUG, PRODUCTS_SHOWN)),
     )
     provider.on("gate", CLEAN_GATE, repeat=True)
     run(fresh_shop, tmp_path, provider, browser)
@@ -77,18 +89,28 @@ def test_written_code_keeps_what_its_locators_found(greened, fresh_shop, tmp_pat
 def test_a_rename_heals_with_the_gate_alone_and_a_check_is_judged_with_its_record(
     greened: ScriptedProvider, fresh_shop, tmp_path: Path, browser
 ) -> None:
+    """On the changed shop: the cookie button's new name is like no name it had (classified
+    and healed, its request listing what is like it); the cart button's is (the gate alone);
+    the check is judged with its record, never rewritten."""
     fresh_shop.set_variant("changed-ui")
     provider = ScriptedProvider()
-    provider.on("gate", CLEAN_GATE)
-    defect = {"label": "product_defect", "explanation": "the list lost its heading",
-              "recommendation": "-"}  # fmt: skip
-    provider.on("classify", json_answer(defect))
+    provider.on("classify", verdict("rot", "the banner's button was renamed"))
+    provider.on("heal", code_answer(CART["I accept the cookie banner"]))
+    provider.on("gate", CLEAN_GATE, repeat=True)
+    provider.on("classify", verdict("product_defect", "the list lost its heading"))
     with pytest.raises(ProductDefectError, match="the list lost its heading"):
         run(fresh_shop, tmp_path, provider, browser)
-    assert [r.purpose for r in provider.requests] == ["gate", "classify"]
+    purposes = [r.purpose for r in provider.requests]
+    assert purposes == ["classify", "heal", "gate", "gate", "classify"]
 
-    # the action: its button was renamed, and one element is most like it
-    gate = provider.requests_for("gate")[0].text
+    # no clear candidate: the heal request lists the elements most like what it found
+    heal = provider.requests_for("heal")[0].content("user")
+    assert '- get_by_role("button", name="Accept cookies")\n  then: button "Accept cookies"' in heal
+    assert '  now: nothing\n  most like it on the page now: button "' in heal
+    assert 'button "Allow all" (likeness' in heal
+
+    # the cart button was renamed, and one element is clearly most like it: the gate alone
+    gate = provider.requests_for("gate")[1].text
     assert "judged without the model" in gate
     assert 'get_by_role("button", name="Add to basket")' in gate
     kept = entries(tmp_path)["add a mug"]
@@ -97,8 +119,44 @@ def test_a_rename_heals_with_the_gate_alone_and_a_check_is_judged_with_its_recor
     assert green_of(tmp_path, "add a mug").found[0].name == "Add to basket"  # its own record
 
     # the check: never rewritten, judged with what it found when it passed
-    classify = provider.requests_for("classify")[0].content("user")
+    classify = provider.requests_for("classify")[1].content("user")
     assert f"(this is the cached code: it passed on {today()}, on {fresh_shop.url}" in classify
     assert '- get_by_role("heading", name="Products")\n  then: heading "Products"' in classify
     assert "  now: nothing\n" in classify
     assert 'most like it on the page now: heading "' in classify
+
+
+ECHO_PAGE = """<title>Token</title><label>Token <input id="token"></label>
+<button onclick="document.getElementById('echo').textContent =
+  'Saved ' + document.getElementById('token').value">Save</button>
+<p data-testid="echo" id="echo"></p>"""
+SAVE_TOKEN = (
+    "def step(page) -> None:\n"
+    '    page.goto("/")\n'
+    '    page.get_by_label("Token").fill(secret("TOKEN"))\n'
+    '    page.get_by_role("button", name="Save").click()\n'
+    '    expect(page.get_by_test_id("echo")).to_contain_text("Saved")\n'
+)
+
+
+def test_the_record_never_holds_a_secret(
+    tmp_path: Path, browser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The field a secret was typed into is kept by its label, never its value; a text that
+    shows the secret is kept redacted, as page text is."""
+    monkeypatch.setenv("TOKEN", "tok-very-secret-123")
+    provider = ScriptedProvider()
+    provider.on("generate", code_answer(SAVE_TOKEN))
+    provider.on("gate", CLEAN_GATE)
+    with PageServer({"/": ECHO_PAGE}) as app:
+        settings = PrettyConfig(base_url=app.url, cache_dir=str(tmp_path / "cache"))
+        with PrettyPlay("t", settings, browser=browser, provider=provider) as t:
+            t.step("save the token ${TOKEN}")
+    found = green_of(tmp_path, "save the token ${TOKEN}").found
+    assert [(f.role, f.name, f.text) for f in found] == [
+        ("textbox", "Token", ""),
+        ("button", "Save", "Save"),
+        ("", "", "Saved ${TOKEN}"),
+    ]
+    assert found[2].test_id == "echo" and found[2].tag == "p"
+    assert "very-secret" not in (tmp_path / "cache" / "t.json").read_text()
