@@ -36,6 +36,7 @@ LIBRARY_TESTS = ("tests/integration/test_step_library.py",)
 JUDGMENT_TESTS = ("tests/integration/test_judgments.py",)
 ANSWER_TESTS = ("tests/unit/test_answers.py", "tests/unit/test_answers_tolerant.py")
 APP_NEEDS_TESTS = ("tests/integration/test_app_needs.py",)
+GREEN_TESTS = ("tests/integration/test_green_evidence.py",)
 
 
 @dataclass(frozen=True)
@@ -314,6 +315,25 @@ MUTANTS = (
            ("tests/unit/test_scenario_memory.py", "tests/integration/test_memory.py")),
     Mutant("judgments: heals not reused", f"{PACKAGE}/engine/cycle.py",
            "and self.reuse_heal(cached):", "and False:", ("tests/integration/test_healing.py",)),
+    Mutant("green: no record kept with written code", f"{PACKAGE}/engine/cycle.py",
+           "        green = green_record(ran, today())\n", "        green = None\n",
+           GREEN_TESTS),
+    Mutant("green: a shown secret kept in the record", f"{PACKAGE}/engine/evidence.py",
+           '        text=redact(element.get("text") or ""),',
+           '        text=element.get("text") or "",', GREEN_TESTS),
+    Mutant("green: a check's lost locator rewritten without the model",
+           f"{PACKAGE}/engine/cycle.py",
+           "or self.config.strict or self.spec.meaning is not Meaning.ACTION:",
+           "or self.config.strict:", GREEN_TESTS),
+    Mutant("green: a close second candidate tried", f"{PACKAGE}/engine/repair.py",
+           "candidates[0].score - candidates[1].score < MARGIN", "False",
+           ("tests/unit/test_repair.py",)),
+    Mutant("green: a rewrite tried without the gate", f"{PACKAGE}/engine/cycle.py",
+           "            attempt = self.entry.gated(judged)\n        if attempt.outcome is not "
+           "Outcome.GREEN:\n            self.history.append(attempt)\n            return False\n"
+           "        self.entry.notes",
+           "        if attempt.outcome is not Outcome.GREEN:\n            self.history.append("
+           "attempt)\n            return False\n        self.entry.notes", GREEN_TESTS),
     # -- reading answers ------------------------------------------------------------------------
     Mutant("answers: reasoning read as the answer", f"{PACKAGE}/llm/answers.py",
            "    final = text.rfind(_FINAL_CHANNEL)\n", "    return text\n", ANSWER_TESTS),
