@@ -38,13 +38,15 @@ def verdict(label: str, explanation: str) -> str:
     return json_answer({"label": label, "explanation": explanation, "recommendation": "-"})
 
 
-def run(shop, tmp_path: Path, provider: ScriptedProvider, browser) -> list[object]:
+def run(
+    shop, tmp_path: Path, provider: ScriptedProvider, browser, steps: tuple[int, ...] = (0, 1, 2, 3)
+) -> list[object]:
     settings = PrettyConfig(
         base_url=shop.url, cache_dir=str(tmp_path / "cache"), action_timeout_ms=2_000
     )
     done: list[object] = []
     with PrettyPlay("t", settings, browser=browser, provider=provider) as t:
-        for kind, sentence in STEPS:
+        for kind, sentence in (STEPS[number] for number in steps):
             done.append(getattr(t, kind)(sentence))
     return done
 
@@ -124,6 +126,25 @@ def test_a_rename_heals_with_the_gate_alone_and_a_check_is_judged_with_its_recor
     assert f"(this is the cached code: it passed on {today()}, on {fresh_shop.url}" in classify
     assert '- get_by_role("link", name="Cart (1)")\n  then: link "Cart (1)"' in classify
     assert '  now: nothing\n  most like it on the page now: link "Basket (1)"' in classify
+
+
+def test_a_rewrite_the_gate_refuses_goes_on_to_the_heal(
+    greened: ScriptedProvider, fresh_shop, tmp_path: Path, browser
+) -> None:
+    fresh_shop.set_variant("changed-ui")
+    provider = ScriptedProvider()
+    refused = {"findings": [{"dimension": "adequacy", "severity": "high",
+                             "message": "it adds another product"}]}  # fmt: skip
+    provider.on("gate", json_answer(refused))
+    provider.on("classify", verdict("rot", "the cart button was renamed"))
+    provider.on("heal", code_answer(CART['I add the "Blue Mug" to the cart']))
+    provider.on("gate", CLEAN_GATE)
+    run(fresh_shop, tmp_path, provider, browser, steps=(0, 2))
+    assert [r.purpose for r in provider.requests] == ["gate", "classify", "heal", "gate"]
+    history = provider.requests_for("classify")[0].content("user")
+    assert "attempt 1: gate violation" in history and "it adds another product" in history
+    assert 'name="Add to basket").first.click()' in history  # the refused rewrite
+    assert 'get_by_role("article", name="Blue Mug")' in entries(tmp_path)["add a mug"].code
 
 
 ECHO_PAGE = """<title>Token</title><label>Token <input id="token"></label>
