@@ -446,10 +446,10 @@ class StepCycle:
         if not self.advisor.available:
             why = STRICT if self.config.strict else " (the LLM is unavailable to heal it)"
             raise self.incurable("the cached step failed" + why, attempt)
+        self.entry.evidence = self.engine.evidence(self.test, cached)  # for the group's too
         if self.in_recoverable_group:
             raise self.incurable("the cached step failed", attempt)
         self.page.dirty = attempt.url_before != attempt.url_after  # the heal starts where it did
-        self.entry.evidence = self.engine.evidence(self.test, cached)
         if self.repaired(cached):
             return
         with self.asking("the cached step failed", "the classification"):

@@ -232,10 +232,17 @@ def _links(chain: str) -> list[ast.expr] | None:
             return None
 
 
-def _value(node: ast.expr) -> Any:
-    """A literal argument; ``re.compile("...", flags)`` as the pattern it compiles."""
-    if isinstance(node, ast.Call) and ast.unparse(node.func) == "re.compile" and not node.keywords:
+def _value(page: Page, node: ast.expr) -> Any:
+    """A literal argument; ``re.compile("...", flags)`` as the pattern it compiles, a chain
+    from ``page`` (``has=page.get_by_role(...)``) as its locator."""
+    source = ast.unparse(node)
+    if isinstance(node, ast.Call) and source.startswith("re.compile(") and not node.keywords:
         return re.compile(*(ast.literal_eval(arg) for arg in node.args))
+    if source.startswith("page."):
+        inner = locate(page, source.removeprefix("page."))
+        if inner is None:
+            raise ValueError(f"no locator: {source}")
+        return inner
     return ast.literal_eval(node)
 
 
@@ -254,8 +261,8 @@ def locate(page: Page, chain: str) -> Locator | None:
             name = link.func.id if isinstance(link.func, ast.Name) else link.func.attr  # type: ignore[attr-defined]
             if name == "frame_locator":
                 return None
-            args = [_value(arg) for arg in link.args]
-            kwargs = {k.arg: _value(k.value) for k in link.keywords if k.arg}
+            args = [_value(page, arg) for arg in link.args]
+            kwargs = {k.arg: _value(page, k.value) for k in link.keywords if k.arg}
             target = getattr(target, name)(*args, **kwargs)
     except (ValueError, TypeError, SyntaxError, re.error):
         return None

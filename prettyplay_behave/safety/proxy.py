@@ -942,6 +942,8 @@ def _literal(value: Any) -> str | None:
     if isinstance(value, StepPattern):
         flags = f", {value.standard.flags & ~32}" if value.standard.flags & ~32 else ""
         return f"re.compile({json.dumps(value.standard.pattern, ensure_ascii=False)}{flags})"
+    if isinstance(value, LocatorProxy) and value._chain:  # filter(has=page.get_by_role(...))
+        return f"page.{value._chain}"
     return None
 
 

@@ -181,3 +181,44 @@ def test_the_record_never_holds_a_secret(
     ]
     assert found[2].test_id == "echo" and found[2].tag == "p"
     assert "very-secret" not in (tmp_path / "cache" / "t.json").read_text()
+
+
+def shelf(buy: str) -> str:
+    items = "".join(f"<li><h3>{name}</h3><button>{buy} {name}</button></li>"
+                    for name in ("Coffee", "Tea"))  # fmt: skip
+    return f"<title>Shelf</title><ul>{items}</ul><p role='status' id='s'></p>" + (
+        "<script>for (const b of document.querySelectorAll('button')) b.onclick = () => "
+        "document.getElementById('s').textContent = 'bought';</script>"
+    )
+
+
+BUY_TEA = (
+    "def step(page) -> None:\n"
+    '    page.goto("/")\n'
+    '    tea = page.get_by_role("listitem").filter(has=page.get_by_role("heading", name="Tea"))\n'
+    '    tea.get_by_role("button", name="Buy Tea").click()\n'
+)
+
+
+def test_a_locator_made_from_another_is_kept_and_repaired_within_it(
+    tmp_path: Path, browser
+) -> None:
+    """Candidates are looked for where the chain before the lost call leads (the Tea item),
+    and the chain is spelt with the locator it was filtered by."""
+    provider = ScriptedProvider()
+    provider.on("generate", code_answer(BUY_TEA))
+    provider.on("gate", CLEAN_GATE, repeat=True)
+    with PageServer({"/": shelf("Buy")}) as app:
+        settings = PrettyConfig(base_url=app.url, cache_dir=str(tmp_path / "cache"))
+        for _ in ("as it was", "renamed"):
+            with PrettyPlay("t", settings, browser=browser, provider=provider) as t:
+                t.step("buy the tea")
+            app.pages["/"] = shelf("Add")
+    assert [r.purpose for r in provider.requests] == ["generate", "gate", "gate"]
+    kept = entries(tmp_path)["buy the tea"]
+    assert 'tea.get_by_role("button", name="Add Tea").click()' in kept.code
+    locator = green_of(tmp_path, "buy the tea").found[0].locator
+    assert locator == (
+        'get_by_role("listitem").filter(has=page.get_by_role("heading", name="Tea"))'
+        '.get_by_role("button", name="Add Tea")'
+    )
