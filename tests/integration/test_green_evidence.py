@@ -15,17 +15,8 @@ from tests.support.changed_ui import CART
 from tests.support.llm_server import CLEAN_GATE, code_answer, json_answer
 from tests.support.pages import PageServer
 from tests.support.scripted_provider import ScriptedProvider
-from tests.support.shop_steps import ACCEPT, OPEN_SHOP
+from tests.support.shop_steps import ACCEPT, ADD_A_MUG, ONE_ITEM, OPEN_SHOP
 
-ADD_A_MUG = (
-    "def step(page) -> None:\n"
-    '    page.get_by_role("button", name="Add to cart").first.click()\n'
-    '    expect(page.locator("[data-cart-message]")).not_to_be_empty()\n'
-)
-ONE_ITEM = (
-    "def step(page) -> None:\n"
-    '    expect(page.get_by_role("link", name="Cart (1)")).to_be_visible()\n'
-)
 STEPS = (
     ("step", "open the shop"),
     ("step", "accept the cookies"),
