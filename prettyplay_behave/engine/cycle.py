@@ -206,7 +206,7 @@ class Engine:
         pinned = (old is not None and old.scenario is not None) or self._served_elsewhere(
             test, entry
         )
-        green = green_record(ran, today())
+        green = green_record(ran, today(), self.secrets.redact)
         keep = CacheWrite(
             entry.key, code, origin, pinned=pinned, model=self.advisor.code_model, green=green
         )
@@ -532,7 +532,7 @@ class StepCycle:
         verdict; green, its entry turns green. It settles first: its code is expected to go red,
         and a run at once would only add one more red execution to wait out."""
         assert cached.verdict is not None
-        attempt = self.engine.execute(self.test, self.spec, cached.code)
+        attempt = self.engine.execute(self.test, self.spec, cached.code, watched=False)
         self.entry.code, self.entry.origin = cached.code, Origin.REPLAYED
         self.entry.cached = cached
         self.entry.notes = list(self.test.notes)

@@ -80,11 +80,13 @@ def found(locator: str, element: dict[str, Any], redact: Callable[[str], str]) -
     )
 
 
-def green_record(attempt: Attempt | None, day: str) -> GreenRecord | None:
+def green_record(
+    attempt: Attempt | None, day: str, redact: Callable[[str], str]
+) -> GreenRecord | None:
     """The record a green, watched run leaves with the code it wrote; None for any other."""
     if attempt is None or attempt.outcome is not Outcome.GREEN or not attempt.found:
         return None
-    return GreenRecord(day, attempt.url_after, attempt.found)
+    return GreenRecord(day, redact(attempt.url_after), attempt.found)
 
 
 @dataclass(frozen=True)

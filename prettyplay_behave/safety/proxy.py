@@ -24,6 +24,7 @@ Two bounds hold here because only here the target of a call is known:
 from __future__ import annotations
 
 import json
+import re
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -72,9 +73,9 @@ from .policy import (
 from .regex import StepPattern
 
 _PLAIN = (int, float, bool, type(None))
-# What carries text into the element or frame that receives it.
 # What makes another locator of a locator: no action, nothing for the observer.
 CHAINING = LOCATING_METHODS | frozenset({"filter", "nth", "first", "last", "and_", "or_", "all"})
+# What carries text into the element or frame that receives it.
 TYPING = frozenset({"fill", "type", "press", "press_sequentially", "insert_text", "down", "up"})
 KEY_BY_KEY = frozenset({"type", "press_sequentially"})  # one keystroke per character
 # What reaches the element it acts on, hence its frame: its frame must be of an allowed origin.
@@ -935,13 +936,15 @@ def _spelt(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | No
 
 
 def _literal(value: Any) -> str | None:
+    """One argument as step code spells it: a literal, a pattern, a locator from ``page``."""
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, _PLAIN):
         return repr(value)
     if isinstance(value, StepPattern):
-        flags = f", {value.standard.flags & ~32}" if value.standard.flags & ~32 else ""
-        return f"re.compile({json.dumps(value.standard.pattern, ensure_ascii=False)}{flags})"
+        flags = value.standard.flags & ~re.UNICODE  # a text pattern's own, always set
+        given = f", {flags}" if flags else ""
+        return f"re.compile({json.dumps(value.standard.pattern, ensure_ascii=False)}{given})"
     if isinstance(value, LocatorProxy) and value._chain:  # filter(has=page.get_by_role(...))
         return f"page.{value._chain}"
     return None
