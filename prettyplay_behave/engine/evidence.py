@@ -194,7 +194,7 @@ def describe(element: Found) -> str:
         parts.append(f"[test id {element.test_id}]")
     if element.text and element.text != element.name:
         parts.append(f'(text "{element.text}")')
-    if element.role and element.tag and element.tag not in ("", element.role):
+    if element.role and element.tag and element.tag != element.role:  # an h2, an <a>
         parts.append(f"<{element.tag}>")
     return " ".join(parts)
 
