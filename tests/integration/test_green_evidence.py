@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from prettyplay_behave import PrettyConfig, PrettyPlay, ProductDefectError
-from prettyplay_behave.cache import CacheStore, Found, GreenRecord, StepEntry, today
+from prettyplay_behave.cache import (
+    CacheKey,
+    CacheStore,
+    CacheWrite,
+    Found,
+    GreenRecord,
+    StepEntry,
+    today,
+)
 from prettyplay_behave.safety.step_code import check_code
 from tests.support.changed_ui import CART
 from tests.support.llm_server import CLEAN_GATE, code_answer, json_answer
@@ -217,3 +225,47 @@ def test_a_locator_made_from_another_is_kept_and_repaired_within_it(
         'get_by_role("listitem").filter(has=page.get_by_role("heading", name="Tea"))'
         '.get_by_role("button", name="Add Tea")'
     )
+
+
+def plant_with_record(tmp_path: Path, shop_url: str) -> None:
+    """The cart step as a generating run on the reference shop keeps it, record and all."""
+    store = CacheStore(tmp_path / "cache", validate=check_code)
+    button = Found('get_by_role("button", name="Add to cart").first', "button", "Add to cart",
+                   text="Add to cart", tag="button")  # fmt: skip
+    record = GreenRecord(today(), shop_url + "/", (button,))
+    store.write(CacheWrite(CacheKey("t", "step", "open the shop"), OPEN_SHOP, "generated"))
+    store.write(
+        CacheWrite(CacheKey("t", "step", "add a mug"), ADD_A_MUG, "generated", green=record)
+    )
+
+
+@pytest.mark.parametrize("where", ["strict", "group"])
+def test_a_strict_run_and_a_group_judge_with_the_record_and_rewrite_nothing(
+    where: str, fresh_shop, tmp_path: Path, browser
+) -> None:
+    """A strict run writes nothing, so it rewrites nothing: its one classify request carries
+    the record; a group step's failure goes to the group's diagnosis, which carries it too."""
+    plant_with_record(tmp_path, fresh_shop.url)
+    fresh_shop.set_variant("changed-ui")
+    provider = ScriptedProvider()
+    judged = {"label": "product_defect", "explanation": "the cart button went",
+              "recommendation": "-", "root_step": "add a mug"}  # fmt: skip
+    provider.on("classify" if where == "strict" else "diagnose", json_answer(judged))
+    config = settings(fresh_shop.url, tmp_path)
+    if where == "strict":
+        config = config.replace(strict=True)
+    with PrettyPlay("t", config, browser=browser, provider=provider) as t:
+        with pytest.raises(ProductDefectError, match="the cart button went"):
+            if where == "strict":
+                t.step("open the shop")
+                t.step("add a mug")
+            else:
+                with t.group("buy a mug") as g:
+                    g.step("open the shop")
+                    g.step("add a mug")
+    assert [r.purpose for r in provider.requests] == [
+        "classify" if where == "strict" else "diagnose"
+    ]
+    text = provider.requests[0].content("user")
+    assert '  then: button "Add to cart"\n  now: nothing\n' in text
+    assert 'most like it on the page now: button "Add to basket" (likeness 0.85); ' in text
