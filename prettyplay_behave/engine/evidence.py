@@ -4,7 +4,7 @@ wrote, and what the same locators find when that code fails on a later replay.
 A run whose code will be written (a candidate, a reuse, a rename, a steered turn) is watched:
 each locator it acts on or checks is read once in the page (``Sightings``) — role, name, test
 id, text, tag — and the record (``GreenRecord``: the day, the page, what was found) goes into
-the cache with the code. A plain replay is never watched: it costs nothing.
+the cache with the code. A plain replay is never watched: the proxy only finds no observer.
 
 When cached code goes red, its requests say so (``Evidence``): cached code, passed on that day;
 then each locator found this, now it finds that (nothing, another element, several); and, for a
