@@ -38,6 +38,7 @@ ANSWER_TESTS = ("tests/unit/test_answers.py", "tests/unit/test_answers_tolerant.
 APP_NEEDS_TESTS = ("tests/integration/test_app_needs.py",)
 EXPORT_TESTS = ("tests/unit/test_export.py",)
 IN_PROCESS_TESTS = ("tests/integration/test_engine_in_process.py",)
+GREEN_TESTS = ("tests/integration/test_green_evidence.py",)
 
 
 @dataclass(frozen=True)
@@ -342,6 +343,31 @@ MUTANTS = (
            "    if True:\n        return listed", IN_PROCESS_TESTS),
     Mutant("answers: SAME AS past the listed steps", f"{PACKAGE}/llm/answers.py",
            "    if not 1 <= number <= listed:", "    if False:", ANSWER_TESTS),
+    Mutant("green: no record kept with written code", f"{PACKAGE}/engine/cycle.py",
+           "        green = green_record(ran, today(), self.secrets.redact)\n",
+           "        green = None\n", GREEN_TESTS),
+    Mutant("green: a shown secret kept in the record", f"{PACKAGE}/engine/evidence.py",
+           '        text=redact(element.get("text") or ""),',
+           '        text=element.get("text") or "",', GREEN_TESTS),
+    Mutant("green: a check's lost locator rewritten without the model",
+           f"{PACKAGE}/engine/cycle.py",
+           "or self.config.strict or self.spec.meaning is not Meaning.ACTION:",
+           "or self.config.strict:", GREEN_TESTS),
+    Mutant("green: a strict run rewrites a locator", f"{PACKAGE}/engine/cycle.py",
+           "if evidence is None or self.config.strict or", "if evidence is None or",
+           GREEN_TESTS),
+    Mutant("green: a group's diagnosis without the record", f"{PACKAGE}/engine/cycle.py",
+           "self.entry.evidence = self.engine.evidence(self.test, cached)  # for the group's",
+           "self.entry.evidence = None  # for the group's", GREEN_TESTS),
+    Mutant("green: a close second candidate tried", f"{PACKAGE}/engine/repair.py",
+           "candidates[0].score - candidates[1].score < MARGIN", "False",
+           ("tests/unit/test_repair.py",)),
+    Mutant("green: a rewrite tried without the gate", f"{PACKAGE}/engine/cycle.py",
+           "            attempt = self.entry.gated(judged)\n        if attempt.outcome is not "
+           "Outcome.GREEN:\n            self.history.append(attempt)\n            return False\n"
+           "        self.entry.notes",
+           "        if attempt.outcome is not Outcome.GREEN:\n            self.history.append("
+           "attempt)\n            return False\n        self.entry.notes", GREEN_TESTS),
     # -- reading answers ------------------------------------------------------------------------
     Mutant("answers: reasoning read as the answer", f"{PACKAGE}/llm/answers.py",
            "    final = text.rfind(_FINAL_CHANNEL)\n", "    return text\n", ANSWER_TESTS),

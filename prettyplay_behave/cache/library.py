@@ -177,6 +177,7 @@ class CacheWrite:
     verdict: RedVerdict | None = None
     model: str = ""
     wording_of: StepEntry | None = None
+    green: GreenRecord | None = None  # the green run that wrote it
 
     def library_entry(self, written: str = "") -> StepEntry:
         key, parameters = self.key, self.key.parameters
@@ -196,6 +197,7 @@ class CacheWrite:
             model=self.model,
             written=written,
             verdict=self.verdict,
+            green=self.green,
         )
 
 

@@ -155,7 +155,11 @@ class CacheStore:
             for entry in checked:
                 old = library.get(entry.identity)
                 if old is not None and old.code == entry.code and old.written:
-                    entry = replace(entry, written=old.written, model=old.model or entry.model)
+                    # the same code keeps its day and the record of its first green run: a file
+                    # changes only when its code does
+                    green = old.green or entry.green
+                    kept = replace(entry, written=old.written, model=old.model or entry.model)
+                    entry = replace(kept, green=green)
                 library.upsert(entry)
 
         return self._update(path, change)

@@ -89,6 +89,7 @@ class Advisor:
             "base_url": test.config.base_url,
             "scenario": test.scenario,
             "history": entry.history,
+            "evidence": entry.evidence,
             "group": entry.group,
             "instructions": test.config.instructions,
             "remembered": test.memory.items(),

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..browser.snapshot import estimate_tokens
-from ..cache import RED_LABELS, CacheStore, CacheWrite, RedVerdict, StepEntry, closest
+from ..cache import RED_LABELS, CacheStore, CacheWrite, RedVerdict, StepEntry, closest, today
 from ..errors import (
     CacheError,
     IncurableStepError,
@@ -49,14 +49,15 @@ from ..llm.answers import CannotAnswer, Verdict
 from ..llm.purposes import Purpose
 from ..safety.secrets import Secrets, secret_names
 from ..safety.step_code import step_code
-from ..vocabulary import Origin, Outcome, StepLabel, StepStatus, counted
+from ..vocabulary import Meaning, Origin, Outcome, StepLabel, StepStatus, counted
 from .advisor import Advisor, verdict_failure
 from .clean_page import CleanPage
+from .evidence import Evidence, Sightings, compare, green_record
 from .execute import execute, follow_tabs
 from .history import Attempt
 from .hooks import Events
 from .page_state import Pages
-from .renames import Proposal, Rename, apply, locator_changes, renamed_here
+from .renames import Proposal, Rename, apply, locator_changes, renamed_here, spelt_in
 from .run_memory import GreenCode, HealedCode, Judgment, Place, RunMemory, feature_of
 from .state import TestState
 from .steering import Steering, steering_allowed, stuck_step
@@ -134,6 +135,13 @@ class Engine:
             entry.requests += usage.requests - before.requests
             entry.tokens += usage.total_tokens - before.total_tokens
 
+    def evidence(self, test: TestState, cached: StepEntry) -> Evidence | None:
+        """What the locators of ``cached``'s last green run find on the page now; None for
+        an entry with no record of one."""
+        if cached.green is None or test.page.is_closed():
+            return None
+        return compare(test.page, cached.green, self.pages.test_id_attribute, self.secrets.redact)
+
     def place(self, test: TestState, cached: StepEntry) -> Place:
         """Where a library entry of ``test``'s cache file is."""
         return self.cache.path_for(test.name), cached.identity
@@ -172,8 +180,19 @@ class Engine:
         unique = dict.fromkeys(code for _, code in found)
         return [next(f for f in found if f[1] == code) for code in unique]
 
-    def execute(self, test: TestState, spec: StepSpec, code: str, at_once: bool = False) -> Attempt:
-        attempt = execute(test, spec, code, self.secrets, at_once)
+    def execute(
+        self,
+        test: TestState,
+        spec: StepSpec,
+        code: str,
+        at_once: bool = False,
+        watched: bool | None = None,
+    ) -> Attempt:
+        """Run ``code`` for ``spec``; ``watched`` (by default, code that does not replay at
+        once: a candidate) records what its locators find, for the entry it may write."""
+        watch = not at_once if watched is None else watched
+        sightings = Sightings(self.pages.test_id_attribute, self.secrets.redact) if watch else None
+        attempt = execute(test, spec, code, self.secrets, at_once, sightings)
         if attempt.outcome is not Outcome.POLICY_VIOLATION:  # code that never ran met nothing
             test.met(attempt.notes, attempt.reach)
         return attempt
@@ -189,20 +208,23 @@ class Engine:
         entry: StepRun,
         code: str,
         origin: Origin,
+        ran: Attempt | None,
         wording_of: StepEntry | None = None,
     ) -> None:
-        """Keep ``code`` as the step's cache entry, with its origin: in the feature's library,
-        or pinned to the step's scenario where the shared entry it replaced still serves other
-        steps (or it replaced a pin); the cache decides what the new entry replaces
-        (``CacheStore.replace``). With ``wording_of`` (the entry whose code ``code`` is), the
-        step's template is kept as another wording of that entry."""
+        """Keep ``code`` as the step's cache entry, with its origin and what its green run
+        (``ran``) found: in the feature's library, or pinned to the step's scenario where the
+        shared entry it replaced still serves other steps (or it replaced a pin); the cache
+        decides what the new entry replaces (``CacheStore.replace``). With ``wording_of`` (the
+        entry whose code ``code`` is), the step's template is kept as another wording of that
+        entry."""
         old = entry.cached
         pinned = (old is not None and old.scenario is not None) or self._served_elsewhere(
             test, entry
         )
+        green = green_record(ran, today(), self.secrets.redact)
         keep = CacheWrite(
             entry.key, code, origin, pinned=pinned, model=self.advisor.code_model,
-            wording_of=wording_of,
+            wording_of=wording_of, green=green,
         )  # fmt: skip
         path = self.cache.path_for(entry.key.test)
         changed, written = self.cache.replace(keep, old)
@@ -297,9 +319,9 @@ class Engine:
         if self.steering is None or not steering_allowed(test.config, self.advisor.available):
             return False
 
-        def keep(code: str, guidance: str) -> None:
+        def keep(code: str, guidance: str, ran: Attempt | None) -> None:
             entry.guidance = guidance  # for the report; never in the cache
-            self.write(test, entry, code, Origin.STEERED)
+            self.write(test, entry, code, Origin.STEERED, ran)
             explanation = f"healed interactively with the engineer's guidance: {guidance}"
             self.events.on_healed(
                 sentence=entry.sentence, explanation=explanation, step=entry, test=test,
@@ -436,9 +458,12 @@ class StepCycle:
         if not self.advisor.available:
             why = STRICT if self.config.strict else " (the LLM is unavailable to heal it)"
             raise self.incurable("the cached step failed" + why, attempt)
+        self.entry.evidence = self.engine.evidence(self.test, cached)  # for the group's too
         if self.in_recoverable_group:
             raise self.incurable("the cached step failed", attempt)
         self.page.dirty = attempt.url_before != attempt.url_after  # the heal starts where it did
+        if self.repaired(cached):
+            return
         with self.asking("the cached step failed", "the classification"):
             verdict = self.classify()
         if self.config.strict:
@@ -454,7 +479,7 @@ class StepCycle:
         rename = self.engine.memory.renames.get(place)
         if rename is None or self.config.strict or not renamed_here(self.test.page, rename.changes):
             return False
-        attempt = self.engine.execute(self.test, self.spec, rename.code, at_once=True)
+        attempt = self.engine.execute(self.test, self.spec, rename.code, True, watched=True)
         if attempt.outcome is not Outcome.GREEN:
             self.history.append(attempt)
             return False
@@ -462,8 +487,46 @@ class StepCycle:
         explanation = f"healed with the rename that healed {rename.source!r} in this run"
         self.entry.healed_by = explanation
         record(logging.INFO, "healing", "%r %s", self.spec.sentence, explanation)
-        self.engine.write(self.test, self.entry, rename.code, Origin.HEALED)
+        self.engine.write(self.test, self.entry, rename.code, Origin.HEALED, attempt)
         self.healed(explanation, None)
+        return True
+
+    def repaired(self, cached: StepEntry) -> bool:
+        """Locator repair without the model: where each locator of an action's cached code
+        that finds nothing now has one clear candidate on the page (see ``evidence``), the
+        code with those locators rewritten runs from the clean page; green, the gate alone
+        judges it (told why it was tried), and it is written as healed."""
+        evidence = self.entry.evidence
+        if evidence is None or self.config.strict or self.spec.meaning is not Meaning.ACTION:
+            return False
+        changes = [(spelt_in(cached.code, old), new) for old, new in evidence.repairs]
+        spelt = [(old, new) for old, new in changes if old is not None]
+        code = apply(cached.code, spelt) if spelt and len(spelt) == len(changes) else None
+        if code is None or code == cached.code:
+            return False
+        explanation = "judged without the model: " + "; ".join(
+            f"{old} finds nothing now, and {new} finds the one element most like what it "
+            f"found when the cached code passed on {evidence.day}"
+            for old, new in spelt
+        )
+        before = self.page.get()
+        attempt = self.engine.execute(self.test, self.spec, code)
+        self.page.dirty = True
+        if attempt.outcome is Outcome.GREEN:
+            after = self.engine.pages.after_candidate(self.test)
+            verdict = Verdict(StepLabel.ROT, explanation, "the locator is rewritten to find it")
+            judged = self.advisor.gate(
+                self.test, self.entry, attempt, before, after, verdict=verdict
+            )
+            attempt = self.entry.gated(judged)
+        if attempt.outcome is not Outcome.GREEN:
+            self.history.append(attempt)
+            return False
+        self.entry.notes = list(self.test.notes)
+        self.entry.healed_by = f"healed by locator repair ({explanation})"
+        record(logging.INFO, "healing", "%r %s", self.spec.sentence, self.entry.healed_by)
+        self.engine.write(self.test, self.entry, code, Origin.HEALED, attempt)
+        self.healed(self.entry.healed_by, None)
         return True
 
     def healed(self, explanation: str, verdict: Verdict | None) -> None:
@@ -481,7 +544,7 @@ class StepCycle:
         verdict; green, its entry turns green. It settles first: its code is expected to go red,
         and a run at once would only add one more red execution to wait out."""
         assert cached.verdict is not None
-        attempt = self.engine.execute(self.test, self.spec, cached.code)
+        attempt = self.engine.execute(self.test, self.spec, cached.code, watched=False)
         self.entry.code, self.entry.origin = cached.code, Origin.REPLAYED
         self.entry.cached = cached
         self.entry.notes = list(self.test.notes)
@@ -580,7 +643,7 @@ class StepCycle:
                     self.spec.sentence,
                     source,
                 )
-                self.engine.write(self.test, self.entry, code, Origin.REUSED)
+                self.engine.write(self.test, self.entry, code, Origin.REUSED, attempt)
                 return True
             self.history.append(attempt)
         return False
@@ -600,7 +663,7 @@ class StepCycle:
         )
         self.entry.healed_by = explanation
         record(logging.INFO, "healing", "%r %s", self.spec.sentence, explanation)
-        self.engine.write(self.test, self.entry, code, Origin.HEALED)
+        self.engine.write(self.test, self.entry, code, Origin.HEALED, attempt)
         self.healed(explanation, None)
         return True
 
@@ -708,9 +771,9 @@ class StepCycle:
             return False
         self.entry.notes = list(self.test.notes)  # what the green run met: dialogs
         if same is None:
-            self.engine.write(self.test, self.entry, code, origin)
+            self.engine.write(self.test, self.entry, code, origin, attempt)
             return True
-        self.engine.write(self.test, self.entry, code, Origin.REUSED, wording_of=same)
+        self.engine.write(self.test, self.entry, code, Origin.REUSED, attempt, wording_of=same)
         record(
             logging.INFO,
             "same_as",

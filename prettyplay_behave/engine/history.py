@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..cache import Found
 from ..safety.policy import Reach
 from ..vocabulary import Outcome
 
@@ -27,6 +28,7 @@ class Attempt:
     page: str = ""
     # what the step code raised, for the traceback of a final error (not compared, not shown)
     error: BaseException | None = field(default=None, compare=False, repr=False)
+    found: tuple[Found, ...] = ()  # what the locators of a watched green run found
 
     @property
     def headline(self) -> str:

@@ -77,13 +77,14 @@ def stuck_step(
     pages: Pages,
     secrets: Secrets,
     run: Run,
-    keep: Callable[[str, str], None],
+    keep: Callable[[str, str, Attempt | None], None],
 ) -> StuckStep:
     """What a steering part gets for ``entry``: each turn starts on the page as it was before
     the step (the failed attempts and each red turn may have changed it); ``run`` executes code
     on the test's page, ``keep`` writes code back as steered with its guidance."""
     once = replace(entry.spec, tries=1)  # the settle window never re-arms inside the dialog
     seen: dict[str, PageState] = {}  # the page as it was before the last execution
+    ran: dict[str, Attempt] = {}  # each code's last green execution: what its locators found
     page = CleanPage(test, pages, run, dirty=test.renewable)
 
     def ask(guidance: str) -> str | Attempt:
@@ -108,6 +109,8 @@ def stuck_step(
             seen["before"] = pages.now(test)
         attempt = run(test, once, code, False)
         page.dirty = True
+        if attempt.outcome is Outcome.GREEN:
+            ran[code] = attempt
         return attempt
 
     return StuckStep(
@@ -121,7 +124,7 @@ def stuck_step(
                 test, entry, green, seen["before"], pages.after_candidate(test), guidance=guidance
             )
         ),
-        keep=keep,
+        keep=lambda code, guidance: keep(code, guidance, ran.get(code)),
         snapshot=lambda: secrets.redact(test.page.locator("body").aria_snapshot()),
         redact=secrets.redact,
         pictures=not test.uses_secrets or test.config.screenshot == "on",

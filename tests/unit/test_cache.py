@@ -290,6 +290,18 @@ def test_an_entry_rewritten_with_the_same_code_keeps_its_day(
     assert written == "2026-12-02"
 
 
+def test_the_same_code_written_again_keeps_the_record_of_its_first_green_run(
+    tmp_path: Path,
+) -> None:
+    first = cache.GreenRecord("2026-01-01", "/", (cache.Found("get_by_text('Shop')", text="Shop"),))
+    later = cache.GreenRecord(
+        "2026-12-02", "/", (cache.Found("get_by_text('Shop')", text="Shop!"),)
+    )
+    store(tmp_path).write(dataclasses.replace(entry("open the shop"), green=first))
+    assert store(tmp_path).write(dataclasses.replace(entry("open the shop"), green=later)) is False
+    assert load_file(cache_file(tmp_path), refuse_imports).entries[0].green == first
+
+
 def test_a_python_test_name_has_its_own_file(tmp_path: Path) -> None:
     cache_store = store(tmp_path)
     cache_store.write(entry("open the shop", test="smoke/home page"))

@@ -12,7 +12,9 @@ import pytest
 
 from prettyplay_behave.browser.change import page_change
 from prettyplay_behave.browser.snapshot import PageState
-from prettyplay_behave.cache import CacheKey, StepEntry
+from prettyplay_behave.cache import CacheKey, Found, StepEntry
+from prettyplay_behave.engine.evidence import Compared, Evidence
+from prettyplay_behave.engine.repair import Candidate
 from prettyplay_behave.engine.step import StepRun, StepSpec
 from prettyplay_behave.errors import ConfigError
 from prettyplay_behave.llm.prompts import Prompts
@@ -357,3 +359,19 @@ def test_a_refusal_names_what_to_use_instead(code, named):
     with pytest.raises(CodePolicyError) as refused:
         check_code(f"def step(page) -> None:\n    {code}\n")
     assert str(refused.value).endswith(f"; instead, {ALTERNATIVES[named]}")
+
+
+def test_a_replay_failure_says_what_its_locators_found_when_it_passed() -> None:
+    then = Found('get_by_label("E-mail")', "textbox", "E-mail", tag="input")
+    like = Candidate(Found("", "textbox", "Email", tag="input"), 0.9)
+    evidence = Evidence("2026-12-01", "http://localhost:8000/order", (Compared(then, (), (like,)),))
+    for purpose in ("classify", "heal", "gate", "diagnose"):
+        text = user_text(purpose, evidence=evidence)
+        assert (
+            "attempt 0: red\n(this is the cached code: it passed on 2026-12-01, on "
+            "http://localhost:8000/order)\nwhat its locators found then, and find now:\n"
+            '- get_by_label("E-mail")\n  then: textbox "E-mail" <input>\n  now: nothing\n'
+            '  most like it on the page now: textbox "Email" <input> (likeness 0.90)\n'
+            "URL: http://localhost:8000/order"
+        ) in text, purpose
+    assert "this is the cached code" not in user_text("classify")  # an entry with no record
