@@ -85,6 +85,7 @@ WORST = {
     "fence line of 100,000 characters": "```" + "a" * (NEAR - 4) + "`",
     "25,000 fence lines": "```\n" * (NEAR // 4),
     "14,000 reasoning tags": "<think>" * (NEAR // 7),
+    "a SAME AS line of 100,000 blanks": "SAME AS" + " " * (NEAR - 9) + "x",
     "a valid 100,000-character verdict": json.dumps({**VERDICT, "explanation": "x" * (NEAR - 150)}),
     "a 100,000-character code block": "```python\ndef step(page) -> None:\n"
     + "    page.goto('/')\n" * ((NEAR - 40) // 19)

@@ -116,7 +116,8 @@ def _cached(path: PurePosixPath, folder: PurePosixPath) -> bool:
 
 @dataclass(frozen=True)
 class EntryChange:
-    """One entry that differs: ``added``, ``removed`` or ``changed`` (code or origin)."""
+    """One entry that differs: ``added``, ``removed`` or ``changed`` (code, origin or
+    wordings)."""
 
     what: str
     old: StepEntry | None
@@ -144,7 +145,22 @@ class EntryChange:
         else:
             origin = self.entry.origin
         red = f", red ({self.entry.verdict.label})" if self.entry.verdict else ""
-        return f"{self.what:<8} {self.entry.describe()}{data}, {origin}{red}"
+        return f"{self.what:<8} {self.entry.describe()}{data}, {origin}{red}{self.reworded()}"
+
+    def reworded(self) -> str:
+        """The wordings the entry gained or lost: other sentences its code now serves, or no
+        longer does."""
+        before = self.old.wordings if self.old is not None else ()
+        after = self.new.wordings if self.new is not None else ()
+        gained = [w for w in after if w not in before]
+        lost = [w for w in before if w not in after] if self.new is not None else []
+        told = [f"also worded {w!r}" for w in gained] + [f"no longer worded {w!r}" for w in lost]
+        return "".join(f", {line}" for line in told)
+
+
+def _reviewed(entry: StepEntry) -> tuple[object, ...]:
+    """What a review reads of an entry: a change in any of it lists the entry."""
+    return entry.code, entry.origin, entry.verdict, entry.wordings
 
 
 def entry_changes(old: Library, new: Library) -> Iterator[EntryChange]:
@@ -159,7 +175,7 @@ def entry_changes(old: Library, new: Library) -> Iterator[EntryChange]:
             changes.append(EntryChange("added", None, now))
         elif now is None:
             changes.append(EntryChange("removed", was, None))
-        elif (was.code, was.origin, was.verdict) != (now.code, now.origin, now.verdict):
+        elif _reviewed(was) != _reviewed(now):
             changes.append(EntryChange("changed", was, now))
     yield from sorted(changes, key=lambda change: change.place != "library")
 

@@ -10,6 +10,8 @@
                                          project's step library
     prettyplay cache diff [REF]          the code that changed in the cache against a git ref
     prettyplay init [DIR]                set up a behave project for prettyplay
+    prettyplay export DIR [--force]      the cache as plain behave step definitions in DIR,
+                                         to run with behave and Playwright alone (no LLM)
     prettyplay plan [PATH ...] [--tags ...] [--strict]
                                          what a run would replay, reuse, generate or replay
                                          red, and the LLM requests that would cost; no browser
@@ -23,7 +25,10 @@ compare (not a git repository, an unknown ref, a file that fails to load). ``pla
 features as behave does (PATH, ``--tags``, ``--name``, ``--include``, ``--exclude``, ``-D``, the
 config file of the working directory) and exits 1 under strict (``--strict``, the ``strict``
 setting or a ``@strict`` tag) when a step has no cached code, 2 when behave cannot read the
-features. Whatever a cache file holds is printed with its control characters escaped.
+features. ``export`` reads ``features/`` (``--features`` names another) and exits 1 when a step
+of the features has no cached code (the export is written all the same), 2 when DIR is not
+empty (without ``--force``) or lies in or around the features folder. Whatever a cache file
+holds is printed with its control characters escaped.
 """
 
 from __future__ import annotations
@@ -33,11 +38,13 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from .cache import DEFAULT_CACHE_DIR, CacheStore, StepEntry, library_files, load_file
 from .cache_diff import DiffError, diff
 from .errors import CacheError, ConfigError, escape_controls
+from .export import ExportError, export
 from .parameters import parameterize
 from .safety.step_code import check_code
 from .scaffold import DEFAULT_BASE_URL, ScaffoldError, init
@@ -118,15 +125,15 @@ def list_entries(paths: Sequence[Path]) -> int:
 OLD_FORMAT = " (format {format}, one feature's: prettyplay cache migrate moves it into the library)"
 
 
-def _by_file(store: CacheStore, entries: Sequence[StepEntry]) -> None:
-    """Print ``entries`` under the library file of each."""
+def _by_file(store: CacheStore, entries: Sequence[StepEntry], note: str = "") -> None:
+    """Print ``entries`` under the library file of each, each with ``note``."""
     files: dict[Path, list[StepEntry]] = {}
     for entry in entries:
         files.setdefault(store.path_of(entry), []).append(entry)
     for path, held in sorted(files.items()):
         print(escape_controls(f"{path}:"))
         for entry in held:
-            print(describe(entry))
+            print(describe(entry) + note)
 
 
 def prune_obsolete(cache_dir: Path, features_dir: Path | None, dry_run: bool) -> int:
@@ -152,17 +159,27 @@ def prune_obsolete(cache_dir: Path, features_dir: Path | None, dry_run: bool) ->
 
 
 def drop_sentence(cache_dir: Path, sentence: str, dry_run: bool) -> int:
-    """Delete every entry of ``sentence`` (as a template, or as written): its next run writes
-    the step again."""
+    """Delete every entry of ``sentence`` (as a template, or as written), and the wording it
+    is of another entry: its next run writes the step again."""
     template = parameterize(sentence).template
     store = CacheStore(cache_dir, check_code)
-    doomed = [e for e in store.library().entries if e.sentence in (template, sentence)]
+    entries = store.library().entries
+    doomed = [e for e in entries if e.sentence in (template, sentence)]
+    reworded = [
+        replace(e, wordings=tuple(w for w in e.wordings if w not in (template, sentence)))
+        for e in entries
+        if e not in doomed and {template, sentence} & set(e.wordings)
+    ]
     _by_file(store, doomed)
-    if doomed and not dry_run:
-        store.drop(doomed)
+    _by_file(store, reworded, f"  (no longer worded {template!r})")
+    if (doomed or reworded) and not dry_run:
+        store.keep(reworded, doomed)
+    gone = [
+        counted(n, noun) for n, noun in ((len(doomed), "entry"), (len(reworded), "wording")) if n
+    ]
     verb = "would be deleted (dry run)" if dry_run else "deleted"
-    print(f"{counted(len(doomed), 'entry')} of {sentence!r} {verb}")  # repr escapes
-    return 0 if doomed else 1
+    print(f"{' and '.join(gone) or '0 entries'} of {sentence!r} {verb}")  # repr escapes
+    return 0 if gone else 1
 
 
 def migrate(cache_dirs: Sequence[Path]) -> int:
@@ -247,6 +264,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     init_parser.add_argument(
         "--base-url", default=DEFAULT_BASE_URL, help=f"the app under test ({DEFAULT_BASE_URL})"
     )
+    export_parser = commands.add_parser(
+        "export", help="the cache as plain behave step definitions: no prettyplay, no LLM"
+    )
+    export_parser.add_argument("target", type=Path, help="the folder to write (new or empty)")
+    export_parser.add_argument(
+        "--features", type=Path, default=Path("features"), help="the features folder (features)"
+    )
+    export_parser.add_argument(
+        "--cache-dir", type=Path, default=None, help="default <features>/.prettyplay"
+    )
+    export_parser.add_argument(
+        "--files-dir",
+        type=Path,
+        default=None,
+        help="the uploads' folder, when it is not <features>/files",
+    )
+    export_parser.add_argument(
+        "--force", action="store_true", help="write into a folder that is not empty"
+    )
     plan_parser = commands.add_parser(
         "plan", help="what a run would replay, reuse, generate or replay red; no browser"
     )
@@ -269,7 +305,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CacheError as exc:
         print(f"prettyplay: {exc}", file=sys.stderr)
         return 1
-    except (DiffError, ScaffoldError, ConfigError) as exc:
+    except (DiffError, ScaffoldError, ConfigError, ExportError) as exc:
         print(f"prettyplay: {escape_controls(str(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the output went to a pager or ``head`` that stopped reading
@@ -284,6 +320,10 @@ def run(args: argparse.Namespace) -> int:
         return init(args.root, args.base_url)
     if args.command == "plan":
         return plan_run(args)
+    if args.command == "export":
+        return export(
+            args.target, args.features, args.cache_dir, args.force, files_dir=args.files_dir
+        )
     if args.cache_command == "prune":
         return prune_obsolete(args.cache_dir, args.features, args.dry_run)
     if args.cache_command == "drop":

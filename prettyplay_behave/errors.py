@@ -6,6 +6,7 @@ A final error reads the same everywhere (behave's output, JUnit, the steering ba
     ---
     step: click Checkout
     error: TimeoutError: Timeout 10000ms exceeded
+    page: http://shop.test/cart (HTTP 501)
     ---
     <the full underlying error: received / cause / Playwright's call log>
     ---
@@ -121,6 +122,7 @@ class StepFailedError(PrettyPlayError):
         code: str = "",
         label: str = "",
         then: str = "",
+        page: str = "",
     ) -> None:
         self.headline = headline
         self.label = label  # the verdict that made it final, when one did (and could be read)
@@ -131,13 +133,17 @@ class StepFailedError(PrettyPlayError):
         self.recommendation = recommendation
         self.code = code
         self.then = then  # what became of the request that followed the failure, when it failed
+        # the page the failed execution left: its URL, and its document's HTTP error status
+        self.page = page
         self.body = self._body()
         super().__init__(self.body)
 
     def _body(self) -> str:
         sections = [
             self.headline,
-            f"step: {self.sentence}" + (f"\nerror: {self.error}" if self.error else ""),
+            f"step: {self.sentence}"
+            + (f"\nerror: {self.error}" if self.error else "")
+            + (f"\npage: {self.page}" if self.page else ""),
         ]
         if self.details:
             sections.append(self.details)
@@ -172,6 +178,7 @@ class StepFailedError(PrettyPlayError):
             code=self.code,
             label=self.label if label is None else label,
             then=self.then if then is None else then,
+            page=self.page,
         )
 
     def followed_by(self, then: str) -> StepFailedError:

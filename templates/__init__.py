@@ -1,1 +1,2 @@
-"""The jinja2 templates (prompts and the HTML report), installed as prettyplay_behave.templates."""
+"""The jinja2 templates (prompts, the HTML report, the files of ``prettyplay init`` and
+``prettyplay export``), installed as prettyplay_behave.templates."""

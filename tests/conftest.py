@@ -18,7 +18,8 @@ import pytest
 from prettyplay_behave.browser.session import CHROMIUM_ARGS, find_system_chromium
 from prettyplay_behave.demo.server import DemoShop
 from tests.support.behave_runs import run_behave
-from tests.support.llm_server import ScriptedLLMServer
+from tests.support.healing_run import HEALING_OPTIONS, LOGIN_DEFECT, git, script_heals
+from tests.support.llm_server import ScriptedLLMServer, json_answer
 from tests.support.pages import PageServer
 
 if TYPE_CHECKING:
@@ -243,6 +244,42 @@ def copy_examples(destination: Path) -> Path:
     shutil.copytree(ROOT / "features", destination / "features")
     shutil.copy(ROOT / "setup.cfg", destination / "setup.cfg")
     return destination
+
+
+@dataclass
+class HealedExamples:
+    root: Path  # a git repository: the examples as committed, then the run's changes
+    result: BehaveResult
+    requests: int  # what the scripted server received
+
+
+@pytest.fixture(scope="session")
+def healed_examples(tmp_path_factory: pytest.TempPathFactory) -> HealedExamples:
+    """The example features, committed to git, then run against the changed UI with Allure and
+    behave's JSON output: the shop heals (its group recovers), the login fails as a product
+    defect. Made once per worker: the modules that read it share one xdist group
+    (``READS_HEALED_EXAMPLES``)."""
+    root = copy_examples(tmp_path_factory.mktemp("healed") / "repo")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "the examples")
+    with DemoShop(variant="changed-ui") as changed, ScriptedLLMServer() as llm:
+        defect = {
+            "label": "product_defect",
+            "explanation": LOGIN_DEFECT,
+            "recommendation": "fix it",
+        }
+        llm.on("classify", json_answer(defect), step="I log in as", repeat=True)
+        script_heals(llm)
+        result = BehaveProject(root).run(
+            "-o", "-", "-f", "allure_behave.formatter:AllureFormatter", "-o", "allure-results",
+            "-f", "json", "-o", "out.json", "-D", f"prettyplay.base_url={changed.url}",
+            "-D", "prettyplay.report_dir=reports", *HEALING_OPTIONS, env=llm.env, timeout=400,
+        )  # fmt: skip
+        requests = len(llm.requests)
+    assert result.returncode == 1, result  # the login fails: the product lost its field
+    assert "10 scenarios passed, 3 failed" in result.output, result
+    return HealedExamples(root, result, requests)
 
 
 @pytest.fixture

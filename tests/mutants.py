@@ -36,6 +36,9 @@ LIBRARY_TESTS = ("tests/integration/test_step_library.py",)
 JUDGMENT_TESTS = ("tests/integration/test_judgments.py",)
 ANSWER_TESTS = ("tests/unit/test_answers.py", "tests/unit/test_answers_tolerant.py")
 APP_NEEDS_TESTS = ("tests/integration/test_app_needs.py",)
+EXPORT_TESTS = ("tests/unit/test_export.py",)
+IN_PROCESS_TESTS = ("tests/integration/test_engine_in_process.py",)
+GREEN_TESTS = ("tests/integration/test_green_evidence.py",)
 
 
 @dataclass(frozen=True)
@@ -338,6 +341,57 @@ MUTANTS = (
            ("tests/unit/test_scenario_memory.py", "tests/integration/test_memory.py")),
     Mutant("judgments: heals not reused", f"{PACKAGE}/engine/cycle.py",
            "and self.reuse_heal(cached):", "and False:", ("tests/integration/test_healing.py",)),
+    # -- one entry per meaning -----------------------------------------------------------------
+    Mutant("wordings: added to an entry another run changed", f"{PACKAGE}/cache/store.py",
+           "            if now is not None and (now.code, now.kind, now.data) == unchanged:",
+           "            if now is not None:", ("tests/unit/test_cache.py",)),
+    Mutant("wordings: new code through a wording splits it off its entry",
+           f"{PACKAGE}/cache/store.py",
+           "written.scenario is None and written.sentence in old.wordings:",
+           "written.scenario is None and False:", ("tests/unit/test_cache.py", *IN_PROCESS_TESTS)),
+    Mutant("wordings: another feature's entry not reused by a wording",
+           f"{PACKAGE}/engine/cycle.py",
+           "or not other.says(template):", "or other.sentence != template:", IN_PROCESS_TESTS),
+    Mutant("wordings: the plan reuses by the sentence only", f"{PACKAGE}/behave/plan.py",
+           "or not other.says(str(template)):", "or other.sentence != template:",
+           ("tests/integration/test_plan.py",)),
+    Mutant("wordings: no closest steps listed", f"{PACKAGE}/engine/cycle.py",
+           "listed = self.closest_steps if purpose.lists_closest else []", "listed = []",
+           IN_PROCESS_TESTS),
+    Mutant("wordings: the closest steps listed whatever their size", f"{PACKAGE}/engine/cycle.py",
+           "            if tokens + cost <= CLOSEST_TOKENS:", "            if True:",
+           IN_PROCESS_TESTS),
+    Mutant("wordings: a listed step whose parameters do not fit is run",
+           f"{PACKAGE}/engine/advisor.py",
+           "    if listed.takes(values):\n        return listed",
+           "    if True:\n        return listed", IN_PROCESS_TESTS),
+    Mutant("answers: SAME AS past the listed steps", f"{PACKAGE}/llm/answers.py",
+           "    if not 1 <= number <= listed:", "    if False:", ANSWER_TESTS),
+    Mutant("green: no record kept with written code", f"{PACKAGE}/engine/cycle.py",
+           "        green = green_record(ran, today(), self.secrets.redact)\n",
+           "        green = None\n", GREEN_TESTS),
+    Mutant("green: a shown secret kept in the record", f"{PACKAGE}/engine/evidence.py",
+           '        text=redact(element.get("text") or ""),',
+           '        text=element.get("text") or "",', GREEN_TESTS),
+    Mutant("green: a check's lost locator rewritten without the model",
+           f"{PACKAGE}/engine/cycle.py",
+           "or self.config.strict or self.spec.meaning is not Meaning.ACTION:",
+           "or self.config.strict:", GREEN_TESTS),
+    Mutant("green: a strict run rewrites a locator", f"{PACKAGE}/engine/cycle.py",
+           "if evidence is None or self.config.strict or", "if evidence is None or",
+           GREEN_TESTS),
+    Mutant("green: a group's diagnosis without the record", f"{PACKAGE}/engine/cycle.py",
+           "self.entry.evidence = self.engine.evidence(self.test, cached)  # for the group's",
+           "self.entry.evidence = None  # for the group's", GREEN_TESTS),
+    Mutant("green: a close second candidate tried", f"{PACKAGE}/engine/repair.py",
+           "candidates[0].score - candidates[1].score < MARGIN", "False",
+           ("tests/unit/test_repair.py",)),
+    Mutant("green: a rewrite tried without the gate", f"{PACKAGE}/engine/cycle.py",
+           "            attempt = self.entry.gated(judged)\n        if attempt.outcome is not "
+           "Outcome.GREEN:\n            self.history.append(attempt)\n            return False\n"
+           "        self.entry.notes",
+           "        if attempt.outcome is not Outcome.GREEN:\n            self.history.append("
+           "attempt)\n            return False\n        self.entry.notes", GREEN_TESTS),
     # -- reading answers ------------------------------------------------------------------------
     Mutant("answers: reasoning read as the answer", f"{PACKAGE}/llm/answers.py",
            "    final = text.rfind(_FINAL_CHANNEL)\n", "    return text\n", ANSWER_TESTS),
@@ -348,6 +402,16 @@ MUTANTS = (
            ANSWER_TESTS),
     Mutant("answers: two defining blocks, the first taken", f"{PACKAGE}/llm/answers.py",
            "    if len(defining) == 1:", "    if defining:", ANSWER_TESTS),
+    Mutant("answers: an unreadable gate answer is not asked again",
+           f"{PACKAGE}/engine/advisor.py", "for again in (True, False):", "for again in (False,):",
+           ("tests/integration/test_engine_in_process.py",)),
+    Mutant("errors: a red step's page goes unsaid", f"{PACKAGE}/browser/tabs.py",
+           "            status = self.page.evaluate(_DOCUMENT_STATUS)\n",
+           "            status = 0\n",
+           ("tests/integration/test_engine_in_process.py",)),
+    Mutant("answers: annotated parameters refused", f"{PACKAGE}/llm/answers.py",
+           'return without_annotations(reading.code + "\\n")', 'return reading.code + "\\n"',
+           ANSWER_TESTS),
     # -- the steering rules ---------------------------------------------------------------------
     Mutant("steering: opens under CI", f"{PACKAGE}/engine/steering.py",
            " and not in_ci()", "", ("tests/integration/test_steering.py",)),
@@ -403,6 +467,26 @@ MUTANTS = (
     Mutant("browser: a headless run launches the full browser", f"{PACKAGE}/browser/session.py",
            "(SYSTEM_HEADLESS_SHELLS if headless else ())", "()",
            ("tests/unit/test_browser_choice.py", "tests/integration/test_python_api.py")),
+    # -- the export -----------------------------------------------------------------------------
+    Mutant("export: a wide pattern is registered before a narrow one", f"{PACKAGE}/export.py",
+           "narrowest = next(ready, waiting[0])", "narrowest = waiting[0]", EXPORT_TESTS),
+    Mutant("export: a scenario's pin is not preferred", "templates/export/step_support.py",
+           "        if feature in entry.features and pinned:\n",
+           "        if False:\n", EXPORT_TESTS),
+    Mutant("export: a red entry's step runs its code", "templates/export/step_support.py",
+           "    if entry.code is None:\n        raise", "    if False:\n        raise",
+           EXPORT_TESTS),
+    Mutant("export: a sentence is written raw into its comment",
+           "templates/export/exported_steps.py.j2", "{{ definition.template | comment }}",
+           "{{ definition.template }}", EXPORT_TESTS),
+    Mutant("export: a copied feature keeps its step annotations", f"{PACKAGE}/export.py",
+           "annotated.add(step.line - 1)", "pass", EXPORT_TESTS),
+    Mutant("export: an upload is named as prettyplay named it", f"{PACKAGE}/export.py",
+           'b"upload(" + text[start:end] + b")"', "text[start:end]",
+           (*EXPORT_TESTS, "tests/integration/test_export_support.py")),
+    Mutant("export: a tab the step opens is not followed", "templates/export/step_support.py",
+           "    if opened:\n        context.page = opened[-1]", "    if False:\n        pass",
+           ("tests/integration/test_export_support.py",)),
 )  # fmt: skip
 
 

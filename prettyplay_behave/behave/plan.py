@@ -224,7 +224,8 @@ class _Run:
 def _serves(other: StepEntry, family: tuple[object, ...], key: CacheKey) -> bool:
     if other.red or other.scenario is not None:
         return False
-    if (other.kind, other.sentence, other.data) != family:
+    kind, template, data = family
+    if (other.kind, other.data) != (kind, data) or not other.says(str(template)):
         return False
     return other.values is None or other.values == key.parameters.values
 

@@ -27,6 +27,13 @@ UNNAMED_CONTROLS = frozenset(
 )
 # The part of a snapshot line that names its element: role and name, without state or text.
 _ELEMENT = re.compile(r'^\s*- (?P<role>[\w/-]+)(?: "(?P<name>[^"]*)")?')
+# The mark of a role-less element a user clicks (snapshot.py): it rests on the computed cursor,
+# which a hover or the page's own styles may set and unset between two captures, so a change
+# of the mark alone is no change of the element.
+_CLICKABLE = " (clickable)"
+# A line of the snapshot's section beyond the tree that names an element by what it is rather
+# than by a test id: how it is named, and the element itself (tag, text, classes, state, value).
+_BEYOND = re.compile(r'^- (?P<named>clickable|typed|part of) "[^"]*": (?P<element>.*)$')
 
 
 @dataclass(frozen=True)
@@ -71,14 +78,51 @@ def page_change(before: PageState, after: PageState, budget_tokens: int = 1_500)
                 disappeared.append(line)
         elif k not in new_of:
             disappeared.append(line)
-        elif new_of[k] != line:
+        elif _unmarked(new_of[k]) != _unmarked(line):
             changed.append((line, new_of[k]))
     for j, (k, line) in enumerate(zip(new_ids, new, strict=True)):
         if (k is None and j in added) or (k is not None and k not in old_of):
             appeared.append(line)
+    disappeared, appeared = _without_mark_flips(disappeared, appeared)
     summary = _summary(len(appeared), len(disappeared), len(changed))
     kept, fits = _fit(appeared, disappeared, changed, budget_tokens)
     return PageChange(before.url, after.url, after.title, *kept, summary=summary, fits=fits)
+
+
+def _unmarked(line: str) -> str:
+    return line.replace(_CLICKABLE, "")
+
+
+def _without_mark_flips(disappeared: list[str], appeared: list[str]) -> tuple[list[str], list[str]]:
+    """Both lists without the elements whose mark alone came or went: an element named
+    ``clickable "A1"`` on one side and ``part of "Seats:"`` on the other, itself the same."""
+    came = [_beyond(line) for line in appeared]
+    flipped: set[int] = set()  # the lines of ``appeared`` that were one of ``disappeared``
+    kept: list[str] = []
+    for line in disappeared:
+        old = _beyond(line)
+        twin = next(
+            (
+                j
+                for j, new in enumerate(came)
+                if old and new and old[0] != new[0] and old[1] == new[1] and j not in flipped
+            ),
+            None,
+        )
+        if twin is None:
+            kept.append(line)
+        else:
+            flipped.add(twin)
+    return kept, [line for j, line in enumerate(appeared) if j not in flipped]
+
+
+def _beyond(line: str) -> tuple[bool, str] | None:
+    """For a line beyond the tree not named by a test id: whether it is named as clickable,
+    and its element without the mark."""
+    found = _BEYOND.match(line)
+    if found is None:
+        return None
+    return found.group("named") == "clickable", _unmarked(found.group("element"))
 
 
 def _lines(snapshot: str) -> list[str]:

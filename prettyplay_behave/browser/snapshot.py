@@ -158,7 +158,9 @@ _BEYOND_THE_TREE = """([attr, limit]) => {
       && parent !== document.body && own(el) !== "" && own(el).length <= 40
       && own(parent) !== "";
     if (testId === null && !clickable && !typed && !part) continue;
-    if (el.getClientRects().length === 0) continue;
+    // a closed select's options have no boxes of their own: they are shown where it is
+    const box = el.tagName === "OPTION" ? el.closest("select") : el;
+    if (!box || box.getClientRects().length === 0) continue;
     const state = [];
     for (const name of ["checked", "disabled", "selected", "aria-selected", "aria-pressed",
         "aria-checked", "aria-expanded", "aria-current"]) {

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Page
 
 Handler = Callable[[Any], object]
+# The status the page's own document was answered with (Navigation Timing); 0 when unknown.
+_DOCUMENT_STATUS = "() => performance.getEntriesByType('navigation')[0]?.responseStatus ?? 0"
 BLANK_URLS = (BLANK, "")
 
 
@@ -97,6 +99,17 @@ class Tabs:
     @property
     def page(self) -> Page:
         return self.current.page
+
+    @property
+    def error_status(self) -> int | None:
+        """The HTTP error status (400 or more) the current page's document was answered with,
+        if it was: the page shows an error (a 404, a 501), whatever a step looks for on it."""
+        # Read from the page when asked (a red step), so a green step pays nothing for it.
+        try:
+            status = self.page.evaluate(_DOCUMENT_STATUS)
+        except PlaywrightError:  # closed, crashed or navigating: nothing to tell
+            return None
+        return status if isinstance(status, int) and status >= 400 else None
 
     def follow(
         self,

@@ -70,6 +70,7 @@ from .library import (
     RedVerdict,
     StepEntry,
     Validate,
+    closest,
     locate,
 )
 from .source import STEPS_FOLDER, file_name, load_file, parse, parse_steps, render_steps
@@ -104,6 +105,7 @@ __all__ = [
     "StepEntry",
     "Validate",
     "cache_files",
+    "closest",
     "file_name",
     "library_files",
     "load_file",

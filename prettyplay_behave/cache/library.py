@@ -7,6 +7,7 @@ Contract: everything here is in memory; :mod:`.format` reads and writes files of
 
 from __future__ import annotations
 
+import difflib
 import re
 import reprlib
 from collections.abc import Callable, Iterable
@@ -20,6 +21,7 @@ from ..safety.step_code import step_code
 from ..vocabulary import Kind, Origin
 
 FORMAT = 3  # the format the library is written in
+NEAR = 0.6  # how alike two sentences must be (difflib's ratio) to be near
 ORIGINS = tuple(str(origin) for origin in Origin if origin.stored)
 RED_LABELS = ("product_defect", "incurable")
 SEPARATOR = "::"
@@ -162,6 +164,17 @@ class StepEntry:
         """The step it is an entry of, as its library file holds it."""
         return f"{self.kind} {_quoted(self.sentence)}" + (" (with its data)" if self.data else "")
 
+    def says(self, template: str) -> bool:
+        """Whether ``template`` is its sentence or one of its wordings."""
+        return template == self.sentence or template in self.wordings
+
+    def takes(self, values: tuple[str, ...]) -> bool:
+        """Whether its code can run for a sentence with ``values`` (another wording of it): the
+        same values where the code spells them out, else one parameter for each value."""
+        if self.values is not None:
+            return self.values == values
+        return len(self.parameters) == len(values)
+
     def describe(self) -> str:
         parts = [f"{self.kind} {_quoted(self.sentence)}"]
         if self.values is not None:
@@ -178,7 +191,8 @@ class StepEntry:
 class CacheWrite:
     """Code to keep for the step at ``key``: a library entry, specific to the step's values when
     the code spells them out, or pinned to the step's scenario (``pinned``), red with a
-    ``verdict``; a test of the Python API's own."""
+    ``verdict``; a test of the Python API's own; or, with ``wording_of``, the key's template as
+    another wording of that entry (whose code ``code`` is)."""
 
     key: CacheKey
     code: str
@@ -186,6 +200,8 @@ class CacheWrite:
     pinned: bool = False
     verdict: RedVerdict | None = None
     model: str = ""
+    wording_of: StepEntry | None = None
+    green: GreenRecord | None = None  # the green run that wrote it
 
     def library_entry(self, written: str = "") -> StepEntry:
         key, parameters = self.key, self.key.parameters
@@ -206,6 +222,7 @@ class CacheWrite:
             model=self.model,
             written=written,
             verdict=self.verdict,
+            green=self.green,
         )
 
 
@@ -285,6 +302,25 @@ class Library:
     def _unplace(self, entry: StepEntry) -> None:
         for sentence in (entry.sentence, *entry.wordings):
             self._places.get((entry.kind, entry.data, sentence), {}).pop(entry.identity, None)
+
+
+def closest(template: str, entries: Iterable[StepEntry], floor: float = NEAR) -> list[StepEntry]:
+    """The ``entries`` whose sentence (or one of their wordings) is at least ``floor`` alike to
+    ``template`` (difflib's ratio), the most alike first (ties in their order)."""
+    matcher = difflib.SequenceMatcher()
+    matcher.set_seq2(template)
+    scored: list[tuple[float, StepEntry]] = []
+    for entry in entries:
+        best = 0.0
+        for sentence in (entry.sentence, *entry.wordings):
+            matcher.set_seq1(sentence)
+            # the cheap upper bounds first, as difflib.get_close_matches does
+            if matcher.real_quick_ratio() >= floor and matcher.quick_ratio() >= floor:
+                best = max(best, matcher.ratio())
+        if best >= floor:
+            scored.append((best, entry))
+    scored.sort(key=lambda scored_entry: -scored_entry[0])
+    return [entry for _, entry in scored]
 
 
 def locate(cache_dir: Path, test_name: str) -> tuple[Path, str]:

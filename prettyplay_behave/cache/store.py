@@ -170,9 +170,13 @@ def merged(cache_dir: Path, files: Iterable[tuple[Path, Library]]) -> list[StepE
 
 
 def today_entry(entry: StepEntry, old: StepEntry | None) -> StepEntry:
-    """``entry`` as written now: an unchanged code keeps the day it was written (and model)."""
+    """``entry`` as written now: an unchanged code keeps the day it was written, its model and
+    the record of its green run."""
     if old is not None and old.code == entry.code and old.written:
-        return replace(entry, written=old.written, model=old.model or entry.model)
+        # the same code keeps its day and the record of its first green run: a file changes
+        # only when its code does
+        kept = replace(entry, written=old.written, model=old.model or entry.model)
+        return replace(kept, green=old.green or entry.green)
     return entry
 
 
@@ -222,9 +226,7 @@ class CacheStore:
         The first write into a cache that still has files of formats 1 and 2 migrates them
         (unless one of them fails to load: its steps report it, the others are read as they
         are)."""
-        self.library()
-        if self._old and not any(path.suffix == ".json" for path in self._broken):
-            self.migrate()
+        self._migrate_first()
         checked = [_checked(f"{self.path_of(e)}: a new entry", e, self._validate) for e in entries]
         files: dict[Path, tuple[list[StepEntry], list[StepEntry]]] = {}
         for entry in checked:
@@ -255,12 +257,53 @@ class CacheStore:
         (and serves its other steps when the new code is a pin); a shared entry is only ever
         replaced by an entry of the same identity."""
         written = keep.library_entry(today())
+        if old is not None and written.scenario is None and written.sentence in old.wordings:
+            written = replace(written, sentence=old.sentence, wordings=old.wordings)
         if old is not None and old.feature and old.scenario is None and not written.feature:
             written = replace(written, feature=old.feature)
         narrower = old is not None and (old.scenario is not None or old.values is not None)
         doomed = [old] if old is not None and narrower and old.identity != written.identity else []
+        worded = self._word(keep.wording_of, keep.key, doomed) if keep.wording_of else None
+        if worded is not None and keep.wording_of is not None:
+            return worded, self.library().get(keep.wording_of.identity) or keep.wording_of
         changed = self.keep([written], doomed)
         return changed, self.library().get(written.identity) or written
+
+    def _migrate_first(self) -> None:
+        """The first write into a cache that still has files of formats 1 and 2 migrates them
+        (unless one of them fails to load: its steps report it, the others are read as they
+        are)."""
+        self.library()
+        if self._old and not any(path.suffix == ".json" for path in self._broken):
+            self.migrate()
+
+    def _word(self, entry: StepEntry, key: CacheKey, doomed: list[StepEntry]) -> bool | None:
+        """Keep ``key``'s template as another wording of ``entry``, in its file, read again under
+        the file's lock: whether a file changed; None, and nothing written, where the entry
+        changed (other code) or went, or cannot hold the wording (another kind or data): the
+        step then gets an entry of its own."""
+        self._migrate_first()
+        path = self.path_of(entry)
+        if path in self._broken:
+            raise CacheError(
+                f"refusing to overwrite a cache file that failed to load: {self._broken[path]}"
+            )
+        template = key.parameters.template
+        worded = [False]
+
+        def change(library: Library) -> None:
+            now = library.get(entry.identity)
+            unchanged = (entry.code, key.kind, key.data)  # and can hold the wording
+            if now is not None and (now.code, now.kind, now.data) == unchanged:
+                if not now.says(template):
+                    library.upsert(replace(now, wordings=(*now.wordings, template)))
+                worded[0] = True
+
+        changed, library = update(path, change, self._validate, self._lock_timeout)
+        self._refresh(path, library)
+        if not worded[0]:
+            return None
+        return self.keep([], doomed) or changed if doomed else changed
 
     def turn_green(self, key: CacheKey, red: StepEntry) -> bool:
         """A step remembered red (``red``, the entry it found) went green: its pin loses the

@@ -3,7 +3,8 @@
 A code request (generate, heal, steer) gives code or an ``unparseable answer`` record. A verdict
 request (classify, diagnose) gives a :class:`Verdict`; a garbage answer degrades to
 ``incurable`` with the raw answer logged, never a retry. The gate gives the candidate back green
-or as a ``gate violation``; a gate that cannot judge ends the step with a final error. Every
+or as a ``gate violation``; a gate answer that cannot be read is asked once more, and a gate that
+still cannot judge ends the step with a final error that quotes its answer. Every
 request is rendered from its template and redacted of secret values before it leaves.
 """
 
@@ -23,13 +24,15 @@ from ..errors import (
     StepFailedError,
 )
 from ..events import record
-from ..llm.answers import MAX_ANSWER_CHARS, GateVerdict, UnparseableAnswer, Verdict
+from ..llm.answers import MAX_ANSWER_CHARS, GateVerdict, SameAs, UnparseableAnswer, Verdict
 from ..llm.purposes import Purpose, Unreadable
+from ..safety.limits import cut_text
 from ..vocabulary import Outcome, StepLabel, counted
 from .execute import page_url
 from .history import Attempt, Gated
 
 if TYPE_CHECKING:
+    from ..cache import StepEntry
     from ..llm.client import Answer, LLMClient
     from ..llm.prompts import Prompts
     from ..safety.secrets import Secrets
@@ -44,6 +47,7 @@ SEEN_LINES = 4  # the changed lines of an earlier step a classification is shown
 # the change a candidate made, shown to its gate (the page after it, when the change is too
 # large: page_state.CHANGE_PAGE_TOKENS)
 CHANGE_TOKENS = 1_500
+SHOWN_ANSWER_CHARS = 1_000  # of an unreadable gate answer, in the log and the step's failure
 
 
 class Advisor:
@@ -85,6 +89,7 @@ class Advisor:
             "base_url": test.config.base_url,
             "scenario": test.scenario,
             "history": entry.history,
+            "evidence": entry.evidence,
             "group": entry.group,
             "instructions": test.config.instructions,
             "remembered": test.memory.items(),
@@ -101,10 +106,12 @@ class Advisor:
         verdict: Verdict | None = None,
         guidance: str = "",
         restored: str = "",
-    ) -> str | Attempt:
-        """One code request about the page as it is (``page``; what ``restored`` says of it);
-        the code, or an ``unparseable answer`` record. A ``CANNOT:`` answer raises
-        :class:`CannotAnswer`."""
+        closest: Sequence[StepEntry] = (),
+    ) -> str | StepEntry | Attempt:
+        """One code request about the page as it is (``page``; what ``restored`` says of it),
+        listing the library steps ``closest`` to this one; the code, the listed step the answer
+        names as doing this one (``SAME AS <number>``), or an ``unparseable answer`` record. A
+        ``CANNOT:`` answer raises :class:`CannotAnswer`."""
         context = self._step_context(test, entry)
         answer = self._send(
             purpose,
@@ -113,10 +120,13 @@ class Advisor:
             verdict=verdict,
             guidance=guidance,
             restored=restored,
+            closest=list(closest),
             **context,
         )
         try:
-            code: str = purpose.read(answer.text)
+            code: str | SameAs = purpose.read(answer.text, listed=len(closest))
+            if isinstance(code, SameAs):
+                return _same_step(closest[code.number - 1], code.number, entry)
             return code
         except UnparseableAnswer as exc:
             url = page_url(test.page)
@@ -228,8 +238,7 @@ class Advisor:
             "verdict": verdict,
         }
         try:
-            answer = self._send(
-                Purpose.GATE,
+            review = self._review(
                 entry,
                 guidance=guidance,
                 candidate=green.code,
@@ -238,15 +247,15 @@ class Advisor:
                 **evidence,
                 **context,
             )
-            review = Purpose.GATE.read(answer.text)
-        except (ProviderUnavailableError, UnparseableAnswer) as exc:
+        except (ProviderUnavailableError, UnreadableReview) as exc:
+            unread = exc if isinstance(exc, UnreadableReview) else None
             raise IncurableStepError(
                 "the compliance gate could not judge the candidate; nothing was written",
                 sentence=entry.spec.text,
-                error=f"{type(exc).__name__}: {exc}",
+                error=unread.error if unread else f"{type(exc).__name__}: {exc}",
+                details=unread.shown if unread else "",
                 code=green.code,
             ) from exc
-        assert isinstance(review, GateVerdict)
         for finding in review.findings:
             if not finding.blocking:
                 record(
@@ -272,19 +281,20 @@ class Advisor:
         self,
         test: TestState,
         entry: StepRun,
+        healed: str,
         renames: Sequence[tuple[str, str]],
         batch: Sequence[Proposal],
     ) -> list[bool]:
-        """One gate request about the locators a heal of ``entry`` renamed, applied to other
-        entries (``batch``); for each, whether it may be written. A gate that cannot judge
-        passes none: nothing is written, and each step heals on its own when it goes red."""
+        """One gate request about the locators the heal of ``entry`` (its new code,
+        ``healed``) renamed, applied to other entries (``batch``); for each, whether it may be
+        written. A gate that cannot judge passes none: nothing is written, and each step heals
+        on its own when it goes red."""
         context = self._step_context(test, entry)
         try:
-            answer = self._send(
-                Purpose.GATE,
+            review = self._review(
                 entry,
                 guidance="",
-                candidate=entry.code,
+                candidate=healed,
                 batch=list(batch),
                 renames=list(renames),
                 page=None,
@@ -293,8 +303,7 @@ class Advisor:
                 verdict=None,
                 **context,
             )
-            review = Purpose.GATE.read(answer.text)
-        except (ProviderUnavailableError, UnparseableAnswer) as exc:
+        except (ProviderUnavailableError, UnreadableReview) as exc:
             record(
                 logging.WARNING,
                 "rename_not_spread",
@@ -304,8 +313,62 @@ class Advisor:
                 exc,
             )
             return [False] * len(batch)
-        assert isinstance(review, GateVerdict)
         return _passed(review, len(batch))
+
+    def _review(self, entry: StepRun, **context: Any) -> GateVerdict:
+        """One gate request, asked once more when its answer cannot be read (a model slips
+        now and then, and what waits on the verdict is code that went green); an answer still
+        unreadable raises :class:`UnreadableReview`. Each unreadable answer is logged, cut."""
+        for again in (True, False):
+            answer = self._send(Purpose.GATE, entry, **context)
+            try:
+                review: GateVerdict = Purpose.GATE.read(answer.text)
+                return review
+            except UnparseableAnswer as exc:
+                record(
+                    logging.WARNING,
+                    "gate_unreadable",
+                    "the gate's answer about %r cannot be read (%s)%s; the answer:\n%s",
+                    entry.sentence,
+                    exc,
+                    "; it is asked again" if again else "",
+                    cut_text(answer.text, SHOWN_ANSWER_CHARS),
+                )
+                if not again:
+                    raise UnreadableReview(exc, answer) from exc
+        raise AssertionError("unreachable: the second unreadable answer raised")
+
+
+class UnreadableReview(Exception):
+    """The gate's answer could not be read, asked twice: the ``error:`` line of the final
+    error, and (a cut of) the last answer."""
+
+    def __init__(self, reading: UnparseableAnswer, answer: Answer) -> None:
+        self.error = f"UnparseableAnswer: {reading} (asked twice)"
+        self.shown = (
+            f"the gate's last answer (finish_reason: {answer.finish_reason}):\n"
+            + cut_text(answer.text, SHOWN_ANSWER_CHARS)
+        )
+        super().__init__(self.error)
+
+
+def _same_step(listed: StepEntry, number: int, entry: StepRun) -> StepEntry:
+    """The listed step ``number`` an answer names as doing ``entry``'s step; UnparseableAnswer
+    when its code cannot run with the step's values."""
+    values = entry.spec.parameters.values
+    if listed.takes(values):
+        return listed
+    named = f"the answer names step {number} (SAME AS {number}), {listed.sentence!r}"
+    if listed.values is not None:
+        raise UnparseableAnswer(
+            f"{named}, whose code spells out the values {', '.join(map(repr, listed.values))}; "
+            f"this step's are {', '.join(map(repr, values)) or 'none'}"
+        )
+    takes = ", ".join(listed.parameters) or "none"
+    raise UnparseableAnswer(
+        f"{named}, whose code takes {counted(len(listed.parameters), 'parameter')} ({takes}); "
+        f"this step has {counted(len(values), 'value')}"
+    )
 
 
 def _seen(change: PageChange) -> tuple[str, ...]:

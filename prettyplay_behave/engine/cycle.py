@@ -22,15 +22,17 @@ classified on its own: its failure goes to the group's recovery (:mod:`.group`).
 
 from __future__ import annotations
 
-import difflib
+import dataclasses
 import logging
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..cache import RED_LABELS, CacheStore, CacheWrite, RedVerdict, StepEntry
+from ..browser.snapshot import estimate_tokens
+from ..cache import RED_LABELS, CacheStore, CacheWrite, RedVerdict, StepEntry, closest, today
 from ..errors import (
     CacheError,
     IncurableStepError,
@@ -47,14 +49,15 @@ from ..llm.answers import CannotAnswer, Verdict
 from ..llm.purposes import Purpose
 from ..safety.secrets import Secrets, secret_names
 from ..safety.step_code import step_code
-from ..vocabulary import Origin, Outcome, StepLabel, StepStatus, counted
+from ..vocabulary import Meaning, Origin, Outcome, StepLabel, StepStatus, counted
 from .advisor import Advisor, verdict_failure
 from .clean_page import CleanPage
+from .evidence import Evidence, Sightings, compare, green_record
 from .execute import execute, follow_tabs
 from .history import Attempt
 from .hooks import Events
 from .page_state import Pages
-from .renames import Proposal, Rename, apply, locator_changes, renamed_here
+from .renames import Proposal, Rename, apply, locator_changes, renamed_here, spelt_in
 from .run_memory import GreenCode, HealedCode, Judgment, Place, RunMemory, feature_of
 from .state import TestState
 from .steering import Steering, steering_allowed, stuck_step
@@ -65,6 +68,9 @@ if TYPE_CHECKING:
 
 STRICT = " (strict: replay only)"
 MAX_REUSE_TRIES = 2
+# the library steps a generation request lists as the closest to its step, and their code's size
+CLOSEST_STEPS = 5
+CLOSEST_TOKENS = 1_000
 
 
 class Engine:
@@ -129,6 +135,13 @@ class Engine:
             entry.requests += usage.requests - before.requests
             entry.tokens += usage.total_tokens - before.total_tokens
 
+    def evidence(self, test: TestState, cached: StepEntry) -> Evidence | None:
+        """What the locators of ``cached``'s last green run find on the page now; None for
+        an entry with no record of one."""
+        if cached.green is None or test.page.is_closed():
+            return None
+        return compare(test.page, cached.green, self.pages.test_id_attribute, self.secrets.redact)
+
     def place(self, test: TestState, cached: StepEntry) -> Place:
         """Where a library entry is: its step's file, and its identity there."""
         return self.cache.path_of(cached), cached.identity
@@ -150,22 +163,35 @@ class Engine:
 
     def proven(self, test: TestState, entry: StepRun) -> list[tuple[str, str]]:
         """Code for the same step that went green in this run (the same feature's first, newest
-        first), then the entries the library keeps for it as other features' own: (where,
-        code). Code that spells its values out serves only a step with those values."""
+        first), then the entries the library keeps for it as other features' own (by its
+        sentence or one of their wordings): (where, code). Code that spells its values out
+        serves only a step with those values."""
         known = self.memory.green_for(entry.spec.family, feature_of(test.name))
         found = [(k.test, k.code) for k in known if _fits(entry, k.sentence, k.code)]
+        kind, template, data = entry.spec.family
         for path, other in self.cache.everywhere():
             if other.feature in ("", entry.key.feature) or other.red or other.scenario is not None:
                 continue
-            if (other.kind, other.sentence, other.data) != entry.spec.family:
+            if (other.kind, other.data) != (kind, data) or not other.says(template):
                 continue
             if other.values is None or other.values == entry.spec.parameters.values:
                 found.append((str(path), other.code))
         unique = dict.fromkeys(code for _, code in found)
         return [next(f for f in found if f[1] == code) for code in unique]
 
-    def execute(self, test: TestState, spec: StepSpec, code: str, at_once: bool = False) -> Attempt:
-        attempt = execute(test, spec, code, self.secrets, at_once)
+    def execute(
+        self,
+        test: TestState,
+        spec: StepSpec,
+        code: str,
+        at_once: bool = False,
+        watched: bool | None = None,
+    ) -> Attempt:
+        """Run ``code`` for ``spec``; ``watched`` (by default, code that does not replay at
+        once: a candidate) records what its locators find, for the entry it may write."""
+        watch = not at_once if watched is None else watched
+        sightings = Sightings(self.pages.test_id_attribute, self.secrets.redact) if watch else None
+        attempt = execute(test, spec, code, self.secrets, at_once, sightings)
         if attempt.outcome is not Outcome.POLICY_VIOLATION:  # code that never ran met nothing
             test.met(attempt.notes, attempt.reach)
         return attempt
@@ -175,25 +201,44 @@ class Engine:
         test's ``healing_attempts`` cycles for that prompt are spent."""
         return self.memory.next_recovery_cycle(test.name, prompt, test.config.healing_attempts)
 
-    def write(self, test: TestState, entry: StepRun, code: str, origin: Origin) -> None:
-        """Keep ``code`` as the step's cache entry, with its origin: in the feature's library,
-        or pinned to the step's scenario where the shared entry it replaced still serves other
-        steps (or it replaced a pin); the cache decides what the new entry replaces
-        (``CacheStore.replace``)."""
+    def write(
+        self,
+        test: TestState,
+        entry: StepRun,
+        code: str,
+        origin: Origin,
+        ran: Attempt | None,
+        wording_of: StepEntry | None = None,
+    ) -> None:
+        """Keep ``code`` as the step's cache entry, with its origin and what its green run
+        (``ran``) found: in the feature's library, or pinned to the step's scenario where the
+        shared entry it replaced still serves other steps (or it replaced a pin); the cache
+        decides what the new entry replaces (``CacheStore.replace``). With ``wording_of`` (the
+        entry whose code ``code`` is), the step's template is kept as another wording of that
+        entry."""
         old = entry.cached
         pinned = (old is not None and old.scenario is not None) or self._served_elsewhere(
             test, entry
         )
-        keep = CacheWrite(entry.key, code, origin, pinned=pinned, model=self.advisor.code_model)
+        green = green_record(ran, today(), self.secrets.redact)
+        keep = CacheWrite(
+            entry.key, code, origin, pinned=pinned, model=self.advisor.code_model,
+            wording_of=wording_of, green=green,
+        )  # fmt: skip
         changed, written = self.cache.replace(keep, old)
         self.cache_writes += changed
+        if written.sentence == entry.key.parameters.template:
+            what = f"{origin} entry {entry.sentence!r}"
+        elif wording_of is not None:
+            what = f"{entry.sentence!r} as a wording of the entry {written.sentence!r}"
+        else:
+            what = f"{origin} entry {written.sentence!r}, found by its wording {entry.sentence!r}"
         record(
             logging.INFO,
             "cache_write",
-            "%s %s entry %r in %s",
+            "%s %s in %s",
             "wrote" if changed else "kept",
-            origin,
-            entry.sentence,
+            what,
             self.cache.path_of(written),
         )
         replaced = entry.code if entry.code and entry.code != code else None
@@ -258,7 +303,7 @@ class Engine:
         if not proposals:
             return
         batch = [Proposal(other.sentence, other.code, changed) for _, other, changed in proposals]
-        passed = self.advisor.gate_batch(test, entry, changes, batch)
+        passed = self.advisor.gate_batch(test, entry, new, changes, batch)
         for (path, other, changed), ok in zip(proposals, passed, strict=True):
             if ok:
                 self.memory.renames[(path, other.identity)] = Rename(
@@ -277,9 +322,9 @@ class Engine:
         if self.steering is None or not steering_allowed(test.config, self.advisor.available):
             return False
 
-        def keep(code: str, guidance: str) -> None:
+        def keep(code: str, guidance: str, ran: Attempt | None) -> None:
             entry.guidance = guidance  # for the report; never in the cache
-            self.write(test, entry, code, Origin.STEERED)
+            self.write(test, entry, code, Origin.STEERED, ran)
             explanation = f"healed interactively with the engineer's guidance: {guidance}"
             self.events.on_healed(
                 sentence=entry.sentence, explanation=explanation, step=entry, test=test,
@@ -394,11 +439,9 @@ class StepCycle:
     def nearest(self, key: CacheKey) -> str:
         """The closest sentence the step's cache file has for a step of its kind, as a hint
         (a typo in the feature, a reworded step), or ''."""
-        sentences = {e.sentence for e in self.engine.cache.library().entries if e.kind == key.kind}
-        near = difflib.get_close_matches(
-            key.parameters.template, sorted(sentences), n=1, cutoff=0.6
-        )
-        return f"; the nearest is {near[0]!r}" if near else ""
+        kin = [e for e in self.engine.cache.library().entries if e.kind == key.kind]
+        near = closest(key.parameters.template, kin)
+        return f"; the nearest is {near[0].sentence!r}" if near else ""
 
     # -- replay and its classification ---------------------------------------------------------
 
@@ -417,9 +460,12 @@ class StepCycle:
         if not self.advisor.available:
             why = STRICT if self.config.strict else " (the LLM is unavailable to heal it)"
             raise self.incurable("the cached step failed" + why, attempt)
+        self.entry.evidence = self.engine.evidence(self.test, cached)  # for the group's too
         if self.in_recoverable_group:
             raise self.incurable("the cached step failed", attempt)
         self.page.dirty = attempt.url_before != attempt.url_after  # the heal starts where it did
+        if self.repaired(cached):
+            return
         with self.asking("the cached step failed", "the classification"):
             verdict = self.classify()
         if self.config.strict:
@@ -435,7 +481,7 @@ class StepCycle:
         rename = self.engine.memory.renames.get(place)
         if rename is None or self.config.strict or not renamed_here(self.test.page, rename.changes):
             return False
-        attempt = self.engine.execute(self.test, self.spec, rename.code, at_once=True)
+        attempt = self.engine.execute(self.test, self.spec, rename.code, True, watched=True)
         if attempt.outcome is not Outcome.GREEN:
             self.history.append(attempt)
             return False
@@ -443,8 +489,46 @@ class StepCycle:
         explanation = f"healed with the rename that healed {rename.source!r} in this run"
         self.entry.healed_by = explanation
         record(logging.INFO, "healing", "%r %s", self.spec.sentence, explanation)
-        self.engine.write(self.test, self.entry, rename.code, Origin.HEALED)
+        self.engine.write(self.test, self.entry, rename.code, Origin.HEALED, attempt)
         self.healed(explanation, None)
+        return True
+
+    def repaired(self, cached: StepEntry) -> bool:
+        """Locator repair without the model: where each locator of an action's cached code
+        that finds nothing now has one clear candidate on the page (see ``evidence``), the
+        code with those locators rewritten runs from the clean page; green, the gate alone
+        judges it (told why it was tried), and it is written as healed."""
+        evidence = self.entry.evidence
+        if evidence is None or self.config.strict or self.spec.meaning is not Meaning.ACTION:
+            return False
+        changes = [(spelt_in(cached.code, old), new) for old, new in evidence.repairs]
+        spelt = [(old, new) for old, new in changes if old is not None]
+        code = apply(cached.code, spelt) if spelt and len(spelt) == len(changes) else None
+        if code is None or code == cached.code:
+            return False
+        explanation = "judged without the model: " + "; ".join(
+            f"{old} finds nothing now, and {new} finds the one element most like what it "
+            f"found when the cached code passed on {evidence.day}"
+            for old, new in spelt
+        )
+        before = self.page.get()
+        attempt = self.engine.execute(self.test, self.spec, code)
+        self.page.dirty = True
+        if attempt.outcome is Outcome.GREEN:
+            after = self.engine.pages.after_candidate(self.test)
+            verdict = Verdict(StepLabel.ROT, explanation, "the locator is rewritten to find it")
+            judged = self.advisor.gate(
+                self.test, self.entry, attempt, before, after, verdict=verdict
+            )
+            attempt = self.entry.gated(judged)
+        if attempt.outcome is not Outcome.GREEN:
+            self.history.append(attempt)
+            return False
+        self.entry.notes = list(self.test.notes)
+        self.entry.healed_by = f"healed by locator repair ({explanation})"
+        record(logging.INFO, "healing", "%r %s", self.spec.sentence, self.entry.healed_by)
+        self.engine.write(self.test, self.entry, code, Origin.HEALED, attempt)
+        self.healed(self.entry.healed_by, None)
         return True
 
     def healed(self, explanation: str, verdict: Verdict | None) -> None:
@@ -462,7 +546,7 @@ class StepCycle:
         verdict; green, its entry turns green. It settles first: its code is expected to go red,
         and a run at once would only add one more red execution to wait out."""
         assert cached.verdict is not None
-        attempt = self.engine.execute(self.test, self.spec, cached.code)
+        attempt = self.engine.execute(self.test, self.spec, cached.code, watched=False)
         self.entry.code, self.entry.origin = cached.code, Origin.REPLAYED
         self.entry.cached = cached
         self.entry.notes = list(self.test.notes)
@@ -540,6 +624,7 @@ class StepCycle:
             explanation=verdict.explanation,
             recommendation=advice,
             code=last.code,
+            page=last.page,
         )
 
     # -- reuse: code that went green in this run, before any request ---------------------------
@@ -560,7 +645,7 @@ class StepCycle:
                     self.spec.sentence,
                     source,
                 )
-                self.engine.write(self.test, self.entry, code, Origin.REUSED)
+                self.engine.write(self.test, self.entry, code, Origin.REUSED, attempt)
                 return True
             self.history.append(attempt)
         return False
@@ -580,7 +665,7 @@ class StepCycle:
         )
         self.entry.healed_by = explanation
         record(logging.INFO, "healing", "%r %s", self.spec.sentence, explanation)
-        self.engine.write(self.test, self.entry, code, Origin.HEALED)
+        self.engine.write(self.test, self.entry, code, Origin.HEALED, attempt)
         self.healed(explanation, None)
         return True
 
@@ -645,16 +730,25 @@ class StepCycle:
         verdict rides the next generation. A ``CANNOT:`` answer ends the step at once.
         """
         before = self.page.get()
+        listed = self.closest_steps if purpose.lists_closest else []
         try:
             with self.asking("the step's last attempt failed", f"the {purpose} request"):
-                code = self.advisor.code(
-                    purpose, self.test, self.entry, before, verdict, restored=self.page.restored
+                answer = self.advisor.code(
+                    purpose,
+                    self.test,
+                    self.entry,
+                    before,
+                    verdict,
+                    restored=self.page.restored,
+                    closest=listed,
                 )
         except CannotAnswer as cannot:
             raise self.cannot(cannot.reason) from None
-        if isinstance(code, Attempt):
-            self.history.append(code)
+        if isinstance(answer, Attempt):
+            self.history.append(answer)
             return False
+        same = answer if isinstance(answer, StepEntry) else None
+        code = answer.code if isinstance(answer, StepEntry) else answer
         attempt = self.engine.execute(self.test, self.spec, code)
         self.page.dirty = True  # whatever it did, the next attempt compares the page with the start
         if attempt.outcome is Outcome.GREEN:
@@ -664,6 +758,9 @@ class StepCycle:
             )
             attempt = self.entry.gated(judged)
         if attempt.outcome is not Outcome.GREEN:
+            if same is not None:  # the next request tells it from code the model wrote
+                note = f"(the code of the library's step {same.sentence!r}, named as the same)"
+                attempt = dataclasses.replace(attempt, text=f"{attempt.text}\n{note}")
             self.history.append(attempt)
             if attempt.failed_check and not self.in_recoverable_group:
                 with self.asking("the check failed", "the classification"):
@@ -675,8 +772,42 @@ class StepCycle:
                 self.fixable = check_verdict
             return False
         self.entry.notes = list(self.test.notes)  # what the green run met: dialogs
-        self.engine.write(self.test, self.entry, code, origin)
+        if same is None:
+            self.engine.write(self.test, self.entry, code, origin, attempt)
+            return True
+        self.engine.write(self.test, self.entry, code, Origin.REUSED, attempt, wording_of=same)
+        record(
+            logging.INFO,
+            "same_as",
+            "%r does what the library's step %r does: its code went green and passed the gate",
+            self.spec.sentence,
+            same.sentence,
+        )
         return True
+
+    @cached_property
+    def closest_steps(self) -> list[StepEntry]:
+        """The library's shared entries of this step's kind and data whose sentences are most
+        like its own (at most ``CLOSEST_STEPS``, their code within ``CLOSEST_TOKENS``): each
+        generation request of the step lists them, and its answer may name one as doing it."""
+        key = self.entry.key
+        kin = [
+            e
+            for e in self.engine.cache.library().entries
+            if (e.kind, e.data) == (key.kind, key.data)
+            and e.scenario is None  # no pin, no red
+            and e.feature in ("", key.feature)  # shared, or this feature's own
+        ]
+        listed: list[StepEntry] = []
+        tokens = 0
+        for near in closest(key.parameters.template, kin):
+            cost = estimate_tokens(near.code)
+            if tokens + cost <= CLOSEST_TOKENS:
+                listed.append(near)
+                tokens += cost
+            if len(listed) == CLOSEST_STEPS:
+                break
+        return listed
 
     def cannot(self, reason: str) -> IncurableStepError:
         """The step ends at once: the model answered that it cannot be written. The code kept
@@ -719,6 +850,7 @@ class StepCycle:
             error=attempt.headline,
             details=attempt.text,
             code=attempt.code,
+            page=attempt.page,
         )
 
     def final_error_type(self, attempt: Attempt) -> type[IncurableStepError]:

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
     from ..safety.sandbox import StepFunction
     from ..safety.scenario_memory import Execution
+    from .evidence import Sightings
     from .state import TestState
     from .step import StepSpec
 
@@ -56,7 +57,12 @@ def page_url(page: Page) -> str:
 
 
 def execute(
-    test: TestState, spec: StepSpec, code: str, secrets: Secrets, at_once: bool = False
+    test: TestState,
+    spec: StepSpec,
+    code: str,
+    secrets: Secrets,
+    at_once: bool = False,
+    sightings: Sightings | None = None,
 ) -> Attempt:
     """Check, settle, run and re-run while ``spec.tries`` last; one record of the outcome.
 
@@ -64,7 +70,8 @@ def execute(
     runs the ``tries`` as ever, so only a step that went red waits for the page. A red
     execution at once that waited as long as a settle would (``settle_ms``: an ``expect`` that
     timed out) counts as the first try, for the page had that time to change. A navigation
-    outside the test's bounds makes the outcome red.
+    outside the test's bounds makes the outcome red. ``sightings`` watches the locators the
+    code acts on (a run whose code will be kept): a green record carries what they found.
     """
     started_on, url_before = test.page, page_url(test.page)
     try:
@@ -82,12 +89,14 @@ def execute(
         stop = ExecutionStop(lambda: test.tabs.open_pages, _stop_reason(budget))
         began = time.monotonic()
         memory.forget()  # what a red try remembered is gone with it
+        if sightings is not None:
+            sightings.forget()
         try:
             with stop.armed(budget.limit_ms / 1000):
                 call_step(
                     function,
                     test.page,
-                    _services(test, stop, secrets),
+                    _services(test, stop, secrets, sightings),
                     values=spec.parameters.values,
                 )
         except Exception as exc:  # a red outcome, whatever raised it
@@ -104,7 +113,10 @@ def execute(
             memory.commit()
             url_after = page_url(test.page)
             text = outcome_text("\n".join(notes), secrets)
-            return Attempt(Outcome.GREEN, url_before, url_after, code, text, False, notes, reaches)
+            found = sightings.found if sightings is not None else ()
+            return Attempt(
+                Outcome.GREEN, url_before, url_after, code, text, False, notes, reaches, found=found
+            )
         done = f"execution {attempt_no} of {spec.tries}" if attempt_no else "the replay"
         if attempt_no == 0 and waited_out:
             attempt_no = 1  # it waited as long as a settle would have: it was the first try
@@ -184,7 +196,9 @@ def follow_tabs(test: TestState) -> None:
     test.tabs.follow(expected=guard.pages if guard is not None else lambda: None)
 
 
-def _services(test: TestState, stop: ExecutionStop, secrets: Secrets) -> PageServices:
+def _services(
+    test: TestState, stop: ExecutionStop, secrets: Secrets, sightings: Sightings | None
+) -> PageServices:
     """What the page proxy of a step of ``test`` may do beyond Playwright's Page: what it reads
     comes in redacted, what it types goes only to frames of the test's origins."""
 
@@ -204,6 +218,7 @@ def _services(test: TestState, stop: ExecutionStop, secrets: Secrets) -> PageSer
         home=origin_of(test.config.base_url) if test.config.base_url else None,
         hide=secrets.hide if test.config.redact_cookies else None,
         expect_timeout_ms=test.config.expect_timeout_ms,
+        observe=sightings.see if sightings is not None else None,
     )
 
 
@@ -285,14 +300,27 @@ def _red(
     if not settled:
         texts.append(f"(the page never settled within settle_ms={test.config.settle_ms})")
     texts += notes
+    url_after = page_url(test.page)
+    status = test.tabs.error_status if not test.page.is_closed() else None
+    if status is not None:  # an app that answers 501 is no locator that timed out
+        texts.append(f"the page's document was answered HTTP {status}: {url_after}")
     # a failed assertion of a check or a precondition: the product may be at fault
     asserts = spec.meaning is not Meaning.ACTION
     failed_check = asserts and isinstance(error, AssertionError) and not bound
     text = outcome_text("\n".join(texts), secrets)
-    url_after = page_url(test.page)
+    page = secrets.redact(url_after + (f" (HTTP {status})" if status is not None else ""))
     raised = None
     if error is not None and not bound:
         raised = StepCodeError(text).with_traceback(step_frames(error.__traceback__))
     return Attempt(
-        Outcome.RED, url_before, url_after, code, text, failed_check, notes, reaches, raised
+        Outcome.RED,
+        url_before,
+        url_after,
+        code,
+        text,
+        failed_check,
+        notes,
+        reaches,
+        page=page,
+        error=raised,
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..cache import Found
 from ..safety.policy import Reach
 from ..vocabulary import Outcome
 
@@ -22,8 +23,12 @@ class Attempt:
     failed_check: bool = False  # a check whose assertion failed: the product may be at fault
     notes: tuple[str, ...] = ()  # what the execution met on the page: dialogs nobody handled
     reach: Reach = Reach.ACTS  # how far what its code did may still be on its way
+    # the page a red execution left, redacted: its URL, and the HTTP error status of its
+    # document when it had one ("http://shop/checkout (HTTP 501)"); a final error names it
+    page: str = ""
     # what the step code raised, for the traceback of a final error (not compared, not shown)
     error: BaseException | None = field(default=None, compare=False, repr=False)
+    found: tuple[Found, ...] = ()  # what the locators of a watched green run found
 
     @property
     def headline(self) -> str:

@@ -116,6 +116,24 @@ def apply(code: str, changes: list[Change]) -> str | None:
     return code
 
 
+def spelt_in(code: str, call: str) -> str | None:
+    """The locator call of ``code`` that is ``call`` (however either quotes its strings), as
+    ``code`` spells it; None when it has none."""
+    try:
+        wanted = ast.dump(ast.parse(call, mode="eval").body)
+    except SyntaxError:
+        return None
+    spelt = (source for source in _locators(code) if _dump(source) == wanted)
+    return next(spelt, None)
+
+
+def _dump(source: str) -> str:
+    try:
+        return ast.dump(ast.parse(source, mode="eval").body)
+    except SyntaxError:
+        return ""
+
+
 def _locators(code: str) -> list[str]:
     """The source of each locator call of ``code`` with constant arguments, from its method's
     name on (``get_by_role("button", name="Add")``), in order."""

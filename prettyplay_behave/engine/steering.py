@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
+from ..cache import StepEntry
 from ..config import in_ci
 from ..llm.answers import CannotAnswer
 from ..llm.purposes import Purpose
@@ -76,19 +77,20 @@ def stuck_step(
     pages: Pages,
     secrets: Secrets,
     run: Run,
-    keep: Callable[[str, str], None],
+    keep: Callable[[str, str, Attempt | None], None],
 ) -> StuckStep:
     """What a steering part gets for ``entry``: each turn starts on the page as it was before
     the step (the failed attempts and each red turn may have changed it); ``run`` executes code
     on the test's page, ``keep`` writes code back as steered with its guidance."""
     once = replace(entry.spec, tries=1)  # the settle window never re-arms inside the dialog
     seen: dict[str, PageState] = {}  # the page as it was before the last execution
+    ran: dict[str, Attempt] = {}  # each code's last green execution: what its locators found
     page = CleanPage(test, pages, run, dirty=test.renewable)
 
     def ask(guidance: str) -> str | Attempt:
         seen["before"] = page.get()
         try:
-            return advisor.code(
+            code = advisor.code(
                 Purpose.STEER,
                 test,
                 entry,
@@ -99,12 +101,16 @@ def stuck_step(
         except CannotAnswer as cannot:  # the engineer reads it and guides again
             url = test.page.url
             return Attempt(Outcome.UNPARSEABLE, url, url, "", f"CANNOT: {cannot.reason}")
+        assert not isinstance(code, StepEntry)  # a steering request lists no library steps
+        return code
 
     def execute(code: str) -> Attempt:
         if "before" not in seen:  # a part that runs code it did not ask for
             seen["before"] = pages.now(test)
         attempt = run(test, once, code, False)
         page.dirty = True
+        if attempt.outcome is Outcome.GREEN:
+            ran[code] = attempt
         return attempt
 
     return StuckStep(
@@ -118,7 +124,7 @@ def stuck_step(
                 test, entry, green, seen["before"], pages.after_candidate(test), guidance=guidance
             )
         ),
-        keep=keep,
+        keep=lambda code, guidance: keep(code, guidance, ran.get(code)),
         snapshot=lambda: secrets.redact(test.page.locator("body").aria_snapshot()),
         redact=secrets.redact,
         pictures=not test.uses_secrets or test.config.screenshot == "on",

@@ -13,6 +13,7 @@ from .history import Attempt, Gated
 
 if TYPE_CHECKING:
     from ..llm.answers import Verdict
+    from .evidence import Evidence
 
 
 StepIdentity = tuple[Kind, str, str]  # what makes two steps the same: kind, sentence, data
@@ -90,6 +91,8 @@ class StepRun:
     notes: list[str] = field(default_factory=list)  # what its last run met: unhandled dialogs
     cached: StepEntry | None = None  # the library entry its code came from, or was written as
     turned_green: bool = False  # a step remembered red that went green in this run
+    # a red replay: what its cached code's locators found when it last passed, and find now
+    evidence: Evidence | None = None
     # what its kept code did to the page, as its gate saw it, and the gate's notes on it: the
     # evidence a later classification of the scenario gets
     seen: tuple[str, ...] = ()
@@ -104,6 +107,11 @@ class StepRun:
     @property
     def sentence(self) -> str:
         return self.spec.sentence
+
+    @property
+    def meaning(self) -> Meaning:
+        """What its code was asked to do: an action, a precondition or a check."""
+        return self.spec.meaning
 
     def gated(self, judged: Gated) -> Attempt:
         """The candidate as its gate judged it; a green one's evidence is kept on the entry."""

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..safety.step_code import step_code
+from ..safety.step_code import step_code, without_annotations
 from ..vocabulary import GroupLabel, StepLabel
 
 # A step is a few lines; an answer this long is a runaway generation, not code to read.
@@ -225,7 +225,7 @@ def _step_code(reading: _Reading) -> str:
         raise UnparseableAnswer(
             "step must take page, then the step's parameters if any: def step(page) -> None"
         )
-    return reading.code + "\n"
+    return without_annotations(reading.code + "\n")
 
 
 def _bare_code(answer: str) -> str:
@@ -269,15 +269,70 @@ def _cannot(answer: str) -> str | None:
     return reason
 
 
-def extract_code(text: str) -> str:
-    """The step code of a code answer: the one block (or the bare answer) defining ``step``.
-    An answer whose first line is ``CANNOT: <reason>`` raises :class:`CannotAnswer`."""
+@dataclass(frozen=True)
+class SameAs:
+    """A generation answer that names one of the library steps its request listed as doing
+    this step: ``SAME AS <number>``."""
+
+    number: int  # from 1, as the request numbers them
+
+
+# A line of its own, markdown emphasis aside: ``SAME AS 2``, ``**SAME AS: 2**``, ``same as step 2``.
+# Read in two unambiguous steps, so that a long line costs its length, not its square.
+_SAME_AS = re.compile(r"[\s*_>#`]*SAME\s+AS\b(?P<rest>.*)", re.IGNORECASE)
+_LISTED_NUMBER = re.compile(r"(?:step\s*)?#?(?P<number>\d{1,9})", re.IGNORECASE)
+
+
+def _named_number(line: str) -> int | None:
+    """The number a ``SAME AS <number>`` line names, else None."""
+    same = _SAME_AS.match(line)
+    number = _LISTED_NUMBER.fullmatch(same["rest"].strip(" \t*_`:.")) if same else None
+    return int(number["number"]) if number else None
+
+
+def _same_as(answer: str, listed: int) -> SameAs | None:
+    """The listed step a ``SAME AS <number>`` line names, else None; UnparseableAnswer when it
+    names none of the ``listed`` steps, or several."""
+    named = (_named_number(line) for line in answer.split("\n"))
+    numbers = sorted({number for number in named if number is not None})
+    if not numbers:
+        return None
+    if len(numbers) > 1:
+        lines = ", ".join(f"SAME AS {number}" for number in numbers)
+        raise UnparseableAnswer(
+            f"the answer names {len(numbers)} listed steps ({lines}); expected one"
+        )
+    number = numbers[0]
+    if not listed:
+        raise UnparseableAnswer(
+            f"the answer names a listed step (SAME AS {number}), but the request listed none"
+        )
+    if not 1 <= number <= listed:
+        raise UnparseableAnswer(
+            f"the answer names step {number} (SAME AS {number}), but the request listed "
+            f"{listed} (numbered from 1)"
+        )
+    return SameAs(number)
+
+
+def extract_code(text: str, listed: int = 0) -> str | SameAs:
+    """The step code of a code answer: the one block (or the bare answer) defining ``step``;
+    or, for a request that listed ``listed`` library steps, the one a ``SAME AS <number>`` line
+    names. An answer whose first line is ``CANNOT: <reason>`` raises :class:`CannotAnswer`."""
     _check_size(text)
     answer = without_reasoning(text.replace("\r\n", "\n"))
     reason = _cannot(answer)
     if reason is not None:
         raise CannotAnswer(reason)
+    same = _same_as(answer, listed)
     blocks = [b for b in _fenced_blocks(answer) if b.closed or b.body.strip()]
+    if same is not None:
+        if any(_read(b.body).step is not None for b in blocks):
+            raise UnparseableAnswer(
+                f"the answer both names a listed step (SAME AS {same.number}) and gives code "
+                "that defines step; expected one of them"
+            )
+        return same
     if not blocks:
         return _bare_code(answer)
     if not blocks[-1].closed:

@@ -24,7 +24,10 @@ class Unreadable(Word):
 
     RECORDED = "a red attempt (unparseable answer) in the step's history; the loop goes on"
     INCURABLE = "taken as incurable, the raw answer logged; never a retry"
-    FINAL = "nothing is written and the step ends with a final error"
+    FINAL = (
+        "asked once more; still unreadable, nothing is written and the step ends with a final"
+        " error quoting the answer"
+    )
 
 
 class Purpose(Word):
@@ -35,6 +38,7 @@ class Purpose(Word):
     unreadable: Unreadable
     subject: str  # what its answer is, in messages: "code", "classification", ...
     degraded_event: str  # the log event of an answer taken as incurable
+    lists_closest: bool  # its request lists the library's closest steps; SAME AS names one
 
     def __new__(
         cls,
@@ -44,6 +48,7 @@ class Purpose(Word):
         unreadable: Unreadable,
         subject: str,
         degraded_event: str = "",
+        lists_closest: bool = False,
     ) -> Purpose:
         member = str.__new__(cls, value)
         member._value_ = value
@@ -52,10 +57,12 @@ class Purpose(Word):
         member.unreadable = unreadable
         member.subject = subject
         member.degraded_event = degraded_event
+        member.lists_closest = lists_closest
         return member
 
     # fmt: off
-    GENERATE = ("generate", "write a step's code", None, Unreadable.RECORDED, "code")
+    GENERATE = ("generate", "write a step's code, or name a library step that does it", None,
+                Unreadable.RECORDED, "code", "", True)
     HEAL = ("heal", "rewrite a step's failed code, given a verdict", None, Unreadable.RECORDED,
             "code")
     CLASSIFY = ("classify", "label a red step product_defect, rot, fixable or incurable",
@@ -86,9 +93,11 @@ class Purpose(Word):
         """The JSON schema of a verdict's answer; None for code."""
         return None if self.shape is None else self.shape.schema
 
-    def read(self, text: str) -> Any:
-        """The answer ``text`` as code (str) or a verdict; UnparseableAnswer when it is not one."""
-        return extract_code(text) if self.shape is None else read_verdict(text, self.shape)
+    def read(self, text: str, listed: int = 0) -> Any:
+        """The answer ``text`` as code (str), a :class:`~.answers.SameAs` naming one of the
+        ``listed`` library steps its request showed, or a verdict; UnparseableAnswer when it is
+        none of them."""
+        return extract_code(text, listed) if self.shape is None else read_verdict(text, self.shape)
 
     @property
     def template(self) -> str:

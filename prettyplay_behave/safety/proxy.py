@@ -24,6 +24,7 @@ Two bounds hold here because only here the target of a call is known:
 from __future__ import annotations
 
 import json
+import re
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -62,6 +63,7 @@ from .policy import (
     EXPECT_MATCHERS,
     FRAME_LOCATOR_ATTRIBUTES,
     KEYBOARD_ATTRIBUTES,
+    LOCATING_METHODS,
     LOCATOR_ATTRIBUTES,
     MOUSE_ATTRIBUTES,
     PAGE_ATTRIBUTES,
@@ -71,6 +73,8 @@ from .policy import (
 from .regex import StepPattern
 
 _PLAIN = (int, float, bool, type(None))
+# What makes another locator of a locator: no action, nothing for the observer.
+CHAINING = LOCATING_METHODS | frozenset({"filter", "nth", "first", "last", "and_", "or_", "all"})
 # What carries text into the element or frame that receives it.
 TYPING = frozenset({"fill", "type", "press", "press_sequentially", "insert_text", "down", "up"})
 KEY_BY_KEY = frozenset({"type", "press_sequentially"})  # one keystroke per character
@@ -114,6 +118,10 @@ class PageServices:
     hide: Callable[[str, str], str] | None = None
     # the expect(...) timeout of the test (Playwright's own default)
     expect_timeout_ms: float = EXPECT_TIMEOUT_MS
+    # sees each locator step code acts on or checks, as the code spelt it (before the action,
+    # and after it unless it said True): the evidence of a run whose code will be kept. None:
+    # nothing is watched, and nothing is spelt
+    observe: Callable[[Locator, str], bool] | None = None
 
 
 class _Proxy:
@@ -122,7 +130,7 @@ class _Proxy:
     Every call runs within the execution's time budget (see :mod:`.limits`).
     """
 
-    __slots__ = ("_budget", "_services", "_target")
+    __slots__ = ("_budget", "_chain", "_services", "_target")
     _LABEL: ClassVar[str] = "object"
     _ALLOWED: ClassVar[frozenset[str]] = frozenset()
 
@@ -132,6 +140,9 @@ class _Proxy:
         object.__setattr__(self, "_target", target)
         object.__setattr__(self, "_budget", budget or Budget.started())
         object.__setattr__(self, "_services", services or PageServices())
+        # how step code reached this object from ``page`` (get_by_role("button").first), ""
+        # for the page itself, None when it cannot be spelt (or nothing is observed)
+        object.__setattr__(self, "_chain", "" if isinstance(self, PageProxy) else None)
 
     @property
     def _default_ms(self) -> float:
@@ -144,14 +155,43 @@ class _Proxy:
         self._budget.check()
         value = getattr(self._target, name)
         if not callable(value):
-            return self._wrap(value)
+            return self._linked(self._wrap(value), name)
 
         def forward(*args: Any, **kwargs: Any) -> Any:
             if name in INPUT:
                 self._typing(name, value, args, kwargs)
-            return self._call(value, *args, **kwargs)
+            acted = None if name in CHAINING else self._watched()
+            seen = acted is not None and acted()  # before: what a click takes away is there
+            result = self._call(value, *args, **kwargs)
+            if acted is not None and not seen:
+                acted()  # after: what the action waited for is there
+            return self._linked(result, name, args, kwargs)
 
         return forward
+
+    def _watched(self) -> Callable[[], bool] | None:
+        """How to show the observer this object, when it is a locator the code spelt."""
+        observe, chain = self._services.observe, self._chain
+        if observe is None or not chain or not isinstance(self, LocatorProxy):
+            return None
+        return lambda: observe(self._target, chain)
+
+    def _linked(
+        self,
+        result: Any,
+        name: str,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        """``result``, when it is a locator this object made, knowing how the code reached it
+        (spelt only while an observer watches)."""
+        if self._services.observe is None or not isinstance(result, _Proxy):
+            return result
+        chain = self._chain
+        link = name if kwargs is None else _spelt(name, args, kwargs)
+        spelt = None if chain is None or link is None else f"{chain}.{link}" if chain else link
+        object.__setattr__(result, "_chain", spelt)
+        return result
 
     def _call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         result = bounded_call(
@@ -779,19 +819,37 @@ class MouseProxy(_Proxy):
 class AssertionsProxy(_Proxy):
     """What ``expect(...)`` returns to step code: only the matchers."""
 
-    __slots__ = ()
+    __slots__ = ("_subject",)
     _LABEL = "expect(...)"
     _ALLOWED = EXPECT_MATCHERS
+
+    def __init__(
+        self,
+        target: Any,
+        budget: Budget | None = None,
+        services: PageServices | None = None,
+        subject: Any = None,
+    ) -> None:
+        """``subject``: what ``expect`` was given (a locator is shown to the observer once a
+        matcher passed on it)."""
+        super().__init__(target, budget, services)
+        object.__setattr__(self, "_subject", subject)
 
     @property
     def _default_ms(self) -> float:
         return self._services.expect_timeout_ms
 
     def _call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """A matcher waits the test's expect_timeout_ms unless it names its own timeout."""
+        """A matcher waits the test's expect_timeout_ms unless it names its own timeout; a
+        locator it passed on is shown to the observer."""
         if "timeout" not in kwargs:
             kwargs["timeout"] = self._default_ms
-        return super()._call(method, *args, **kwargs)
+        result = super()._call(method, *args, **kwargs)
+        subject = self._subject
+        checked = subject._watched() if isinstance(subject, LocatorProxy) else None
+        if checked is not None:
+            checked()
+        return result
 
 
 _PROXIES: tuple[tuple[type, type[_Proxy]], ...] = (
@@ -808,7 +866,7 @@ def expect_for_steps(actual: Any, *args: Any, **kwargs: Any) -> AssertionsProxy:
     budget = actual._budget if isinstance(actual, _Proxy) else None
     services = actual._services if isinstance(actual, _Proxy) else None
     target = actual._target if isinstance(actual, (PageProxy, LocatorProxy)) else actual
-    return AssertionsProxy(playwright_expect(target, *args, **kwargs), budget, services)
+    return AssertionsProxy(playwright_expect(target, *args, **kwargs), budget, services, actual)
 
 
 def _path(
@@ -864,6 +922,32 @@ def _inside(folder: Path, name: Any) -> Path:
     if not path.is_file():
         raise CodePolicyError(f"set_input_files: there is no file {name!r} in files_dir")
     return path
+
+
+def _spelt(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    """A call as step code spells it, ``get_by_role("button", name="Add")``, its arguments
+    plain values or patterns; None for any other argument (a locator, a function)."""
+    values = [_literal(arg) for arg in args]
+    named = [(key, _literal(value)) for key, value in kwargs.items()]
+    if None in values or any(literal is None for _, literal in named):
+        return None
+    parts = [*map(str, values), *(f"{key}={literal}" for key, literal in named)]
+    return f"{name}({', '.join(parts)})"
+
+
+def _literal(value: Any) -> str | None:
+    """One argument as step code spells it: a literal, a pattern, a locator from ``page``."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, _PLAIN):
+        return repr(value)
+    if isinstance(value, StepPattern):
+        flags = value.standard.flags & ~re.UNICODE  # a text pattern's own, always set
+        given = f", {flags}" if flags else ""
+        return f"re.compile({json.dumps(value.standard.pattern, ensure_ascii=False)}{given})"
+    if isinstance(value, LocatorProxy) and value._chain:  # filter(has=page.get_by_role(...))
+        return f"page.{value._chain}"
+    return None
 
 
 def _wrap(value: Any, budget: Budget, services: PageServices) -> Any:

@@ -14,7 +14,9 @@ it (the sandbox's rewrite works on a copy).
 from __future__ import annotations
 
 import ast
+import copy
 import functools
+import re
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -123,6 +125,50 @@ def step_code(text: str) -> StepCode:
     elif tree is not None:
         problem = _refusal(tree)
     return StepCode(text, tree, problem, unparsed)
+
+
+_NAME = re.compile(r"\w*")
+
+
+def without_annotations(text: str) -> str:
+    """``text`` with the annotations of ``step``'s parameters taken off (``def step(page:
+    Page, product: str) -> None:`` becomes ``def step(page, product) -> None:``), the rest
+    as written. Models add them and the policy refuses them, yet they change nothing a step
+    does, so code is read without them where it enters a run; ``-> None`` stays. Text that
+    does not parse, or whose annotations cannot be cut cleanly, comes back as it is."""
+    step = step_code(text).step
+    annotated = [arg for arg in step.args.args if arg.annotation] if step is not None else []
+    if not annotated:
+        return text
+    source = text.encode()
+    starts = [0]  # the byte offset of each line: the tree's columns count UTF-8 bytes
+    for line in source.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    for arg in reversed(annotated):
+        assert arg.annotation is not None and arg.annotation.end_lineno is not None
+        name_at = starts[arg.lineno - 1] + arg.col_offset
+        # the name as written, which may differ from its normalised ``arg.arg`` ("ﬁle")
+        written = _NAME.match(source[name_at:].decode())
+        assert written is not None  # \w* matches, if only the empty name
+        name_end = name_at + len(written.group().encode())
+        end = starts[arg.annotation.end_lineno - 1] + (arg.annotation.end_col_offset or 0)
+        source = source[:name_end] + source[end:]
+    stripped = source.decode()
+    return stripped if _same_but_annotations(text, stripped) else text
+
+
+def _same_but_annotations(text: str, stripped: str) -> bool:
+    """Whether ``stripped`` is ``text``'s code with its parameters' annotations gone, and no
+    other change (a cut that went astray leaves the text as the model wrote it)."""
+    before, after = step_code(text).tree, step_code(stripped).tree
+    if before is None or after is None:
+        return False
+    expected = copy.deepcopy(before)  # the shared tree is never changed
+    for node in expected.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "step":
+            for arg in node.args.args:
+                arg.annotation = None
+    return ast.dump(expected) == ast.dump(after)
 
 
 def _refusal(tree: ast.Module) -> tuple[str, int | None] | None:

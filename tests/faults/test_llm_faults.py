@@ -333,7 +333,7 @@ def test_a_garbage_gate_verdict_writes_nothing(
 ) -> None:
     reply, reason = GARBAGE_VERDICTS[kind]
     llm_env.on("generate", code_answer(OPEN_SHOP))
-    llm_env.on("gate", reply)
+    llm_env.on("gate", reply, repeat=True)
     with PrettyPlay("visit", config=api_config(shop.url, tmp_path / "cache"), page=page) as t:
         with pytest.raises(IncurableStepError) as caught:
             t.step("open the shop")
@@ -342,6 +342,7 @@ def test_a_garbage_gate_verdict_writes_nothing(
         "IncurableStepError: the compliance gate could not judge the candidate; "
         "nothing was written\n---\n"
     )
-    assert f"error: UnparseableAnswer: {reason}" in render
-    assert [r.purpose for r in llm_env.requests] == ["generate", "gate"]
+    assert f"error: UnparseableAnswer: {reason}" in render and "(asked twice)" in render
+    assert "the gate's last answer (finish_reason: " in render
+    assert [r.purpose for r in llm_env.requests] == ["generate", "gate", "gate"]
     assert folder_bytes(tmp_path / "cache") == {}

@@ -8,7 +8,6 @@ import base64
 import json
 import re
 import zipfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,6 @@ import pytest
 from prettyplay_behave.browser.tabs import Tabs
 from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
 from prettyplay_behave.config import PrettyConfig
-from prettyplay_behave.demo.server import DemoShop
 from prettyplay_behave.engine import step as engine_step
 from prettyplay_behave.engine.history import Attempt
 from prettyplay_behave.engine.state import TestState
@@ -27,19 +25,17 @@ from prettyplay_behave.report.attachments import allure_listening, step_texts
 from prettyplay_behave.safety.secrets import Secrets
 from prettyplay_behave.safety.step_code import check_code
 from prettyplay_behave.vocabulary import FailureKind, Kind, Origin, Outcome, StepLabel, StepStatus
-from tests.conftest import BehaveProject, BehaveResult, copy_examples
+from tests.conftest import BehaveProject, BehaveResult, HealedExamples
 from tests.support.caches import steps
 from tests.support.changed_ui import CART, CHECKOUT
-from tests.support.healing_run import HEALING_OPTIONS, RECOVERABLE, ROT, script_heals
-from tests.support.llm_server import ScriptedLLMServer, json_answer
+from tests.support.healing_run import LOGIN_DEFECT, READS_HEALED_EXAMPLES, RECOVERABLE, ROT
 from tests.support.shop_steps import BROKEN_ACCEPT, OPEN_SHOP
 
 # the module's tests read one shared run: in a parallel suite they stay on one worker
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_allure")]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group(READS_HEALED_EXAMPLES)]
 
 ALLURE = ("-f", "allure_behave.formatter:AllureFormatter", "-o", "allure-results")
 JSON = ("-f", "json", "-o", "out.json")
-DEFECT = "the sign-in form lost its Email field"
 TRACE = "trace (playwright show-trace)"
 
 
@@ -67,21 +63,10 @@ class Run:
         return self.attachments(self.step_of(test, sentence))[name].read_text()
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
-    root = copy_examples(tmp_path_factory.mktemp("allure"))
-    with DemoShop(variant="changed-ui") as shop, ScriptedLLMServer() as llm:
-        defect = {"label": "product_defect", "explanation": DEFECT, "recommendation": "fix it"}
-        llm.on("classify", json_answer(defect), step="I log in as", repeat=True)
-        script_heals(llm)
-        result = BehaveProject(root).run(
-            "-o", "-", *ALLURE, *JSON, "-D", f"prettyplay.base_url={shop.url}",
-            "-D", "prettyplay.report_dir=reports", *HEALING_OPTIONS, env=llm.env, timeout=400,
-        )  # fmt: skip
-        requests = len(llm.requests)
-    assert result.returncode == 1, result  # the login fails: the product lost its field
-    assert "10 scenarios passed, 3 failed" in result.output, result
-    yield Run(root, result, requests)
+@pytest.fixture
+def run(healed_examples: HealedExamples) -> Run:
+    """The changed-UI run of the examples, with Allure and behave's JSON output."""
+    return Run(healed_examples.root, healed_examples.result, healed_examples.requests)
 
 
 def test_every_step_carries_its_code_and_how_it_ran(run: Run) -> None:
@@ -146,7 +131,7 @@ def test_a_failing_step_carries_its_verdict_screenshot_and_trace(run: Run) -> No
     assert (
         shown["verdicts"]
         .read_text()
-        .startswith(f"verdict: product_defect\nexplanation: {DEFECT}\n")
+        .startswith(f"verdict: product_defect\nexplanation: {LOGIN_DEFECT}\n")
     )
     assert "outcome: failed (product_defect)" in shown["how it ran"].read_text()
     picture = shown["failure"].read_bytes()

@@ -119,6 +119,30 @@ def test_nothing_is_typed_or_uploaded_into_a_frame_of_another_origin(
     assert outcome.went_on
 
 
+# The app itself puts the focus into the partner's field (as a payment widget's host does): no
+# click or focus of the step's own moved it there, so only the keyboard's check stands between
+# the keys and the frame.
+FOCUSED_PARTNER_HOST = PARTNER_HOST.replace(
+    'src="{outside}/partner">',
+    'src="{outside}/partner" onload="this.focus()">',
+)
+
+
+def test_keys_typed_where_the_app_put_the_focus_into_a_foreign_frame_are_refused(
+    origins: TwoOrigins, tmp_path: Path, llm, monkeypatch, browser
+) -> None:
+    monkeypatch.setenv("CODE", CODE)
+    origins.pages["/focused"] = FOCUSED_PARTNER_HOST
+    code = step('page.goto("/focused")\npage.keyboard.type(secret("CODE"))')
+    outcome = attack(
+        "planted", code, origins, tmp_path, llm, monkeypatch, browser, sentence=SECRET_STEP
+    )
+    assert outcome.error is not None
+    text = str(outcome.error)
+    assert "keyboard.type: the element is in a frame of" in text, text
+    assert leaked_to_partner(origins) == []
+
+
 def test_the_apps_own_field_beside_a_foreign_frame_takes_typing_and_a_secret(
     origins: TwoOrigins, tmp_path: Path, llm, monkeypatch, browser
 ) -> None:

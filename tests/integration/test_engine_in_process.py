@@ -4,6 +4,8 @@ answers (the same rules over the wire are tested in test_healing.py and test_gro
 
 from __future__ import annotations
 
+import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,7 @@ from prettyplay_behave import (
 )
 from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
 from prettyplay_behave.safety.step_code import check_code
-from tests.support.caches import cache_text
+from tests.support.caches import cache_text, steps
 from tests.support.llm_server import CLEAN_GATE, code_answer, http_error, json_answer
 from tests.support.scripted_provider import ScriptedProvider
 from tests.support.shop_steps import ACCEPT, BROKEN_ACCEPT, HEADING, OPEN_SHOP
@@ -154,3 +156,255 @@ def test_a_miss_names_the_nearest_sentence_and_then_what_generating_it_needs(
         if not strict:
             assert text.startswith("no cached code for this step; the nearest is")
             assert "generating it needs the LLM: the LLM is unavailable: no API key" in text
+
+
+def test_an_answer_with_annotated_parameters_goes_green_at_once_and_is_cached_without_them(
+    shop, tmp_path: Path, provider: ScriptedProvider, browser
+) -> None:
+    annotated = (
+        "def step(page: Page, title: str) -> None:\n"
+        '    expect(page.get_by_role("heading", level=1)).to_have_text(title)\n'
+    )
+    plant(tmp_path, ("step", "open the shop", OPEN_SHOP))
+    provider.on("generate", code_answer(annotated))
+    provider.on("gate", CLEAN_GATE)
+    with PrettyPlay("t", config(shop, tmp_path), browser=browser, provider=provider) as t:
+        t.step("open the shop")
+        checked = t.expect('the heading says "Demo Shop"')
+    assert checked.origin == "generated" and [a.outcome for a in checked.history] == []
+    assert [r.purpose for r in provider.requests] == ["generate", "gate"]
+    assert checked.code.startswith("def step(page, title) -> None:\n")
+    cached = (tmp_path / "cache" / "t.json").read_text()
+    assert "def step(page, title) -> None:" in cached and "title: str" not in cached
+
+
+def test_an_unreadable_gate_answer_is_asked_again_and_a_readable_one_keeps_the_code(
+    shop, tmp_path: Path, provider: ScriptedProvider, browser, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="prettyplay")
+    provider.on("generate", code_answer(OPEN_SHOP))
+    provider.on("gate", "Looks fine to me!", CLEAN_GATE)
+    with PrettyPlay("t", config(shop, tmp_path), browser=browser, provider=provider) as t:
+        opened = t.step("open the shop")
+    assert opened.origin == "generated"
+    assert [r.purpose for r in provider.requests] == ["generate", "gate", "gate"]
+    unreadable = [r for r in caplog.records if getattr(r, "event", "") == "gate_unreadable"]
+    assert len(unreadable) == 1
+    assert "it is asked again; the answer:\nLooks fine to me!" in unreadable[0].getMessage()
+
+
+def test_a_gate_answer_unreadable_twice_ends_the_step_quoting_the_answer(
+    shop, tmp_path: Path, provider: ScriptedProvider, browser, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="prettyplay")
+    long_prose = "I reviewed the code. " + "It is fine. " * 200 + "THE END"
+    provider.on("generate", code_answer(OPEN_SHOP))
+    provider.on("gate", "Looks fine to me!", long_prose)
+    with PrettyPlay("t", config(shop, tmp_path), browser=browser, provider=provider) as t:
+        with pytest.raises(IncurableStepError) as caught:
+            t.step("open the shop")
+    render = caught.value.render()
+    assert "compliance gate could not judge the candidate; nothing was written" in render
+    assert "error: UnparseableAnswer: the answer is not valid JSON" in render
+    assert "(asked twice)" in render
+    shown = render.split("the gate's last answer (finish_reason: stop):\n")[1]
+    assert shown.startswith("I reviewed the code. It is fine.") and "THE END" in shown
+    assert len(shown.split("\n---\n")[0]) < 1_200 < len(long_prose)  # a cut, head and tail
+    messages = [
+        r.getMessage() for r in caplog.records if getattr(r, "event", "") == "gate_unreadable"
+    ]
+    assert len(messages) == 2 and "THE END" in messages[1]
+    assert not (tmp_path / "cache" / "t.json").exists()
+
+
+def test_a_red_steps_error_names_the_page_and_the_http_error_its_document_got(
+    pages, tmp_path: Path, browser
+) -> None:
+    """A step on a page the app answered with an error fails naming the page and the status,
+    so a missing page does not look like a locator that timed out; a page served fine is
+    named by its URL alone."""
+    pages.pages["/"] = "<h1>Welcome</h1>"
+    check = 'def step(page) -> None:\n    expect(page.get_by_role("heading")).to_have_text("Hi")\n'
+    plant(
+        tmp_path,
+        ("step", "open the home page", 'def step(page) -> None:\n    page.goto("/")\n'),
+        ("step", "open the orders", 'def step(page) -> None:\n    page.goto("/orders")\n'),
+        ("expect", "the heading says hi", check),
+    )
+    settings = config(pages, tmp_path, strict=True, expect_timeout_ms=300)
+    for opening, shown in [
+        ("open the orders", f"{pages.url}/orders (HTTP 404)"),
+        ("open the home page", f"{pages.url}/"),
+    ]:
+        with PrettyPlay("t", settings, browser=browser) as t:
+            t.step(opening)
+            with pytest.raises(IncurableStepError) as caught:
+                t.expect("the heading says hi")
+        render = caught.value.render()
+        assert f"\nerror: AssertionError: Locator expected to have text 'Hi'\npage: {shown}\n" in (
+            render
+        )
+        answered = f"the page's document was answered HTTP 404: {pages.url}/orders"
+        assert (answered in render) == shown.endswith("(HTTP 404)")
+
+
+# -- one entry per meaning: a second wording answered "SAME AS <n>" ------------------------------
+
+HEADING_SAYS = (
+    "def step(page, text) -> None:\n"
+    '    expect(page.get_by_role("heading", level=1)).to_have_text(text)\n'
+)
+ACCEPT_NAMED = (
+    "def step(page, text) -> None:\n"
+    '    page.get_by_role("button", name=f"Accept {text}").click(timeout=300)\n'
+)
+# code too large to list: its comment alone is past the listing's bound (CLOSEST_TOKENS)
+LARGE_ACCEPT = ACCEPT.replace("-> None:\n", "-> None:\n    # " + "all of them " * 400 + "\n")
+# the library a cookie step is generated beside: its closest steps, in the order a request lists
+# them (the most alike first), none of which spells "the cookie banner"
+COOKIE_STEPS = (
+    ("action", "I open the shop", OPEN_SHOP),  # not near
+    ("action", "I accept the cookies", ACCEPT),  # 1: does it
+    ("action", "I accept the cookie popup", BROKEN_ACCEPT),  # 2: goes red
+    ("action", "I accept all the cookies", LARGE_ACCEPT),  # near, but too large to list
+    ("action", 'I accept the "analytics" cookies', ACCEPT_NAMED),  # 3: takes a value
+)
+BANNER = "I accept the cookie banner"
+
+
+def listed(request_text: str) -> list[str]:
+    """The numbered lines of the closest steps a generation request lists."""
+    listing = request_text.split("THE LIBRARY'S CLOSEST STEPS (", 1)[1].split("EARLIER STEPS")[0]
+    return re.findall(r"^\d+\. .*$", listing, re.MULTILINE)
+
+
+def test_a_second_wording_answered_same_as_is_kept_as_a_wording_and_replayed_with_no_request(
+    shop, tmp_path: Path, provider: ScriptedProvider, browser
+) -> None:
+    cache = plant(
+        tmp_path,
+        ("action", "I open the shop", OPEN_SHOP),
+        ("check", 'the heading says "Demo Shop"', HEADING_SAYS),
+    )
+    provider.on("generate", "Step 1 checks the same heading with the same value.\n\nSAME AS 1")
+    provider.on("gate", CLEAN_GATE)
+    for strict in (False, True):
+        settings = config(shop, tmp_path, strict=strict)
+        with PrettyPlay("t", settings, browser=browser, provider=provider) as t:
+            t.step("I open the shop")
+            checked = t.expect('the main heading reads "Demo Shop"')
+        assert checked.origin == ("replayed" if strict else "reused")
+    assert [r.purpose for r in provider.requests] == ["generate", "gate"]  # none when strict
+    # the request listed the closest step of its kind, with its code; the gate saw that code
+    request = provider.requests_for("generate")[0].content("user")
+    assert listed(request) == ['1. the heading says "{}" (its code takes text)']
+    assert HEADING_SAYS.splitlines()[1] in request
+    assert HEADING_SAYS.rstrip() in provider.requests_for("gate")[0].content("user")
+    # one entry for both wordings, its origin and code as they were
+    heading = [e for e in steps(cache) if e["kind"] == "check"]
+    assert len(heading) == 1 and len(steps(cache)) == 2
+    assert heading[0]["sentence"] == 'the heading says "{}"'
+    assert heading[0]["wordings"] == ['the main heading reads "{}"']
+    assert heading[0]["origin"] == "generated" and heading[0]["code"] == HEADING_SAYS.splitlines()
+
+
+def test_a_same_as_naming_no_listed_step_or_one_whose_parameters_do_not_fit_is_unparseable(
+    shop, tmp_path: Path, provider: ScriptedProvider, browser
+) -> None:
+    cache = plant(tmp_path, *COOKIE_STEPS)
+    provider.on("generate", "SAME AS 4", "SAME AS 3", code_answer(ACCEPT))
+    provider.on("gate", CLEAN_GATE)
+    with PrettyPlay("t", config(shop, tmp_path), browser=browser, provider=provider) as t:
+        t.step("I open the shop")
+        banner = t.step(BANNER)
+    assert listed(provider.requests_for("generate")[0].content("user")) == [
+        "1. I accept the cookies (its code takes no parameters)",
+        "2. I accept the cookie popup (its code takes no parameters)",
+        '3. I accept the "{}" cookies (its code takes text)',
+    ]
+    assert [a.outcome for a in banner.history] == ["unparseable answer"] * 2
+    assert banner.history[0].text.startswith(
+        "the answer names step 4 (SAME AS 4), but the request listed 3 (numbered from 1)"
+    )
+    assert banner.history[1].text.startswith(
+        "the answer names step 3 (SAME AS 3), 'I accept the \"{}\" cookies', whose code takes "
+        "1 parameter (text); this step has 0 values"
+    )
+    # the cycle went on: the third answer's code is an entry of its own, no entry has a wording
+    assert banner.origin == "generated"
+    assert [r.purpose for r in provider.requests] == ["generate"] * 3 + ["gate"]
+    assert BANNER in [e["sentence"] for e in steps(cache)]
+    assert not any("wordings" in e for e in steps(cache))
+
+
+def test_a_same_as_candidate_the_gate_refuses_or_that_goes_red_is_not_kept(
+    shop, tmp_path: Path, provider: ScriptedProvider, browser
+) -> None:
+    cache = plant(tmp_path, *COOKIE_STEPS)
+    refused = json_answer(
+        {"findings": [{"dimension": "adequacy", "severity": "high", "message": "not the banner"}]}
+    )
+    provider.on("generate", "SAME AS 1", "SAME AS 2", code_answer(ACCEPT))
+    provider.on("gate", refused, CLEAN_GATE)
+    with PrettyPlay("t", config(shop, tmp_path), browser=browser, provider=provider) as t:
+        t.step("I open the shop")
+        banner = t.step(BANNER)
+    assert [a.outcome for a in banner.history] == ["gate violation", "red"]
+    assert banner.history[1].code == BROKEN_ACCEPT
+    assert banner.history[1].text.endswith(
+        "(the code of the library's step 'I accept the cookie popup', named as the same)"
+    )
+    assert banner.origin == "generated"
+    purposes = ["generate", "gate", "generate", "generate", "gate"]
+    assert [r.purpose for r in provider.requests] == purposes
+    assert not any("wordings" in e for e in steps(cache))
+    assert BANNER in [e["sentence"] for e in steps(cache)]
+
+
+def test_a_step_found_by_a_wording_heals_the_one_entry_of_all_its_wordings(
+    shop, tmp_path: Path, provider: ScriptedProvider, browser
+) -> None:
+    cache = plant(tmp_path, ("action", "I open the shop", OPEN_SHOP))
+    store = CacheStore(tmp_path / "cache", validate=check_code)
+    accept = CacheWrite(CacheKey("t", "action", "I accept the cookies"), BROKEN_ACCEPT, "generated")
+    store.write(accept)
+    entry = store.lookup(accept.key)
+    assert entry is not None
+    store.replace(
+        CacheWrite(CacheKey("t", "action", BANNER), entry.code, "reused", wording_of=entry), None
+    )
+    provider.on("classify", verdict("rot", "the button was renamed"))
+    provider.on("heal", code_answer(ACCEPT))
+    provider.on("gate", CLEAN_GATE)
+    for strict in (False, True):
+        with PrettyPlay(
+            "t", config(shop, tmp_path, strict=strict), browser=browser, provider=provider
+        ) as t:
+            t.step("I open the shop")
+            banner = t.step(BANNER)
+        assert banner.origin == ("replayed" if strict else "healed")
+    assert [r.purpose for r in provider.requests] == ["classify", "heal", "gate"]
+    accepting = [e for e in steps(cache) if e["sentence"] != "I open the shop"]
+    assert len(accepting) == 1, accepting
+    assert accepting[0]["sentence"] == "I accept the cookies"
+    assert accepting[0]["wordings"] == [BANNER] and accepting[0]["origin"] == "healed"
+    assert accepting[0]["code"] == ACCEPT.splitlines()
+
+
+def test_another_features_entry_serves_a_step_by_its_wording_with_no_request(
+    shop, tmp_path: Path, provider: ScriptedProvider, browser
+) -> None:
+    store = CacheStore(tmp_path / "cache", validate=check_code)
+    says = CacheWrite(
+        CacheKey("a.feature::A", "check", 'the heading says "x"'), HEADING_SAYS, "generated"
+    )
+    store.write(says)
+    entry = store.lookup(says.key)
+    assert entry is not None
+    reads = CacheKey("a.feature::A", "check", 'the main heading reads "x"')
+    store.replace(CacheWrite(reads, HEADING_SAYS, "reused", wording_of=entry), None)
+    plant(tmp_path, ("action", "I open the shop", OPEN_SHOP))
+    with PrettyPlay("t", config(shop, tmp_path), browser=browser, provider=provider) as t:
+        t.step("I open the shop")
+        checked = t.expect('the main heading reads "Demo Shop"')
+    assert checked.origin == "reused" and provider.requests == []

@@ -147,12 +147,12 @@ def test_a_malformed_gate_verdict_writes_nothing_and_ends_terminal(
     shop, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
     llm_env.on("generate", code_answer(OPEN_SHOP), step="open the shop")
-    llm_env.on("gate", '{"findings": [')
+    llm_env.on("gate", '{"findings": [', repeat=True)
     with PrettyPlay("visit", config=api_config(shop.url, tmp_path / "cache"), browser=browser) as t:
         with pytest.raises(IncurableStepError, match="compliance gate could not judge"):
             t.step("open the shop")
     assert cache_text(tmp_path / "cache") == ""
-    assert len(llm_env.requests) == 2
+    assert len(llm_env.requests) == 3  # the code, the gate, the gate asked again
 
 
 def test_an_exhausted_generation_budget_is_terminal(

@@ -302,3 +302,13 @@ def test_init_refuses_bad_input(tmp_path: Path, args: list[str], message: str) -
     assert done.returncode == 2
     assert message in done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_init_keeps_a_feature_of_the_users_that_has_the_samples_name(tmp_path: Path) -> None:
+    """A project not set up before gets the sample, unless a file of that name is there: the
+    user's own feature is kept as it is."""
+    (tmp_path / "features").mkdir()
+    own = "Feature: Mine\n  Scenario: Mine\n    Given I open the app\n"
+    (tmp_path / "features" / "sample.feature").write_text(own)
+    assert "kept     features/sample.feature (it exists)" in init_here(tmp_path)
+    assert (tmp_path / "features" / "sample.feature").read_text() == own

@@ -81,8 +81,8 @@ def test_a_new_step_is_one_generate_and_fails_a_strict_plan(tmp_path: Path) -> N
 
 def test_reuse_red_and_own_steps(tmp_path: Path) -> None:
     """A step another feature wrote replays from the library; another feature's own code is
-    reused; a remembered verdict replays red; a step definition of the project's own is no
-    prettyplay step."""
+    reused, by its sentence or a wording of it; a remembered verdict replays red; a step
+    definition of the project's own is no prettyplay step."""
     root = copy_examples(tmp_path)
     (root / "features" / "steps" / "own_steps.py").write_text(
         "from behave import step\n\n\n@step('I wave')\ndef wave(context):\n    pass\n"
@@ -92,6 +92,7 @@ def test_reuse_red_and_own_steps(tmp_path: Path) -> None:
         "  Scenario: Again\n"
         "    Given I open the login page\n"
         "    And I open the secret page\n"
+        "    And I go to the secret page\n"
         "    When I wave\n"
         "    Then the heading says Demo Shop\n"
     )
@@ -107,14 +108,19 @@ def test_reuse_red_and_own_steps(tmp_path: Path) -> None:
     store.keep(
         [StepEntry("action", "I open the secret page", secret, "generated", feature="a.feature")]
     )
+    opened = store.lookup(CacheKey("a.feature::A", "action", "I open the secret page"))
+    assert opened is not None
+    going = CacheKey("a.feature::A", "action", "I go to the secret page")
+    store.replace(CacheWrite(going, secret, "reused", wording_of=opened), None)
     done = plan(root, "features/more.feature")
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "    replay      Given I open the login page\n" in out, out
     assert "    reuse       And I open the secret page  (the entry of a.feature in " in out, out
+    assert "    reuse       And I go to the secret page  (the entry of a.feature in " in out, out
     assert "    own step    When I wave  (a step definition of your own)\n" in out
     assert "    replay red  Then the heading says Demo Shop  (remembered product_defect)" in out
-    assert "4 steps: 1 replay, 1 reuse, 0 generate, 1 replay red, 1 own step" in out, out
+    assert "5 steps: 1 replay, 2 reuse, 0 generate, 1 replay red, 1 own step" in out, out
 
 
 def test_features_behave_cannot_read_exit_2(tmp_path: Path) -> None:

@@ -10,7 +10,6 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +18,6 @@ import pytest
 from prettyplay_behave.browser.tabs import Tabs
 from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite, file_name
 from prettyplay_behave.config import PrettyConfig
-from prettyplay_behave.demo.server import DemoShop
 from prettyplay_behave.engine import step
 from prettyplay_behave.engine.state import TestState
 from prettyplay_behave.llm.answers import Verdict
@@ -29,15 +27,14 @@ from prettyplay_behave.report.summary import RunSummary
 from prettyplay_behave.safety.secrets import Secrets
 from prettyplay_behave.safety.step_code import check_code
 from prettyplay_behave.vocabulary import GroupLabel, Kind, Origin, StepStatus
-from tests.conftest import BehaveProject, BehaveResult, copy_examples
+from tests.conftest import HealedExamples
 from tests.support.caches import by_sentence
 from tests.support.changed_ui import CART, CHECKOUT
-from tests.support.healing_run import HEALING_OPTIONS, RECOVERABLE, ROT, script_heals
-from tests.support.llm_server import ScriptedLLMServer
+from tests.support.healing_run import READS_HEALED_EXAMPLES, RECOVERABLE, ROT, git
 from tests.support.shop_steps import ACCEPT, OPEN_SHOP
 
 # the module's tests read one shared run: in a parallel suite they stay on one worker
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_review")]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group(READS_HEALED_EXAMPLES)]
 
 CART_TESTS = {
     "Add a product to the cart": [
@@ -67,13 +64,13 @@ ENTRIES = {
 }
 FILES = {file_name(("check" if t.startswith("the ") else "action", t, "")) for t, _, _ in ENTRIES}
 
-
-def git(root: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=Ann", "-c", "user.email=ann@example.com", *args],
-        cwd=root, capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    return done.stdout
+# the login the changed UI broke for good: a red entry pinned to each scenario that logs in
+LOGIN = 'I log in as "{}" with the password "{}"'
+RED_LOGINS = (
+    "A shopper logs in -- @1.1",
+    "A shopper logs in -- @1.2",
+    "A wrong password is refused",
+)
 
 
 def cache_diff(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -118,30 +115,14 @@ def listed(output: str) -> list[Listed]:
     return found
 
 
-@dataclass
-class Healed:
-    root: Path
-    result: BehaveResult
+@pytest.fixture
+def healed(healed_examples: HealedExamples) -> HealedExamples:
+    """The example features, committed to git, then healed against the changed UI (the login
+    fails there as a product defect)."""
+    return healed_examples
 
 
-@pytest.fixture(scope="module")
-def healed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Healed]:
-    """The example shop features, committed to git, then healed against the changed UI."""
-    root = copy_examples(tmp_path_factory.mktemp("review") / "repo")
-    git(root, "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "the examples")
-    with DemoShop(variant="changed-ui") as shop, ScriptedLLMServer() as llm:
-        script_heals(llm)
-        result = BehaveProject(root).run(
-            "features/shop", "-D", f"prettyplay.base_url={shop.url}",
-            "-D", "prettyplay.report_dir=reports", *HEALING_OPTIONS, env=llm.env, timeout=400,
-        )  # fmt: skip
-    assert result.returncode == 0, result
-    yield Healed(root, result)
-
-
-def test_the_summary_lists_each_rewritten_entry_after_its_lines(healed: Healed) -> None:
+def test_the_summary_lists_each_rewritten_entry_after_its_lines(healed: HealedExamples) -> None:
     lines = [line for line in healed.result.output.splitlines() if line.startswith("prettyplay:")]
     assert lines[-1] == "prettyplay: report: reports/report.html"  # last: where to look next
     lines = lines[:-1]
@@ -156,7 +137,7 @@ def test_the_summary_lists_each_rewritten_entry_after_its_lines(healed: Healed) 
 
 
 def test_the_report_shows_the_diff_of_each_rewritten_entry_beside_its_cause(
-    healed: Healed, browser
+    healed: HealedExamples, browser
 ) -> None:
     report = healed.root / "reports" / "report.html"
     page = browser.new_page()
@@ -216,10 +197,17 @@ def test_the_report_shows_the_diff_of_each_rewritten_entry_beside_its_cause(
     ) in html
 
 
-def test_cache_diff_lists_exactly_the_rewritten_entries_against_a_ref(healed: Healed) -> None:
+def test_cache_diff_lists_exactly_the_rewritten_entries_against_a_ref(
+    healed: HealedExamples,
+) -> None:
     changed = cache_diff(healed.root)
     assert changed.returncode == 1, changed.stdout + changed.stderr
-    entries = listed(changed.stdout)
+    everything = listed(changed.stdout)
+    red = [e for e in everything if e.sentence == LOGIN]
+    assert len(red) == len(RED_LOGINS) and {e.what for e in red} == {"added"}, red
+    assert all("red (product_defect)" in e.origin for e in red), red
+    assert all(any(test in e.origin for e in red) for test in RED_LOGINS), red
+    entries = [e for e in everything if e not in red]
     assert sorted((e.sentence, e.origin) for e in entries) == sorted(
         (template, f"generated -> {origin}") for template, _, origin in ENTRIES
     )
@@ -235,8 +223,8 @@ def test_cache_diff_lists_exactly_the_rewritten_entries_against_a_ref(healed: He
     ) in changed.stdout
     assert "    changed  action 'I fill the order form:' (with its data), " in changed.stdout
     assert changed.stdout.splitlines()[-1] == (
-        f"{len(ENTRIES)} entries differ from HEAD in {len(FILES)} files (0 added, 0 removed, "
-        f"{len(ENTRIES)} changed)"
+        f"{len(ENTRIES) + len(red)} entries differ from HEAD in {len(FILES) + 1} files "
+        f"({len(red)} added, 0 removed, {len(ENTRIES)} changed)"
     )
 
     git(healed.root, "commit", "-q", "-am", "healed against the changed UI")
@@ -246,7 +234,9 @@ def test_cache_diff_lists_exactly_the_rewritten_entries_against_a_ref(healed: He
     )  # fmt: skip
     before = cache_diff(healed.root, "HEAD~1")
     assert before.returncode == 1
-    assert sorted(e.sentence for e in listed(before.stdout)) == sorted(t for t, _, _ in ENTRIES)
+    assert sorted(e.sentence for e in listed(before.stdout)) == sorted(
+        [t for t, _, _ in ENTRIES] + [LOGIN] * len(RED_LOGINS)
+    )
     unknown = cache_diff(healed.root, "no-such-branch")
     assert unknown.returncode == 2 and unknown.stdout == ""
     assert "unknown git ref 'no-such-branch'" in unknown.stderr

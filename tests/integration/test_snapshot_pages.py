@@ -114,6 +114,21 @@ def test_redact_removes_a_typed_secret(page: Page) -> None:
     assert 'textbox "Token": [redacted]' in state.snapshot
 
 
+def test_the_test_ids_of_a_selects_options_are_shown(page: Page) -> None:
+    # a closed select's options have no boxes of their own; a datalist's are never shown
+    page.set_content(
+        '<select data-testid="size"><option data-testid="size-s">S</option>'
+        '<optgroup label="Large"><option data-testid="size-l">L</option></optgroup></select>'
+        '<select hidden><option data-testid="gone">G</option></select>'
+        '<input list="l"><datalist id="l"><option data-testid="hint">H</option></datalist>'
+    )
+    snapshot = capture(page).snapshot
+    assert '- testid "size-s": option "S"' in snapshot
+    assert '- testid "size-l": option "L"' in snapshot
+    assert '- testid "size": select' in snapshot
+    assert '"gone"' not in snapshot and '"hint"' not in snapshot
+
+
 def test_each_capture_has_a_fresh_fence(page: Page) -> None:
     page.set_content("<button>Go</button>")
     first: PageState = capture(page)

@@ -244,6 +244,8 @@ def test_a_rename_that_breaks_five_sentences_costs_at_most_four_requests(
     assert [r.purpose for r in llm.requests] == ["classify", "heal", "gate", "gate"]
     batch = llm.requests[3].content("user")
     assert "PROPOSED ENTRIES" in batch and batch.count("\nentry ") == len(ON_THE_FIELD) - 1
+    heal = batch.split("THE HEAL'S CODE")[1].split("LOCATORS IT RENAMED")[0]
+    assert RENAMED in heal and FIELD not in heal  # the code the heal wrote, not the one it replaced
     healed = {e["sentence"]: e for e in steps(project.cache_dir, "typing.feature")}
     for template in ON_THE_FIELD:
         assert healed[template]["origin"] == "healed", template
@@ -253,6 +255,71 @@ def test_a_rename_that_breaks_five_sentences_costs_at_most_four_requests(
     )
     llm.reset()
     assert strict(project, app).returncode == 0 and llm.requests == []
+
+
+REWORDED = """\
+Feature: Todos
+  Background:
+    Given I open the todo app
+
+  Scenario: Shows
+    When I add a todo "buy milk"
+    Then the list should contain "buy milk"
+
+  Scenario: In other words
+    When I add a todo "feed the cat"
+    Then the list should contain an item with text "feed the cat"
+
+  Scenario: In other words again
+    When I add a todo "walk the dog"
+    Then the list should contain an item with text "walk the dog"
+"""
+
+
+def test_a_second_wording_answered_same_as_is_one_entry_that_later_steps_find_with_no_request(
+    project: BehaveProject, app: PageServer, llm: ScriptedLLMServer
+) -> None:
+    """One behave run: the generation request the server received lists the closest check with
+    its code; the answer SAME AS keeps the new sentence as a wording of that entry, which the
+    next scenario finds with no request, and which counts as live; cache drop forgets it."""
+    project.write("features/todos.feature", REWORDED)
+    store = CacheStore(project.cache_dir, validate=check_code)
+    contains = 'the list should contain "{}"'
+    planted = {
+        "I open the todo app": CODE["I open the todo app"],
+        'I add a todo "{}"': CODE['I add a todo "{}"'],
+        contains: CODE['the list shows "{}"'],
+    }
+    for template, body in planted.items():
+        kind = "check" if template.startswith("the ") else "action"
+        key = CacheKey("todos.feature::Shows", kind, template.replace("{}", "x"))
+        store.write(CacheWrite(key, code_of(template, body), "generated"))
+    llm.on("generate", "The first listed step checks the same list.\n\nSAME AS 1")
+    llm.on("gate", CLEAN_GATE)
+    result = run(project, app, llm=llm)
+    assert result.returncode == 0, result
+    assert "3 scenarios passed, 0 failed" in result.output
+    assert [r.purpose for r in llm.requests] == ["generate", "gate"]  # the third: no request
+    request = llm.requests_for("generate")[0]
+    assert request.step == 'the list should contain an item with text "feed the cat"'
+    listing = request.content("user").split("THE LIBRARY'S CLOSEST STEPS")[1]
+    assert listing.split("\n")[1] == f"1. {contains} (its code takes value)"
+    assert code_of(contains, CODE['the list shows "{}"']).rstrip() in listing
+    assert "SAME AS" in request.content("system")
+    library = steps(project.cache_dir / "todos.feature.json")
+    assert [e["sentence"] for e in library if e["kind"] == "check"] == [contains]
+    check = next(e for e in library if e["kind"] == "check")
+    assert check["wordings"] == ['the list should contain an item with text "{}"']
+    assert check["origin"] == "generated" and len(library) == 3
+    assert "1 reused" in result.output and "0 obsolete" in result.output
+    # a wording dropped: the entry stays, serving its own sentence only
+    worded = 'the list should contain an item with text "x"'
+    drop = [sys.executable, "-m", "prettyplay_behave.cli", "cache", "drop", worded]
+    dropped = subprocess.run(drop, cwd=project.root, capture_output=True, text=True)
+    assert dropped.returncode == 0, dropped
+    assert f"1 wording of {worded!r} deleted" in dropped.stdout
+    library = steps(project.cache_dir / "todos.feature.json")
+    assert len(library) == 3 and not any("wordings" in e for e in library)
 
 
 def test_prune_keeps_every_live_entry_whatever_a_run_left_and_drop_removes_one(

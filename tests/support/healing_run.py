@@ -1,8 +1,12 @@
 """The scripted answers of a changed-UI run of the example features that heals: every broken
 ordinary step classified ``rot`` and healed, every broken step of the ``@group`` checkout
-recovered in a cycle of its own (the diagnosis names the failed step as its root)."""
+recovered in a cycle of its own (the diagnosis names the failed step as its root); and that run,
+made once per worker for the modules that read it (``healed_examples`` in tests/conftest.py)."""
 
 from __future__ import annotations
+
+import subprocess
+from pathlib import Path
 
 from tests.support.changed_ui import CART, CHECKOUT
 from tests.support.llm_server import (
@@ -14,6 +18,9 @@ from tests.support.llm_server import (
 )
 
 ROT = "the controls were relabelled"
+LOGIN_DEFECT = "the sign-in form lost its Email field"
+# the modules that read the shared run stay on one worker, which makes it once
+READS_HEALED_EXAMPLES = "healed examples"
 RECOVERABLE = "the checkout controls were renamed"
 HEALED = {**CART, **CHECKOUT}
 
@@ -53,3 +60,11 @@ QUICK_REDS = (
 )  # fmt: skip
 # the options a healing run of the examples needs: one recovery cycle per broken group step
 HEALING_OPTIONS = ("-D", f"prettyplay.healing_attempts={len(CHECKOUT)}", *QUICK_REDS)
+
+
+def git(root: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=Ann", "-c", "user.email=ann@example.com", *args],
+        cwd=root, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return done.stdout

@@ -18,7 +18,8 @@ PARTNER_PAGE = """<title>Partner</title>
   onkeydown="fetch('/key?k=' + encodeURIComponent(event.key))"
   oninput="fetch('/value?v=' + encodeURIComponent(this.value))"></label>
 <label>File <input type="file" id="file"
-  onchange="fetch('/file?n=' + this.files.length + '&name=' + this.files[0].name)"></label>"""
+  onchange="fetch('/file?n=' + this.files.length + '&name=' + this.files[0].name)"></label>
+<script>addEventListener("focus", () => document.getElementById("code").focus())</script>"""
 SLOW_DOWNLOAD_S = 120  # the app's /slow-download trickles a byte a second for this long
 
 

@@ -7,6 +7,16 @@ ACCEPT = 'def step(page) -> None:\n    page.get_by_role("button", name="Accept c
 BROKEN_ACCEPT = (
     'def step(page) -> None:\n    page.get_by_role("button", name="Consent").click(timeout=300)\n'
 )
+# the first product's button and the cart link, by the names a changed UI renames
+ADD_A_MUG = (
+    "def step(page) -> None:\n"
+    '    page.get_by_role("button", name="Add to cart").first.click()\n'
+    '    expect(page.locator("[data-cart-message]")).not_to_be_empty()\n'
+)
+ONE_ITEM = (
+    "def step(page) -> None:\n"
+    '    expect(page.get_by_role("link", name="Cart (1)")).to_be_visible()\n'
+)
 HEADING = (
     "def step(page) -> None:\n"
     '    expect(page.get_by_role("heading", level=1)).to_have_text("Demo Shop")\n'

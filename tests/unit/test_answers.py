@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
+from prettyplay_behave.errors import CodePolicyError
 from prettyplay_behave.llm.answers import (
     MAX_ANSWER_CHARS,
     Finding,
     GateVerdict,
+    SameAs,
     UnparseableAnswer,
     Verdict,
     extract_code,
 )
 from prettyplay_behave.llm.purposes import read_answer
+from prettyplay_behave.safety.step_code import check_code
 from prettyplay_behave.vocabulary import GroupLabel, StepLabel
 
 CODE = 'def step(page) -> None:\n    page.get_by_role("button", name="Checkout").click()\n'
@@ -35,6 +39,34 @@ def reason_of(text: str) -> str:
 
 def test_one_python_block_is_the_code():
     assert extract_code(fenced(CODE)) == CODE
+
+
+def test_the_annotations_of_parameters_are_read_off_and_the_code_passes_the_policy():
+    annotated = (
+        "def step(page: Page, product: str, count: 'int') -> None:\n"
+        "    page.get_by_label(product).fill(str(count))  # product: a label\n"
+    )
+    code = extract_code(fenced(annotated))
+    assert code == (
+        "def step(page, product, count) -> None:\n"
+        "    page.get_by_label(product).fill(str(count))  # product: a label\n"
+    )
+    check_code(code)
+    with pytest.raises(CodePolicyError, match="must not be annotated"):
+        check_code(annotated)  # a cache file's code is read as it is written
+
+
+def test_an_annotation_is_read_off_a_name_that_python_normalises():
+    code = extract_code(fenced("def step(page, ﬁle: str) -> None:\n    page.goto(ﬁle)\n"))
+    assert code == "def step(page, ﬁle) -> None:\n    page.goto(ﬁle)\n"  # "ﬁle" is file
+    check_code(code)
+
+
+def test_a_return_annotation_other_than_none_is_still_refused():
+    code = extract_code(fenced("def step(page: Page) -> str:\n    return\n"))
+    assert code == "def step(page) -> str:\n    return\n"
+    with pytest.raises(CodePolicyError, match="may only be annotated `-> None`"):
+        check_code(code)
 
 
 def test_prose_around_the_block_is_fine():
@@ -94,6 +126,42 @@ def test_a_refusal():
 
 def test_an_empty_answer():
     assert "0 code blocks" in reason_of("")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "SAME AS 2",
+        "same as 2\n",
+        "**SAME AS: 2**",
+        "Step 2 already does this: it checks the list.\n\nSAME AS step 2.",
+        "<think>SAME AS 1 or 2?</think>\nSAME AS #2",
+    ],
+)
+def test_a_line_naming_a_listed_step_is_its_number(answer: str) -> None:
+    assert extract_code(answer, listed=3) == SameAs(2)
+
+
+@pytest.mark.parametrize(
+    ("answer", "listed", "reason"),
+    [
+        ("SAME AS 4", 3, "the answer names step 4 (SAME AS 4), but the request listed 3"),
+        ("SAME AS 0", 3, "the answer names step 0 (SAME AS 0), but the request listed 3"),
+        ("SAME AS 1", 0, "the answer names a listed step (SAME AS 1), but the request listed none"),
+        ("SAME AS 1\n\nSAME AS 2", 3, "the answer names 2 listed steps (SAME AS 1, SAME AS 2)"),
+        (f"SAME AS 1\n{fenced(CODE)}", 3, "the answer both names a listed step (SAME AS 1) and"),
+    ],
+)
+def test_a_same_as_answer_that_names_no_single_listed_step_is_unparseable(
+    answer: str, listed: int, reason: str
+) -> None:
+    with pytest.raises(UnparseableAnswer, match=re.escape(reason)):
+        extract_code(answer, listed)
+
+
+def test_a_same_as_in_prose_or_code_is_no_answer_of_its_own() -> None:
+    prose = "It is not the same as step 2, which opens the cart.\n\n" + fenced(CODE)
+    assert extract_code(prose, listed=3) == CODE
 
 
 def test_a_huge_answer_is_refused():

@@ -315,6 +315,7 @@ ADVERSARIAL = {
     "think tags": "<think>" * (NEAR_LIMIT // 7),
     "closing tags": "</think>" * (NEAR_LIMIT // 8),
     "almost tags": "<|think" * (NEAR_LIMIT // 7),
+    "a same-as line of blanks": "SAME AS" + " " * (NEAR_LIMIT - 9) + "x",
 }
 
 

@@ -26,6 +26,8 @@ from prettyplay_behave.cache import (
     load_file,
     locate,
 )
+from prettyplay_behave.cache_diff import entry_changes
+from prettyplay_behave.cli import describe
 from prettyplay_behave.errors import CacheError, CodePolicyError
 
 TEST = "shop/checkout.feature::Buy a product"
@@ -309,6 +311,18 @@ def test_an_entry_rewritten_with_the_same_code_keeps_its_day(
     assert store(tmp_path).write(entry("open the shop", code=ADD_TEA)) is True
     written = load_file(library_file(tmp_path), refuse_imports).entries[0].written
     assert written == "2026-12-02"
+
+
+def test_the_same_code_written_again_keeps_the_record_of_its_first_green_run(
+    tmp_path: Path,
+) -> None:
+    first = cache.GreenRecord("2026-01-01", "/", (cache.Found("get_by_text('Shop')", text="Shop"),))
+    later = cache.GreenRecord(
+        "2026-12-02", "/", (cache.Found("get_by_text('Shop')", text="Shop!"),)
+    )
+    store(tmp_path).write(dataclasses.replace(entry("open the shop"), green=first))
+    assert store(tmp_path).write(dataclasses.replace(entry("open the shop"), green=later)) is False
+    assert store(tmp_path).library().entries[0].green == first
 
 
 def test_a_python_test_keeps_its_entries_its_own(tmp_path: Path) -> None:
@@ -1052,3 +1066,101 @@ def test_a_pin_of_a_python_test_leaves_its_own_shared_entry(tmp_path: Path) -> N
     assert found_code(reader, CacheKey("visit", "action", "open the shop")) == OPEN_CODE
     second = CacheKey("visit", "action", "open the shop", occurrence=2)
     assert found_code(reader, second) == ADD_TEA
+
+
+def wording(sentence: str, of: cache.StepEntry, code: str | None = None) -> CacheWrite:
+    """The step ``sentence`` kept as another wording of the entry ``of`` (with its code)."""
+    key = CacheKey(TEST, of.kind, sentence)
+    return CacheWrite(key, code or of.code, "reused", wording_of=of)
+
+
+def test_a_wording_write_adds_the_template_to_its_entry_and_nothing_else(tmp_path: Path) -> None:
+    writer = store(tmp_path)
+    writer.write(entry('the list shows "buy milk"', ADD_ANY))
+    shown = writer.lookup(entry('the list shows "x"').key)
+    assert shown is not None
+    changed, written = writer.replace(wording('the list contains "feed the cat"', shown), None)
+    assert changed and written.wordings == ('the list contains "{}"',)
+    assert (written.origin, written.written, written.code) == (
+        shown.origin,
+        shown.written,
+        shown.code,
+    )
+    assert sentences(tmp_path) == ['the list shows "{}"']  # no entry of its own
+    reader = store(tmp_path)  # a later run finds the entry by the new wording
+    assert reader.lookup(entry('the list contains "water"').key) == written
+    # the same wording again changes nothing
+    assert writer.replace(wording('the list contains "call Ann"', written), None) == (
+        False,
+        written,
+    )
+
+
+@pytest.mark.parametrize("meanwhile", ["changed", "gone"])
+def test_a_wording_of_an_entry_another_run_changed_is_written_as_an_entry_of_its_own(
+    tmp_path: Path, meanwhile: str
+) -> None:
+    writer = store(tmp_path)
+    writer.write(entry('the list shows "buy milk"', ADD_ANY))
+    read = writer.lookup(entry('the list shows "x"').key)
+    assert read is not None
+    other = store(tmp_path)  # another run, since this one read the entry
+    if meanwhile == "changed":
+        other.write(entry('the list shows "buy milk"', ADD_ANY + "\n    page.reload()"))
+    else:
+        other.drop([read])
+    changed, written = writer.replace(wording('the list contains "water"', read), None)
+    assert changed and written.sentence == 'the list contains "{}"' and not written.wordings
+    assert written.origin == "reused" and written.code == read.code
+    assert 'the list contains "{}"' in sentences(tmp_path)
+    assert not any(e.wordings for e in store(tmp_path).library().entries)
+
+
+def test_an_entry_takes_the_values_of_a_wording_its_code_fits() -> None:
+    general = cache.StepEntry(
+        "check", 'the list shows "{}"', ADD_ANY, "generated", parameters=("text",)
+    )
+    specific = cache.StepEntry("action", 'I add "{}"', ADD_TEA, "generated", values=("Green Tea",))
+    assert general.takes(("water",)) and not general.takes(()) and not general.takes(("a", "b"))
+    assert specific.takes(("Green Tea",)) and not specific.takes(("Blue Mug",))
+
+
+def test_the_closest_entries_are_the_most_alike_above_the_floor_by_any_wording() -> None:
+    def made(sentence: str, *wordings: str) -> cache.StepEntry:
+        return cache.StepEntry("check", sentence, OPEN_CODE, "generated", wordings=wordings)
+
+    shows = made('the list shows "{}"')
+    holds = made("the cart is empty", 'the list should hold "{}"')
+    other = made("the heading says Demo Shop")
+    found = cache.closest('the list should contain "{}"', [other, shows, holds])
+    assert found == [holds, shows]  # by its wording, the more alike first; the heading not near
+    assert cache.closest('the list should contain "{}"', [shows], floor=0.9) == []
+
+
+def test_new_code_for_a_step_found_by_a_wording_is_the_code_of_its_entry(tmp_path: Path) -> None:
+    writer = store(tmp_path)
+    writer.write(entry('the list shows "buy milk"', ADD_ANY))
+    shown = writer.lookup(entry('the list shows "x"').key)
+    assert shown is not None
+    worded = writer.replace(wording('the list contains "water"', shown), None)[1]
+    healed = ADD_ANY.replace("click()", "hover()")
+    found = writer.lookup(entry('the list contains "milk"').key)
+    assert found == worded
+    changed, written = writer.replace(entry('the list contains "milk"', healed, "healed"), found)
+    assert changed and (written.sentence, written.wordings) == (shown.sentence, worded.wordings)
+    assert sentences(tmp_path) == ['the list shows "{}"']  # one entry still, with the new code
+    for sentence in ('the list shows "x"', 'the list contains "x"'):
+        assert found_code(store(tmp_path), entry(sentence).key) == healed
+
+
+def test_a_review_lists_an_entry_that_gained_a_wording_and_the_listing_shows_it() -> None:
+    shown = cache.StepEntry(
+        "check", 'the list shows "{}"', ADD_ANY, "generated", parameters=("text",)
+    )
+    worded = dataclasses.replace(shown, wordings=('the list contains "{}"',))
+    (change,) = entry_changes(cache.Library([shown]), cache.Library([worded]))
+    assert change.what == "changed"
+    assert change.headline().endswith("generated, also worded 'the list contains \"{}\"'")
+    (back,) = entry_changes(cache.Library([worded]), cache.Library([shown]))
+    assert back.headline().endswith("no longer worded 'the list contains \"{}\"'")
+    assert describe(worded).endswith("(takes text; also 'the list contains \"{}\"')")

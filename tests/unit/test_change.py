@@ -39,3 +39,36 @@ def test_a_test_id_element_whose_classes_changed_is_one_changed_line() -> None:
             '- testid "seat-a1": div "A1" (clickable) .seat .selected',
         ),
     )
+
+
+def test_the_clickable_mark_coming_or_going_alone_is_no_change() -> None:
+    # the mark rests on the cursor, which a hover (the mouse left on what was clicked) sets
+    before = state(
+        '- button "Book"\n'
+        '- testid "seat-a1": div "A1" .seat\n'
+        '- clickable "A2": div "A2" (clickable) .seat\n'
+        '- part of "Seats left:": b "3"'
+    )
+    after = state(
+        '- button "Book"\n'
+        '- testid "seat-a1": div "A1" (clickable) .seat\n'
+        '- part of "Seats:": div "A2" .seat\n'
+        '- clickable "3": b "3" (clickable)'
+    )
+    change = page_change(before, after)
+    assert change.nothing, change
+    assert change.summary == "nothing changed in the accessibility snapshot"
+
+
+def test_a_real_change_beside_the_mark_is_still_one() -> None:
+    before = state('- testid "seat-a1": div "A1" .seat\n- clickable "A2": div "A2" (clickable)')
+    after = state('- testid "seat-a1": div "A1" (clickable) .seat .selected\n- part of "x": i "A2"')
+    change = page_change(before, after)
+    assert change.changed == (
+        (
+            '- testid "seat-a1": div "A1" .seat',
+            '- testid "seat-a1": div "A1" (clickable) .seat .selected',
+        ),
+    )
+    assert change.disappeared == ('- clickable "A2": div "A2" (clickable)',)
+    assert change.appeared == ('- part of "x": i "A2"',)

@@ -12,11 +12,15 @@ import pytest
 
 from prettyplay_behave.browser.change import page_change
 from prettyplay_behave.browser.snapshot import PageState
-from prettyplay_behave.engine.step import StepSpec
+from prettyplay_behave.cache import CacheKey, Found, StepEntry
+from prettyplay_behave.engine.evidence import Compared, Evidence
+from prettyplay_behave.engine.repair import Candidate
+from prettyplay_behave.engine.step import StepRun, StepSpec
 from prettyplay_behave.errors import ConfigError
 from prettyplay_behave.llm.prompts import Prompts
 from prettyplay_behave.llm.purposes import Purpose
-from prettyplay_behave.vocabulary import Kind
+from prettyplay_behave.meaning import meaning_of
+from prettyplay_behave.vocabulary import Kind, StepStatus
 
 GROUP = "accept cookies, fill and submit the order form"
 CANDIDATE = 'def step(page) -> None:\n    page.get_by_label("Email").fill(secret("EMAIL"))\n'
@@ -31,7 +35,8 @@ ACCEPT = 'def step(page) -> None:\n    page.get_by_test_id("cookie-consent").cli
 def entry(kind: Kind, sentence: str, outcome: str, group: str | None, code: str) -> Obj:
     """An earlier step of the scenario, as the engine keeps it."""
     ran = Obj(url_before="http://localhost:8000/", url_after="http://localhost:8000/order")
-    return Obj(kind=kind, sentence=sentence, outcome=outcome, group=group, code=code,
+    return Obj(kind=kind, meaning=meaning_of(kind, sentence), sentence=sentence,
+               outcome=outcome, group=group, code=code,
                origin="replayed" if code else None, history=[ran] if code else [],
                seen=(), findings=())  # fmt: skip
 
@@ -77,6 +82,7 @@ def context(**changes: Any) -> dict[str, Any]:
         "failed_step": StepSpec(Kind.ACTION, "submit the form"),
         "batch": [],
         "renames": [],
+        "closest": [],
     }
     values.update(changes)
     return values
@@ -99,6 +105,25 @@ def test_every_purpose_renders_a_system_and_a_user_message(purpose):
     sentence = "submit the form" if purpose == "diagnose" else "fill the email field with ${EMAIL}"
     assert f"SENTENCE: {sentence}" in user
     assert "untrusted-page-data" in system
+
+
+def test_a_generation_lists_the_closest_library_steps_and_how_to_name_one() -> None:
+    fill = 'def step(page, text) -> None:\n    page.get_by_label("Email").fill(text)\n'
+    closest = [
+        StepEntry(
+            "action", 'fill the email field with "{}"', fill, "generated", parameters=("text",)
+        ),
+        StepEntry("action", 'fill the name field with "{}"', OPEN, "generated", values=("Ann",)),
+    ]
+    system, user = (m["content"] for m in PROMPTS.render("generate", **context(closest=closest)))
+    assert "answer with one line instead of code: SAME AS and its number" in system
+    listing = user[user.index("THE LIBRARY'S CLOSEST STEPS") : user.index("EARLIER STEPS")]
+    assert '1. fill the email field with "{}" (its code takes text)' in listing
+    assert 'page.get_by_label("Email").fill(text)' in listing
+    assert '2. fill the name field with "{}" (its code spells out the values "Ann")' in listing
+    assert "with SAME AS and the number of a listed step" in user
+    plain = PROMPTS.render("generate", **context())
+    assert all("SAME AS" not in m["content"] for m in plain)  # nothing listed, nothing to name
 
 
 @pytest.mark.parametrize("purpose", ["generate", "heal", "steer"])
@@ -167,6 +192,15 @@ def test_scenario_entries_show_kind_and_outcome():
     user = user_text("generate")
     assert "- the banner is gone (check, failed)" in user
     assert "(none: this is the first step)" in user_text("generate", scenario=[])
+
+
+def test_an_earlier_precondition_is_listed_as_a_precondition():
+    # a Given/When sentence that states a condition: its code may set it up or assert it
+    earlier = StepRun(StepSpec(Kind.ACTION, "the cart is empty"), CacheKey("t", "action", "-"))
+    earlier.outcome = StepStatus.PASSED
+    for purpose in ("generate", "classify", "gate"):
+        user = user_text(purpose, scenario=[earlier])
+        assert "- the cart is empty (precondition, passed" in user, purpose
 
 
 def test_every_history_record_appears_in_full():
@@ -325,3 +359,19 @@ def test_a_refusal_names_what_to_use_instead(code, named):
     with pytest.raises(CodePolicyError) as refused:
         check_code(f"def step(page) -> None:\n    {code}\n")
     assert str(refused.value).endswith(f"; instead, {ALTERNATIVES[named]}")
+
+
+def test_a_replay_failure_says_what_its_locators_found_when_it_passed() -> None:
+    then = Found('get_by_label("E-mail")', "textbox", "E-mail", tag="input")
+    like = Candidate(Found("", "textbox", "Email", tag="input"), 0.9)
+    evidence = Evidence("2026-12-01", "http://localhost:8000/order", (Compared(then, (), (like,)),))
+    for purpose in ("classify", "heal", "gate", "diagnose"):
+        text = user_text(purpose, evidence=evidence)
+        assert (
+            "attempt 0: red\n(this is the cached code: it passed on 2026-12-01, on "
+            "http://localhost:8000/order)\nwhat its locators found then, and find now:\n"
+            '- get_by_label("E-mail")\n  then: textbox "E-mail" <input>\n  now: nothing\n'
+            '  most like it on the page now: textbox "Email" <input> (likeness 0.90)\n'
+            "URL: http://localhost:8000/order"
+        ) in text, purpose
+    assert "this is the cached code" not in user_text("classify")  # an entry with no record

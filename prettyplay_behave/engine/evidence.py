@@ -1,0 +1,348 @@
+"""Green evidence: what the locators of code found when it went green, kept with the entry it
+wrote, and what the same locators find when that code fails on a later replay.
+
+A run whose code will be written (a candidate, a reuse, a rename, a steered turn) is watched:
+each locator it acts on or checks is read once in the page (``Sightings``) — role, name, test
+id, text, tag — and the record (``GreenRecord``: the day, the page, what was found) goes into
+the cache with the code. A plain replay is never watched: the proxy only finds no observer.
+
+When cached code goes red, its requests say so (``Evidence``): cached code, passed on that day;
+then each locator found this, now it finds that (nothing, another element, several); and, for a
+locator that finds nothing now, the elements of the page most like what it found
+(:mod:`.repair`).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..browser.elements import describe_all, elements_within
+from ..cache import Found, GreenRecord
+from ..safety.policy import LOCATING_METHODS
+from ..vocabulary import Outcome
+from .repair import Candidate, ranked, unambiguous
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from playwright.sync_api import Locator, Page
+
+    from .history import Attempt
+
+MAX_FOUND = 12  # the locators one record keeps at most
+SHOWN_CANDIDATES = 3  # the elements like a lost one a request lists
+# What a chain of locators may hold besides the locating methods.
+_NARROWING = frozenset({"filter", "nth", "first", "last"})
+
+
+class Sightings:
+    """The observer of one watched execution: what each locator it acted on found, read once,
+    redacted like page text; an input's value is never read."""
+
+    def __init__(self, test_id_attribute: str, redact: Callable[[str], str]) -> None:
+        self.test_id_attribute = test_id_attribute
+        self.redact = redact
+        self.seen: dict[str, Found] = {}
+
+    def see(self, locator: Locator, chain: str) -> bool:
+        """Read what ``locator`` (spelt ``chain``) finds; True once it is known (found one
+        element now or before, or the record is full)."""
+        if chain in self.seen or len(self.seen) >= MAX_FOUND:
+            return True
+        elements = describe_all(locator, self.test_id_attribute)
+        if len(elements) != 1:
+            return False
+        self.seen[chain] = found(self.redact(chain), elements[0], self.redact)
+        return True
+
+    def forget(self) -> None:
+        """A red try of the execution: what it saw is not the green run's."""
+        self.seen.clear()
+
+    @property
+    def found(self) -> tuple[Found, ...]:
+        return tuple(self.seen.values())
+
+
+def found(locator: str, element: dict[str, Any], redact: Callable[[str], str]) -> Found:
+    """The record of one element as the page describes it (``browser.elements``)."""
+    return Found(
+        locator=locator,
+        role=redact(element.get("role") or ""),
+        name=redact(element.get("name") or ""),
+        test_id=redact(element.get("testId") or ""),
+        text=redact(element.get("text") or ""),
+        tag=element.get("tag") or "",
+    )
+
+
+def green_record(
+    attempt: Attempt | None, day: str, redact: Callable[[str], str]
+) -> GreenRecord | None:
+    """The record a green, watched run leaves with the code it wrote; None for any other."""
+    if attempt is None or attempt.outcome is not Outcome.GREEN or not attempt.found:
+        return None
+    return GreenRecord(day, redact(attempt.url_after), attempt.found)
+
+
+@dataclass(frozen=True)
+class Compared:
+    """One locator of cached code: what it found when the code passed, what it finds now, and
+    for a lost one the page's elements most like it."""
+
+    then: Found
+    now: tuple[Found, ...] | None  # None: the locator cannot be evaluated on this page
+    candidates: tuple[Candidate, ...] = ()
+    repair: str = ""  # the locator call rewritten to find the one clear candidate
+
+    @property
+    def lost(self) -> bool:
+        return self.now == ()
+
+    def found_then(self) -> str:
+        """What it found when the code passed, in words."""
+        return describe(self.then)
+
+    def most_like(self) -> str:
+        """The candidates, in words: ``button "Add to basket" (likeness 0.75); …``."""
+        return "; ".join(f"{describe(c.element)} (likeness {c.score:.2f})" for c in self.candidates)
+
+    def told(self) -> str:
+        """What it finds now, in words."""
+        if self.now is None:
+            return "(it cannot be evaluated here)"
+        if not self.now:
+            return "nothing"
+        if len(self.now) > 1:
+            return f"{len(self.now)} elements, the first {describe(self.now[0])}"
+        now = self.now[0]
+        return "the same element" if same(now, self.then) else describe(now)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a replay failure's requests are told of the cached code's last green run."""
+
+    day: str
+    url: str
+    compared: tuple[Compared, ...]
+
+    @property
+    def repairs(self) -> list[tuple[str, str]]:
+        """Each lost locator's call and its rewrite, when every lost one has a clear
+        candidate (none otherwise: a partial rewrite would fail on the one left)."""
+        lost = [c for c in self.compared if c.lost]
+        if not lost or not all(c.repair for c in lost):
+            return []
+        return [(last_call(c.then.locator) or "", c.repair) for c in lost]
+
+
+def compare(
+    page: Page, green: GreenRecord, test_id_attribute: str, redact: Callable[[str], str]
+) -> Evidence:
+    """What the locators of ``green`` find on ``page`` now, and what lost ones could be."""
+    compared = []
+    for then in green.found:
+        target = locate(page, then.locator)
+        if target is None:
+            compared.append(Compared(then, None))
+            continue
+        now = tuple(found(then.locator, e, redact) for e in describe_all(target, test_id_attribute))
+        compared.append(
+            Compared(then, now) if now else _lost(page, then, test_id_attribute, redact)
+        )
+    return Evidence(green.day, green.url, tuple(compared))
+
+
+def _lost(
+    page: Page, then: Found, test_id_attribute: str, redact: Callable[[str], str]
+) -> Compared:
+    """A locator that finds nothing now: the elements like what it found, within what the
+    chain before its last call finds (the page, a product card), and its rewrite to the one
+    clear candidate, when the rewritten chain finds that one element."""
+    receiver = receiver_of(then.locator)
+    scope = page if receiver == "" else locate(page, receiver) if receiver else None
+    if scope is None:
+        return Compared(then, ())
+    elements = [found("", e, redact) for e in elements_within(scope, test_id_attribute)]
+    candidates = ranked(then, elements)
+    best = unambiguous(candidates)
+    repair = ""
+    if best is not None:
+        call = last_call(then.locator)
+        rewritten = rewrite(call, best.element) if call else None
+        if rewritten and call:
+            head, _, tail = then.locator.rpartition(call)
+            chain = head + rewritten + tail
+            target = locate(page, chain)
+            finds = describe_all(target, test_id_attribute) if target is not None else []
+            if len(finds) == 1 and same(found("", finds[0], redact), best.element):
+                repair = rewritten
+    return Compared(then, (), tuple(candidates[:SHOWN_CANDIDATES]), repair)
+
+
+def describe(element: Found) -> str:
+    """``button "Add to cart" [test id add-mug] (text "Add to cart")``."""
+    parts = [element.role or element.tag or "element"]
+    if element.name:
+        parts.append(f'"{element.name}"')
+    if element.test_id:
+        parts.append(f"[test id {element.test_id}]")
+    if element.text and element.text != element.name:
+        parts.append(f'(text "{element.text}")')
+    if element.role and element.tag and element.tag != element.role:  # an h2, an <a>
+        parts.append(f"<{element.tag}>")
+    return " ".join(parts)
+
+
+def same(one: Found, other: Found) -> bool:
+    return (one.role, one.name, one.test_id, one.text, one.tag) == (
+        other.role,
+        other.name,
+        other.test_id,
+        other.text,
+        other.tag,
+    )
+
+
+# -- locator chains as the code spells them: get_by_role("article", name="Mug").first ---------
+
+
+def _links(chain: str) -> list[ast.expr] | None:
+    """The calls and attributes of a chain, from the page outwards; None when it is no chain
+    of locating and narrowing calls with literal arguments."""
+    try:
+        node: ast.expr = ast.parse(chain, mode="eval").body
+    except SyntaxError:
+        return None
+    links: list[ast.expr] = []
+    while True:
+        links.append(node)
+        if isinstance(node, ast.Attribute) and node.attr in ("first", "last"):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr not in LOCATING_METHODS | _NARROWING:
+                return None
+            node = node.func.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            return list(reversed(links)) if node.func.id in LOCATING_METHODS else None
+        else:
+            return None
+
+
+def _value(page: Page, node: ast.expr) -> Any:
+    """A literal argument; ``re.compile("...", flags)`` as the pattern it compiles, a chain
+    from ``page`` (``has=page.get_by_role(...)``) as its locator."""
+    source = ast.unparse(node)
+    if isinstance(node, ast.Call) and source.startswith("re.compile(") and not node.keywords:
+        return re.compile(*(ast.literal_eval(arg) for arg in node.args))
+    if source.startswith("page."):
+        inner = locate(page, source.removeprefix("page."))
+        if inner is None:
+            raise ValueError(f"no locator: {source}")
+        return inner
+    return ast.literal_eval(node)
+
+
+def locate(page: Page, chain: str) -> Locator | None:
+    """The locator ``chain`` spells, on ``page``; None when it spells none."""
+    links = _links(chain)
+    if links is None:
+        return None
+    target: Any = page
+    try:
+        for link in links:
+            if isinstance(link, ast.Attribute):
+                target = getattr(target, link.attr)
+                continue
+            assert isinstance(link, ast.Call)
+            name = link.func.id if isinstance(link.func, ast.Name) else link.func.attr  # type: ignore[attr-defined]
+            if name == "frame_locator":
+                return None
+            args = [_value(page, arg) for arg in link.args]
+            kwargs = {k.arg: _value(page, k.value) for k in link.keywords if k.arg}
+            target = getattr(target, name)(*args, **kwargs)
+    except (ValueError, TypeError, SyntaxError, re.error):
+        return None
+    return target
+
+
+def _locating(links: list[ast.expr]) -> int | None:
+    """The index of the chain's last locating call (after it: only narrowing)."""
+    for index in range(len(links) - 1, -1, -1):
+        link = links[index]
+        if isinstance(link, ast.Call):
+            func = link.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+            if name in LOCATING_METHODS:
+                return index
+    return None
+
+
+def last_call(chain: str) -> str | None:
+    """The chain's last locating call as spelt: ``get_by_role("button", name="Add")``."""
+    links = _links(chain)
+    index = _locating(links) if links else None
+    if links is None or index is None:
+        return None
+    source = ast.get_source_segment(chain, links[index]) or ""
+    if index == 0:
+        return source
+    receiver = ast.get_source_segment(chain, links[index - 1]) or ""
+    return source[len(receiver) :].lstrip(".")
+
+
+def receiver_of(chain: str) -> str | None:
+    """What the chain's last locating call is made on: "" for the page, or the chain before
+    it; None when it spells no chain."""
+    links = _links(chain)
+    index = _locating(links) if links else None
+    if links is None or index is None:
+        return None
+    return "" if index == 0 else ast.get_source_segment(chain, links[index - 1])
+
+
+def rewrite(call: str, element: Found) -> str | None:
+    """``call`` rewritten in its own style to find ``element``: the test id for
+    ``get_by_test_id``, the name for ``get_by_role`` (its role kept), a label's, a
+    placeholder's, an alt text's or a title's name, the text for ``get_by_text``; None for a
+    call that cannot be (a CSS locator, a pattern)."""
+    try:
+        node = ast.parse(call, mode="eval").body
+    except SyntaxError:
+        return None
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args):
+        return None
+    method = node.func.id
+    first = node.args[0]
+    if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+        return None
+    others = ", ".join(ast.get_source_segment(call, k) or "" for k in node.keywords)
+    if method == "get_by_role":
+        name = next((k for k in node.keywords if k.arg == "name"), None)
+        if name is None or not isinstance(name.value, ast.Constant) or not element.name:
+            return None
+        if element.role != first.value:
+            return None
+        kept = [ast.get_source_segment(call, k) or "" for k in node.keywords if k.arg != "name"]
+        rest = "".join(f", {k}" for k in kept)
+        return f"get_by_role({_quoted(first.value)}, name={_quoted(element.name)}{rest})"
+    value = {
+        "get_by_test_id": element.test_id,
+        "get_by_text": element.text,
+        "get_by_label": element.name,
+        "get_by_placeholder": element.name,
+        "get_by_alt_text": element.name,
+        "get_by_title": element.name,
+    }.get(method, "")
+    if not value:
+        return None
+    return f"{method}({_quoted(value)}{', ' + others if others else ''})"
+
+
+def _quoted(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)

@@ -1,0 +1,435 @@
+"""``prettyplay export``: the patterns, the step definitions and the choice of an entry, without
+a browser; tests/integration/test_export.py runs an export with behave alone."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import io
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+import parse
+import pytest
+from behave.matchers import register_type
+from behave.step_registry import AmbiguousStep, StepRegistry
+
+from prettyplay_behave.cache import RedVerdict, StepEntry
+from prettyplay_behave.cli import main
+from prettyplay_behave.export import (
+    SUPPORTED,
+    TYPE_PATTERNS,
+    definitions,
+    export,
+    plain_code,
+    plain_feature,
+    steps_module,
+)
+from prettyplay_behave.resources import templates_folder
+from tests.support.caches import plant
+
+
+def support() -> ModuleType:
+    """The support module an export writes beside its steps, loaded as behave would import it."""
+    path = Path(templates_folder()) / "export" / "step_support.py"
+    spec = importlib.util.spec_from_file_location("step_support", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+STEP_SUPPORT = support()
+TYPES = {"Quoted": STEP_SUPPORT.Quoted, "Number": STEP_SUPPORT.Number}
+
+
+def action(sentence: str, code: str = "", **fields: Any) -> StepEntry:
+    return StepEntry(
+        "action",
+        sentence,
+        code or "def step(page) -> None:\n    page.goto('/')",
+        "generated",
+        **fields,
+    )
+
+
+def check(sentence: str, **fields: Any) -> StepEntry:
+    code = "def step(page) -> None:\n    expect(page).to_have_title('Shop')"
+    return StepEntry("check", sentence, code, "generated", **fields)
+
+
+def matched(pattern: str, sentence: str) -> dict[str, Any] | None:
+    found = parse.compile(pattern, extra_types=TYPES).parse(sentence)
+    return None if found is None else dict(found.named)
+
+
+# -- patterns --------------------------------------------------------------------------------------
+
+
+def test_a_quoted_parameter_matches_any_text_between_quotes_and_unescapes_it() -> None:
+    (definition,) = definitions(
+        [("shop.feature", action('I add the "{}" to the cart', values=("Mug",)))]
+    )
+    assert definition.pattern == 'I add the "{text:Quoted}" to the cart'
+    assert matched(definition.pattern, r'I add the "Blue \"Mug\"" to the cart') == {
+        "text": 'Blue "Mug"'
+    }
+    assert matched(definition.pattern, "I add the Mug to the cart") is None
+
+
+def test_a_number_parameter_matches_numbers_only() -> None:
+    (definition,) = definitions([("cart.feature", check("the cart shows {} items", values=("3",)))])
+    assert definition.pattern == "the cart shows {number:Number} items"
+    assert matched(definition.pattern, "the cart shows -2.5 items") == {"number": "-2.5"}
+    assert matched(definition.pattern, "the cart shows many items") is None
+
+
+def test_an_outline_placeholder_takes_any_text_and_the_code_names_the_fields() -> None:
+    general = action(
+        "the page greets {} as {}",
+        "def step(page, name, role) -> None:\n    page.goto('/' + name + role)",
+        parameters=("name", "role"),
+    )
+    specific = action("the page greets {} as {}", values=("ann", "admin"))
+    (definition,) = definitions([("login.feature", general), ("login.feature", specific)])
+    assert definition.pattern == "the page greets {name} as {role}"
+    assert matched(definition.pattern, "the page greets Ann Lee as a guest") == {
+        "name": "Ann Lee",
+        "role": "a guest",
+    }
+
+
+def test_braces_of_a_sentence_are_literal_in_its_pattern() -> None:
+    (definition,) = definitions([("a.feature", action("I send {json} with {}", values=("1",)))])
+    assert definition.pattern == "I send {{json}} with {number:Number}"
+    assert matched(definition.pattern, "I send {json} with 1") == {"number": "1"}
+
+
+def test_actions_match_under_given_and_when_checks_under_then() -> None:
+    made = definitions(
+        [("a.feature", check("the cart is empty")), ("a.feature", action("I open the cart"))]
+    )
+    assert [(d.template, d.keywords) for d in made] == [
+        ("I open the cart", ("given", "when")),
+        ("the cart is empty", ("then",)),
+    ]
+
+
+def test_behave_registers_every_pattern_without_an_ambiguity() -> None:
+    """A wide pattern that matches a narrower one's text comes after it: behave refuses a new
+    pattern an earlier one matches, and runs a step with the first pattern that matches it."""
+    made = definitions(
+        [
+            ("a.feature", action("I pick {}", values=("<pick>",))),  # an Outline's: any text
+            ("a.feature", action('I pick "{}"', values=("tea",))),
+            ("b.feature", action("I pick {} of {}", values=("3", "tea"))),
+            ("a.feature", action("I pick it")),
+        ]
+    )
+    assert [d.pattern for d in made] == [
+        'I pick "{text:Quoted}"',
+        "I pick it",
+        "I pick {number:Number} of {value}",
+        "I pick {value}",
+    ]
+    register_type(**TYPES)
+    registry = StepRegistry()
+    for definition in made:
+        registry.add_step_definition("when", definition.pattern, lambda context: None)
+    step = SimpleNamespace(step_type="when", name='I pick "tea"', location=None)
+    assert registry.find_step_definition(step).pattern == 'I pick "{text:Quoted}"'
+    wide_first = StepRegistry()
+    wide_first.add_step_definition("when", made[-1].pattern, lambda context: None)
+    with pytest.raises(AmbiguousStep):  # the other way round
+        wide_first.add_step_definition("when", made[0].pattern, lambda context: None)
+
+
+def test_the_support_module_matches_the_parameters_as_the_export_types_them() -> None:
+    for name, pattern in TYPE_PATTERNS.items():
+        assert TYPES[name].pattern == pattern
+    assert set(STEP_SUPPORT.__all__) == SUPPORTED
+
+
+# -- step definitions ------------------------------------------------------------------------------
+
+
+def test_the_same_code_in_several_features_is_one_function_serving_them_all() -> None:
+    shared = action("I open the shop")
+    (definition,) = definitions([("a.feature", shared), ("shop/b.feature", shared)])
+    (variant,) = definition.variants
+    assert variant.features == ["a.feature", "shop/b.feature"]
+    assert variant.function == "i_open_the_shop"
+
+
+def test_other_code_of_one_template_is_one_more_function_of_the_same_definition() -> None:
+    blue = action('I add the "{}" to the cart', values=("Blue Mug",))
+    green = action(
+        'I add the "{}" to the cart',
+        "def step(page) -> None:\n    page.goto('/tea')",
+        values=("Green Tea",),
+    )
+    (definition,) = definitions([("a.feature", blue), ("a.feature", green)])
+    assert [v.function for v in definition.variants] == [
+        "i_add_the_to_the_cart_1",
+        "i_add_the_to_the_cart_2",
+    ]
+    text = steps_module([definition])
+    assert text.count("@given(") == text.count("@when(") == 1
+    assert "def i_add_the_to_the_cart_2(page) -> None:\n    page.goto('/tea')" in text
+    assert 'values=("Green Tea",)' in text
+
+
+def test_the_steps_module_is_valid_python_that_names_only_what_it_uses(tmp_path: Path) -> None:
+    red = check(
+        "the total is {}",
+        values=("12",),
+        scenario="Pay",
+        occurrence=2,
+        verdict=RedVerdict("product_defect", "the total shows 13"),
+    )
+    entries = [("a.feature", action("I open the shop")), ("a.feature", red)]
+    text = steps_module(definitions(entries))
+    compile(text, "exported_steps.py", "exec")
+    assert "from step_support import (\n    Entry,\n    Number,\n    run,\n)" in text
+    assert 'failure="product_defect: the total shows 13"' in text
+    assert 'scenario="Pay",\n                occurrence=2,' in text
+    assert "the total shows 13" not in text.split("@then")[0]  # no function for red code
+
+
+def test_upload_names_come_from_the_files_folder() -> None:
+    code = (
+        "def step(page, name) -> None:\n"
+        '    page.set_input_files("#receipt", "réçu.pdf")\n'
+        '    page.get_by_label("Photo").set_input_files(["a.png", name])\n'
+        '    page.get_by_label("Scan").set_input_files(files="b.png", timeout=1000)\n'
+    )
+    assert plain_code(code, "attach") == (
+        "def attach(page, name) -> None:\n"
+        '    page.set_input_files("#receipt", upload("réçu.pdf"))\n'
+        '    page.get_by_label("Photo").set_input_files(upload(["a.png", name]))\n'
+        '    page.get_by_label("Scan").set_input_files(files=upload("b.png"), timeout=1000)\n'
+    )
+
+
+# -- which entry a step runs -----------------------------------------------------------------------
+
+
+def entry(**fields: Any) -> Any:
+    return STEP_SUPPORT.Entry(code=lambda page: None, features=("a.feature",), **fields)
+
+
+def test_a_pin_of_the_scenario_and_occurrence_comes_first_then_values_then_general() -> None:
+    general = entry(takes=1)
+    specific = entry(values=("tea",))
+    pinned = entry(takes=1, scenario="Pay", occurrence=2)
+    entries = [general, specific, pinned]
+    choose = STEP_SUPPORT.choose
+    assert choose(entries, "a.feature", "Pay", 2, ("tea",), "") is pinned
+    assert choose(entries, "a.feature", "Pay", 1, ("tea",), "") is specific
+    assert choose(entries, "a.feature", "Browse", 2, ("mug",), "") is general
+    assert choose(entries, "b.feature", "Pay", 2, ("tea",), "") is None  # another feature's
+
+
+def test_code_without_parameters_serves_only_its_values_and_its_data() -> None:
+    table = "| field | value |\n| Email | ann@example.com |"
+    spelled = entry(values=("tea",), data=table)
+    choose = STEP_SUPPORT.choose
+    assert choose([spelled], "a.feature", "Pay", 1, ("tea",), table) is spelled
+    assert choose([spelled], "a.feature", "Pay", 1, ("mug",), table) is None
+    assert choose([spelled], "a.feature", "Pay", 1, ("tea",), "") is None
+
+
+def behave_context(scenario: str = "Pay", table: Any = None) -> Any:
+    return SimpleNamespace(
+        feature=SimpleNamespace(filename="/project/features/a.feature"),
+        config=SimpleNamespace(base_dir="/project/features"),
+        scenario=SimpleNamespace(name=scenario),
+        table=table,
+        text=None,
+    )
+
+
+def test_a_red_entry_fails_with_its_verdict_and_a_missing_one_says_so() -> None:
+    red = STEP_SUPPORT.Entry(failure="product_defect: the total shows 13", features=("a.feature",))
+    with pytest.raises(
+        AssertionError, match="judged red when exported: product_defect: the total shows 13"
+    ):
+        STEP_SUPPORT.run(behave_context(), "check", "the total is {}", ("12",), [red])
+    with pytest.raises(AssertionError, match=r"no exported code fits 'the total is \{\}'"):
+        STEP_SUPPORT.run(behave_context(), "check", "the total is {}", ("12",), [])
+
+
+def test_a_table_is_keyed_as_prettyplay_keys_it() -> None:
+    table = SimpleNamespace(
+        headings=["field", "value"], rows=[SimpleNamespace(cells=["Email", "ann@example.com"])]
+    )
+    assert STEP_SUPPORT.step_data(behave_context(table=table)) == (
+        "| field | value |\n| Email | ann@example.com |"
+    )
+
+
+# -- the feature files and the command -------------------------------------------------------------
+
+
+def test_a_copied_feature_loses_its_step_annotations_and_keeps_everything_else(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    features = tmp_path / "features"
+    (features / "files").mkdir(parents=True)
+    text = (
+        "Feature: Pay\n"
+        "  @prettyplay.storage_state=features/files/ann.json @slow\n"
+        "  Scenario: Pay\n"
+        "    Given I pay [tries=2]  \n"
+        '    Then the page says "done [tries=3]"\n'
+        "      | a [tries=2] |\n"
+    )
+    (features / "pay.feature").write_text(text, encoding="utf-8")
+    copied, removed = plain_feature(features / "pay.feature", features)
+    assert removed == 1
+    assert copied == text.replace(" [tries=2]  \n", "\n", 1).replace(
+        "features/files/ann.json", "files/ann.json"
+    )
+
+
+def test_export_refuses_a_folder_that_is_not_empty_or_mixes_with_the_features(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    features = tmp_path / "features"
+    features.mkdir()
+    (features / "a.feature").write_text("Feature: A\n  Scenario: A\n    Given I open the shop\n")
+    kept = tmp_path / "out" / "notes.txt"
+    kept.parent.mkdir()
+    kept.write_text("mine")
+    assert main(["export", "out"]) == 2
+    assert "out: the folder is not empty (--force" in capsys.readouterr().err
+    assert main(["export", "features/exported"]) == 2
+    assert "mix with the features folder" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.rglob("*")) == [
+        "a.feature",
+        "features",
+        "notes.txt",
+        "out",
+    ]
+
+
+def test_export_says_which_steps_have_no_cached_code_and_exits_1(tmp_path: Path) -> None:
+    features = tmp_path / "features"
+    features.mkdir()
+    (features / "a.feature").write_text(
+        "Feature: A\n  Scenario: A\n    Given I open the shop\n    Then I see a mug\n"
+    )
+    plant(
+        features / ".prettyplay",
+        "a.feature::A",
+        ("action", "I open the shop", "def step(page) -> None:\n    page.goto('/')"),
+    )
+    out = io.StringIO()
+    assert export(tmp_path / "out", features, out=out) == 1
+    assert "no cached code: a.feature:4: I see a mug" in out.getvalue()
+    assert "1 step without cached code" in out.getvalue()
+    written = sorted(
+        p.relative_to(tmp_path / "out").as_posix() for p in (tmp_path / "out").rglob("*.*")
+    )
+    assert written == [
+        "a.feature",
+        "environment.py",
+        "steps/exported_steps.py",
+        "steps/step_support.py",
+    ]
+
+
+def test_function_names_never_hide_an_import_a_keyword_or_each_other() -> None:
+    made = definitions(
+        [
+            ("a.feature", action("run")),
+            ("a.feature", action("if")),
+            ("a.feature", action("step run")),
+            ("a.feature", action("4 items", values=None)),
+        ]
+    )
+    names = sorted(name for d in made for name in (d.name, d.function))
+    assert names == sorted(
+        [
+            "run_2",
+            "step_run_2",
+            "if_",
+            "step_if_",
+            "step_run",
+            "step_step_run",
+            "step_4_items",
+            "step_step_4_items",
+        ]
+    )
+    compile(steps_module(made), "exported_steps.py", "exec")
+
+
+def test_a_files_folder_elsewhere_is_copied_as_the_exports_files(tmp_path: Path) -> None:
+    features = tmp_path / "features"
+    features.mkdir()
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    (uploads / "receipt.pdf").write_bytes(b"%PDF")
+    out = io.StringIO()
+    assert export(tmp_path / "out", features, out=out, files_dir=uploads) == 0
+    assert (tmp_path / "out" / "files" / "receipt.pdf").read_bytes() == b"%PDF"
+    assert f"copied {uploads} to files/" in out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (
+            "Feature: A\n  Scenario: A\n    Given I pay [speed=2]\n",
+            "unknown step parameter 'speed'",
+        ),
+        ("Scenario: A\n  Given I pay\n", "behave cannot read it"),
+    ],
+)
+def test_a_feature_file_behave_or_prettyplay_cannot_read_stops_the_export_before_it_writes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, problem: str
+) -> None:
+    features = tmp_path / "features"
+    features.mkdir()
+    (features / "a.feature").write_text(text)
+    assert main(["export", str(tmp_path / "out"), "--features", str(features)]) == 2
+    error = capsys.readouterr().err
+    assert f"{features / 'a.feature'}: " in error and problem in error
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_copied_feature_keeps_its_line_endings(tmp_path: Path) -> None:
+    text = "Feature: Pay\r\n  Scenario: Pay\r\n    Given I pay [tries=2]\r\n    Then I paid\r\n"
+    (tmp_path / "pay.feature").write_bytes(text.encode())
+    assert plain_feature(tmp_path / "pay.feature", tmp_path) == (text.replace(" [tries=2]", ""), 1)
+
+
+def test_what_a_cache_file_holds_reaches_the_steps_module_as_data_never_as_code() -> None:
+    """A cache file is input nobody vouches for: its sentences, values, data, scenario names and
+    verdicts are quoted or escaped, so the module's top level is imports, the types and the
+    functions."""
+    sneaky = "I pay\nimport os; os.system('touch /tmp/owned')  # "
+    entries = [
+        ("a.feature", action(sneaky)),
+        ("a.feature", action(sneaky, values=('x"""\n',), data="| a |\n| b\r |")),
+        (
+            "a.feature",
+            check(
+                'the total is "{}"',
+                values=("'\"",),
+                scenario="S\nimport os",
+                verdict=RedVerdict("incurable", "it\nimport os"),
+            ),
+        ),
+    ]
+    tree = ast.parse(steps_module(definitions(entries)))
+    top = {type(node).__name__ for node in tree.body}
+    assert top == {"Expr", "ImportFrom", "FunctionDef"}  # the docstring and register_type(...)
+    calls = [
+        n.value for n in tree.body if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)
+    ]
+    assert [ast.unparse(call.func) for call in calls] == ["register_type"]
+    assert "# -- action: I pay\\nimport os;" in steps_module(definitions(entries))
