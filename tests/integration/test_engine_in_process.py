@@ -174,7 +174,7 @@ def test_an_answer_with_annotated_parameters_goes_green_at_once_and_is_cached_wi
     assert checked.origin == "generated" and [a.outcome for a in checked.history] == []
     assert [r.purpose for r in provider.requests] == ["generate", "gate"]
     assert checked.code.startswith("def step(page, title) -> None:\n")
-    cached = (tmp_path / "cache" / "t.json").read_text()
+    cached = cache_text(tmp_path / "cache")
     assert "def step(page, title) -> None:" in cached and "title: str" not in cached
 
 
@@ -214,7 +214,7 @@ def test_a_gate_answer_unreadable_twice_ends_the_step_quoting_the_answer(
         r.getMessage() for r in caplog.records if getattr(r, "event", "") == "gate_unreadable"
     ]
     assert len(messages) == 2 and "THE END" in messages[1]
-    assert not (tmp_path / "cache" / "t.json").exists()
+    assert cache_text(tmp_path / "cache") == ""
 
 
 def test_a_red_steps_error_names_the_page_and_the_http_error_its_document_got(
@@ -391,7 +391,7 @@ def test_a_step_found_by_a_wording_heals_the_one_entry_of_all_its_wordings(
     assert accepting[0]["code"] == ACCEPT.splitlines()
 
 
-def test_another_features_entry_serves_a_step_by_its_wording_with_no_request(
+def test_a_library_entry_serves_a_step_by_its_wording_with_no_request(
     shop, tmp_path: Path, provider: ScriptedProvider, browser
 ) -> None:
     store = CacheStore(tmp_path / "cache", validate=check_code)
@@ -407,4 +407,4 @@ def test_another_features_entry_serves_a_step_by_its_wording_with_no_request(
     with PrettyPlay("t", config(shop, tmp_path), browser=browser, provider=provider) as t:
         t.step("I open the shop")
         checked = t.expect('the main heading reads "Demo Shop"')
-    assert checked.origin == "reused" and provider.requests == []
+    assert checked.origin == "replayed" and provider.requests == []

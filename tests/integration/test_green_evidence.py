@@ -19,6 +19,7 @@ from prettyplay_behave.cache import (
     today,
 )
 from prettyplay_behave.safety.step_code import check_code
+from tests.support.caches import cache_text
 from tests.support.changed_ui import CART
 from tests.support.llm_server import CLEAN_GATE, code_answer, json_answer
 from tests.support.pages import PageServer
@@ -70,7 +71,7 @@ def greened(fresh_shop, tmp_path: Path, browser) -> ScriptedProvider:
 def entries(tmp_path: Path) -> dict[str, StepEntry]:
     """The entries of the test's cache file, as a fresh store reads them, by sentence."""
     store = CacheStore(tmp_path / "cache", validate=check_code)
-    return {e.sentence: e for e in store.library(tmp_path / "cache" / "t.json").entries}
+    return {e.sentence: e for e in store.library().entries}
 
 
 def green_of(tmp_path: Path, sentence: str) -> GreenRecord:
@@ -182,7 +183,7 @@ def test_the_record_never_holds_a_secret(
         ("", "", "Saved ${TOKEN}"),
     ]
     assert found[2].test_id == "echo" and found[2].tag == "p"
-    assert "very-secret" not in (tmp_path / "cache" / "t.json").read_text()
+    assert "very-secret" not in cache_text(tmp_path / "cache")
 
 
 def shelf(buy: str) -> str:

@@ -306,7 +306,7 @@ def test_a_second_wording_answered_same_as_is_one_entry_that_later_steps_find_wi
     assert listing.split("\n")[1] == f"1. {contains} (its code takes value)"
     assert code_of(contains, CODE['the list shows "{}"']).rstrip() in listing
     assert "SAME AS" in request.content("system")
-    library = steps(project.cache_dir / "todos.feature.json")
+    library = steps(project.cache_dir, "todos.feature")
     assert [e["sentence"] for e in library if e["kind"] == "check"] == [contains]
     check = next(e for e in library if e["kind"] == "check")
     assert check["wordings"] == ['the list should contain an item with text "{}"']
@@ -318,7 +318,7 @@ def test_a_second_wording_answered_same_as_is_one_entry_that_later_steps_find_wi
     dropped = subprocess.run(drop, cwd=project.root, capture_output=True, text=True)
     assert dropped.returncode == 0, dropped
     assert f"1 wording of {worded!r} deleted" in dropped.stdout
-    library = steps(project.cache_dir / "todos.feature.json")
+    library = steps(project.cache_dir, "todos.feature")
     assert len(library) == 3 and not any("wordings" in e for e in library)
 
 
