@@ -31,7 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.step_library import ENVIRONMENT, STEPS, behave, scenarios, scripted  # noqa: E402
+from step_library import ENVIRONMENT, STEPS, behave, scenarios, scripted  # noqa: E402
+
 from prettyplay_behave.cache import parse  # noqa: E402
 from prettyplay_behave.cache_diff import entry_changes  # noqa: E402
 from prettyplay_behave.safety.step_code import check_code  # noqa: E402
