@@ -140,10 +140,8 @@ class Settler:
                 _QUIET, arg=[QUIET_MS, budget_ms], timeout=max(1.0, budget_ms)
             )
         except PlaywrightTimeoutError:
-            # The page kept changing; a wait shorter than a poll may end before the check ran at
-            # all, and then says nothing about it.
-            if budget_ms >= POLL_MS:
-                self._check_failed = None
+            # The page kept changing, or (a loaded machine) the wait ended before the check ran
+            # at all: either way it says nothing against a check that failed before.
             return False
         except Exception as exc:  # navigating: the execution context is being replaced
             self._check_failed = exc
@@ -181,8 +179,8 @@ class Settler:
                 return True
 
     def _window_ran_out(self, window_ms: int) -> None:
-        """A window that ran out while the page's own check kept failing is said: that is not
-        a page that kept changing."""
+        """A window that ran out after the page's own check failed (and never passed since) is
+        said: that is not a page that kept changing."""
         if self._check_failed is not None:
             text = str(self._check_failed).strip().splitlines()
             log.warning(

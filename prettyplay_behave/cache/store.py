@@ -401,6 +401,15 @@ class CacheStore:
             for doomed in (path, Path(f"{path}.lock")):
                 with contextlib.suppress(FileNotFoundError):
                     doomed.unlink()
+            # the folders that held only old files go with them (a folder with anything else
+            # in it stays, as does the cache folder)
+            folder = path.parent
+            while folder != self.cache_dir and self.cache_dir in folder.parents:
+                try:
+                    folder.rmdir()
+                except OSError:
+                    break
+                folder = folder.parent
         self._load()
         return migrated
 
