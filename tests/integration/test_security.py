@@ -292,7 +292,9 @@ def site() -> Iterator[Site]:
         ThreadingHTTPServer(("127.0.0.2", 0), Outside),
     ]
     for server in servers:
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
     made.app = f"http://127.0.0.1:{servers[0].server_address[1]}"
     made.outside = f"http://127.0.0.2:{servers[1].server_address[1]}"
     yield made

@@ -27,7 +27,10 @@ class _Server:
     def __init__(self, host: str, handler: type[BaseHTTPRequestHandler]) -> None:
         self.httpd = ThreadingHTTPServer((host, 0), handler)
         self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        # a short poll: stop() waits for the serving loop to notice, at every test's end
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self.url = f"http://{host}:{self.httpd.server_address[1]}"
 
     def stop(self) -> None:
