@@ -255,7 +255,9 @@ class CacheStore:
         changed, and the entry written. Code that replaces an entry of narrower reach (a pin, an
         entry specific to values) takes its place; a feature's own entry stays the feature's
         (and serves its other steps when the new code is a pin); a shared entry is only ever
-        replaced by an entry of the same identity."""
+        replaced by an entry of the same identity. New code for a step that found ``old`` by one
+        of its wordings is that entry's code, for all its wordings; with ``wording_of``, the
+        step's template becomes another wording of that entry where it still can."""
         written = keep.library_entry(today())
         if old is not None and written.scenario is None and written.sentence in old.wordings:
             written = replace(written, sentence=old.sentence, wordings=old.wordings)
@@ -263,9 +265,10 @@ class CacheStore:
             written = replace(written, feature=old.feature)
         narrower = old is not None and (old.scenario is not None or old.values is not None)
         doomed = [old] if old is not None and narrower and old.identity != written.identity else []
-        worded = self._word(keep.wording_of, keep.key, doomed) if keep.wording_of else None
-        if worded is not None and keep.wording_of is not None:
-            return worded, self.library().get(keep.wording_of.identity) or keep.wording_of
+        if keep.wording_of is not None:
+            worded = self._word(keep.wording_of, keep.key, doomed)
+            if worded is not None:
+                return worded, self.library().get(keep.wording_of.identity) or keep.wording_of
         changed = self.keep([written], doomed)
         return changed, self.library().get(written.identity) or written
 
