@@ -111,15 +111,13 @@ def choose(
         pinned = (entry.scenario, entry.occurrence) == (scenario, occurrence)
         if feature in entry.features and pinned:
             return entry
-    for kept_for in ((feature,), ()):
-        general = [
-            e
-            for e in fitting
-            if e.scenario is None and (e.features == () if not kept_for else feature in e.features)
-        ]
-        specific = [e for e in general if e.values is not None]
-        if specific or general:
-            return (specific or general)[0]
+    unpinned = [e for e in fitting if e.scenario is None]
+    own = [e for e in unpinned if feature in e.features]
+    shared = [e for e in unpinned if not e.features]
+    for reach in (own, shared):
+        specific = [e for e in reach if e.values is not None]
+        if specific or reach:
+            return (specific or reach)[0]
     return None
 
 
