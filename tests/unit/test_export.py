@@ -231,6 +231,19 @@ def test_a_pin_of_the_scenario_and_occurrence_comes_first_then_values_then_gener
     assert choose(entries, "b.feature", "Pay", 2, ("tea",), "") is None  # another feature's
 
 
+def test_a_features_own_entry_comes_before_the_one_every_feature_shares() -> None:
+    own = entry(takes=1)
+    shared = STEP_SUPPORT.Entry(code=lambda page: None, takes=1)
+    shared_specific = STEP_SUPPORT.Entry(code=lambda page: None, values=("tea",))
+    choose = STEP_SUPPORT.choose
+    assert choose([shared, own], "a.feature", "Pay", 1, ("mug",), "") is own
+    assert choose([shared_specific, own], "a.feature", "Pay", 1, ("tea",), "") is own
+    assert choose([shared, own], "b.feature", "Pay", 1, ("mug",), "") is shared
+    assert choose([shared_specific, shared], "b.feature", "Pay", 1, ("tea",), "") is (
+        shared_specific
+    )
+
+
 def test_code_without_parameters_serves_only_its_values_and_its_data() -> None:
     table = "| field | value |\n| Email | ann@example.com |"
     spelled = entry(values=("tea",), data=table)
