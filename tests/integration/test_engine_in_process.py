@@ -17,7 +17,7 @@ from prettyplay_behave import (
     ProductDefectError,
     ProviderUnavailableError,
 )
-from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite, StepEntry
 from prettyplay_behave.safety.step_code import check_code
 from tests.support.caches import cache_text, steps
 from tests.support.llm_server import CLEAN_GATE, code_answer, http_error, json_answer
@@ -391,20 +391,26 @@ def test_a_step_found_by_a_wording_heals_the_one_entry_of_all_its_wordings(
     assert accepting[0]["code"] == ACCEPT.splitlines()
 
 
-def test_a_library_entry_serves_a_step_by_its_wording_with_no_request(
+def test_a_step_finds_an_entry_by_its_wording_another_features_own_one_too_with_no_request(
     shop, tmp_path: Path, provider: ScriptedProvider, browser
 ) -> None:
+    """A shared entry serves a step by its wording as by its sentence (a replay); an entry
+    another feature keeps as its own is reused by a wording as by its sentence."""
     store = CacheStore(tmp_path / "cache", validate=check_code)
-    says = CacheWrite(
-        CacheKey("a.feature::A", "check", 'the heading says "x"'), HEADING_SAYS, "generated"
-    )
-    store.write(says)
-    entry = store.lookup(says.key)
-    assert entry is not None
-    reads = CacheKey("a.feature::A", "check", 'the main heading reads "x"')
-    store.replace(CacheWrite(reads, HEADING_SAYS, "reused", wording_of=entry), None)
+    heading = 'the heading says "{}"'
+    store.keep(
+        [
+            StepEntry("check", heading, HEADING_SAYS, "generated", parameters=("text",),
+                      wordings=('the main heading reads "{}"',)),
+            StepEntry("check", 'the title is "{}"', HEADING_SAYS, "generated",
+                      parameters=("text",), wordings=('the page is titled "{}"',),
+                      feature="a.feature"),
+        ]
+    )  # fmt: skip
     plant(tmp_path, ("action", "I open the shop", OPEN_SHOP))
     with PrettyPlay("t", config(shop, tmp_path), browser=browser, provider=provider) as t:
         t.step("I open the shop")
-        checked = t.expect('the main heading reads "Demo Shop"')
-    assert checked.origin == "replayed" and provider.requests == []
+        shared = t.expect('the main heading reads "Demo Shop"')
+        own = t.expect('the page is titled "Demo Shop"')
+    assert shared.origin == "replayed" and own.origin == "reused"
+    assert provider.requests == []
