@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from step_library import ENVIRONMENT, STEPS, behave, scenarios, scripted  # noqa: E402
+from step_library import behave, new_project, run_options, scenarios, scripted  # noqa: E402
 
 from prettyplay_behave.cache import parse  # noqa: E402
 from prettyplay_behave.cache_diff import entry_changes  # noqa: E402
@@ -124,21 +124,12 @@ def main() -> None:
     assert (package / "prettyplay_behave").is_dir(), f"{package}: no prettyplay_behave there"
     with tempfile.TemporaryDirectory() as tmp, PageServer({"/": todo_page()}) as app:
         project = Path(tmp)
-        (project / "features" / "steps").mkdir(parents=True)
-        (project / "features" / "environment.py").write_text(ENVIRONMENT)
-        (project / "features" / "steps" / "prettyplay_steps.py").write_text(STEPS)
+        new_project(project)
         for name, body in FEATURES.items():
             title = name.removesuffix(".feature").capitalize()
             (project / "features" / name).write_text(f"Feature: {title}\n{body}")
         cache_dir = project / "features" / ".prettyplay"
-        templates = package / "templates"
-        base = (
-            "-D",
-            f"prettyplay.base_url={app.url}",
-            "-D",
-            f"prettyplay.templates_dir={templates}",
-        )
-        strict = (*base, "-D", "prettyplay.strict=true")
+        base, strict = run_options(app.url, package)
         runs = (
             ("cold", "normal", True, base),
             ("replay (strict)", "normal", False, strict),

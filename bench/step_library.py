@@ -132,6 +132,25 @@ def scenarios(output: str) -> str:
     )
 
 
+def new_project(project: Path) -> None:
+    """A behave project in ``project`` that uses prettyplay, with no feature yet."""
+    (project / "features" / "steps").mkdir(parents=True)
+    (project / "features" / "environment.py").write_text(ENVIRONMENT)
+    (project / "features" / "steps" / "prettyplay_steps.py").write_text(STEPS)
+
+
+def run_options(app_url: str, package: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The ``-D`` options of a run against ``app_url`` with ``package``'s prompts, and those of
+    a strict one."""
+    base = (
+        "-D",
+        f"prettyplay.base_url={app_url}",
+        "-D",
+        f"prettyplay.templates_dir={package / 'templates'}",
+    )
+    return base, (*base, "-D", "prettyplay.strict=true")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--package", type=Path, default=ROOT, help="the checkout to measure")
@@ -139,18 +158,9 @@ def main() -> None:
     assert (package / "prettyplay_behave").is_dir(), f"{package}: no prettyplay_behave there"
     with tempfile.TemporaryDirectory() as tmp, PageServer({"/": todo_page()}) as app:
         project = Path(tmp)
-        (project / "features" / "steps").mkdir(parents=True)
-        (project / "features" / "environment.py").write_text(ENVIRONMENT)
-        (project / "features" / "steps" / "prettyplay_steps.py").write_text(STEPS)
+        new_project(project)
         feature = project / "features" / "todos.feature"
-        templates = package / "templates"
-        base = (
-            "-D",
-            f"prettyplay.base_url={app.url}",
-            "-D",
-            f"prettyplay.templates_dir={templates}",
-        )
-        strict = (*base, "-D", "prettyplay.strict=true")
+        base, strict = run_options(app.url, package)
         runs = (
             ("cold", SUITE, "normal", True, base),
             ("replay (strict)", SUITE, "normal", False, strict),
@@ -170,8 +180,14 @@ def main() -> None:
             by_purpose = ", ".join(f"{p} {n}" for p, n in sorted(purposes.items())) or "-"
             print(f"| {name} | {scenarios(output)} | {len(llm.requests)} | {by_purpose} | "
                   f"{wall:.1f} s |")  # fmt: skip
-        cache = project / "features" / ".prettyplay" / "todos.feature.json"
-        print(f"cache file: {cache.stat().st_size:,} bytes")
+        # the project library's files, or an earlier checkout's per-feature file
+        cache = [
+            path
+            for path in (project / "features" / ".prettyplay").rglob("*")
+            if path.is_file() and path.suffix != ".lock"
+        ]
+        size = sum(path.stat().st_size for path in cache)
+        print(f"cache: {len(cache)} files, {size:,} bytes")
 
 
 if __name__ == "__main__":
