@@ -23,7 +23,7 @@ import pytest
 from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite, file_name
 from prettyplay_behave.parameters import parameterize
 from prettyplay_behave.safety.step_code import check_code
-from tests.conftest import ROOT, BehaveProject, copy_examples
+from tests.conftest import ROOT, BehaveProject, copy_examples, new_project
 from tests.support.caches import steps
 from tests.support.llm_server import (
     CLEAN_GATE,
@@ -89,6 +89,34 @@ def todo_project(project: BehaveProject, llm: ScriptedLLMServer, feature: str = 
     return project.cache_dir
 
 
+# the feature's seven templates, each as its kind and a sentence of it
+FEATURE_STEPS = (
+    ("action", "I open the todo app"), ("action", 'I add a todo "x"'),
+    ("check", 'the list shows "x"'), ("check", 'the counter shows "x"'),
+    ("action", 'I complete the todo "x"'), ("action", 'I delete the todo "x"'),
+    ("check", 'the todo "x" is completed'),
+)  # fmt: skip
+
+
+def plant_library(project: BehaveProject, llm: ScriptedLLMServer) -> Path:
+    """The project with the to-do feature and the library its cold run writes (the first test
+    below shows that run writing these entries), planted without the run; its cache folder."""
+    cache = todo_project(project, llm)
+    store = CacheStore(cache, validate=check_code)
+    for kind, sentence in FEATURE_STEPS:
+        key = CacheKey("todos.feature::Add a todo", kind, sentence)
+        store.write(CacheWrite(key, step_code(parameterize(sentence).template), "generated"))
+    return cache
+
+
+def step_codes(cache: Path) -> set[tuple[str, str, str, str]]:
+    """Each entry of the library as its kind, sentence template, code and feature (none for a
+    shared entry)."""
+    return {
+        (e["kind"], e["sentence"], "\n".join(e["code"]), e.get("feature", "")) for e in steps(cache)
+    }
+
+
 def library_bytes(cache_dir: Path) -> dict[str, bytes]:
     """Each library file's bytes, by its name."""
     return {path.name: path.read_bytes() for path in (cache_dir / "steps").glob("*.py")}
@@ -116,6 +144,9 @@ def test_values_are_parameters_so_each_sentence_template_costs_one_generation(
     library = steps(cache)
     assert len(library) == TEMPLATES
     assert not any("values" in e or "scenario" in e for e in library)
+    # the library the later tests plant in place of this run
+    planted = new_project(project.root.parent / "planted")
+    assert step_codes(cache) == step_codes(plant_library(planted, llm))
     adding = next(e for e in library if e["sentence"] == 'I add a todo "{}"')
     assert adding["parameters"] == ["value"] and adding["model"] == "gpt-4.1-mini"
     # the request named the parameters and the signature that takes them
@@ -127,8 +158,7 @@ def test_values_are_parameters_so_each_sentence_template_costs_one_generation(
 def test_rows_swapped_and_added_a_scenario_renamed_one_tag_or_scenario_replay_with_no_request(
     project: BehaveProject, app: PageServer, llm: ScriptedLLMServer
 ) -> None:
-    todo_project(project, llm)
-    assert run(project, app, llm=llm).returncode == 0
+    plant_library(project, llm)
     edited = (
         FEATURE.replace("      | buy milk     |\n      | feed the cat |\n",
                         "      | feed the cat |\n      | walk the dog |\n      | buy milk     |\n")
@@ -156,8 +186,7 @@ RED_IN_A_SECOND = ("-D", "prettyplay.expect_timeout_ms=1000", "-D", "prettyplay.
 def test_a_step_judged_a_product_defect_is_remembered_red_until_the_app_is_fixed(
     project: BehaveProject, app: PageServer, llm: ScriptedLLMServer
 ) -> None:
-    cache = todo_project(project, llm)
-    assert run(project, app, *RED_IN_A_SECOND, llm=llm).returncode == 0
+    cache = plant_library(project, llm)
     app.pages["/"] = todo_page("broken")
     defect = {"label": "product_defect", "explanation": "the counter counts one too many",
               "recommendation": "fix the counter"}  # fmt: skip
@@ -325,8 +354,7 @@ def test_a_second_wording_answered_same_as_is_one_entry_that_later_steps_find_wi
 def test_prune_keeps_every_live_entry_whatever_a_run_left_and_drop_removes_one(
     project: BehaveProject, app: PageServer, llm: ScriptedLLMServer
 ) -> None:
-    cache = todo_project(project, llm)
-    assert run(project, app, llm=llm).returncode == 0
+    cache = plant_library(project, llm)
     before = library_bytes(cache)
     feature = project.features / "todos.feature"
     # rename a scenario, run strict (it passes: its steps are the library's), revert, prune
