@@ -19,7 +19,7 @@ from prettyplay_behave.browser.session import CHROMIUM_ARGS, find_system_chromiu
 from prettyplay_behave.demo.server import DemoShop
 from tests.support.behave_runs import run_behave
 from tests.support.healing_run import HEALING_OPTIONS, LOGIN_DEFECT, git, script_heals
-from tests.support.llm_server import ScriptedLLMServer, json_answer
+from tests.support.llm_server import RecordedRequest, ScriptedLLMServer, json_answer
 from tests.support.pages import PageServer
 
 if TYPE_CHECKING:
@@ -250,7 +250,7 @@ def copy_examples(destination: Path) -> Path:
 class HealedExamples:
     root: Path  # a git repository: the examples as committed, then the run's changes
     result: BehaveResult
-    requests: int  # what the scripted server received
+    requests: list[RecordedRequest]  # what the scripted server received
 
 
 @pytest.fixture(scope="session")
@@ -276,7 +276,7 @@ def healed_examples(tmp_path_factory: pytest.TempPathFactory) -> HealedExamples:
             "-f", "json", "-o", "out.json", "-D", f"prettyplay.base_url={changed.url}",
             "-D", "prettyplay.report_dir=reports", *HEALING_OPTIONS, env=llm.env, timeout=400,
         )  # fmt: skip
-        requests = len(llm.requests)
+        requests = list(llm.requests)
     assert result.returncode == 1, result  # the login fails: the product lost its field
     assert "10 scenarios passed, 3 failed" in result.output, result
     return HealedExamples(root, result, requests)

@@ -17,14 +17,13 @@ from prettyplay_behave import (
     ProductDefectError,
     RedStepError,
 )
-from prettyplay_behave.behave.liveness import obsolete
 from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
 from prettyplay_behave.runtime import Runtime
 from prettyplay_behave.safety.step_code import check_code
-from tests.conftest import ROOT, BehaveProject
-from tests.support.caches import by_sentence, cache_bytes, plant, steps
+from tests.conftest import BehaveProject, HealedExamples
+from tests.support.caches import by_sentence, cache_bytes, filled, plant, steps
 from tests.support.changed_ui import CART
-from tests.support.healing_run import QUICK_REDS
+from tests.support.healing_run import READS_HEALED_EXAMPLES, ROT
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.settings import api_config
 from tests.support.shop_steps import ACCEPT, BROKEN_ACCEPT, OPEN_SHOP, ORDER_A_TEA
@@ -40,62 +39,50 @@ def verdict(label: str, explanation: str = "", recommendation: str = "") -> str:
     )
 
 
-def cart_project(tmp_path: Path) -> BehaveProject:
-    """The example cart feature with the entries of the committed library it uses."""
-    project = BehaveProject(tmp_path / "project")
-    shutil.copytree(ROOT / "features" / "steps", project.features / "steps")
-    shutil.copy(ROOT / "features" / "shop" / "cart.feature", project.features / "cart.feature")
-    project.write(
-        "features/environment.py",
-        "from prettyplay_behave.behave import use_prettyplay\n\nuse_prettyplay(globals())\n",
-    )
-    shutil.copytree(ROOT / "features/.prettyplay/steps", project.cache_dir / "steps")
-    store = CacheStore(project.cache_dir, validate=check_code)
-    store.drop(dead.entry for dead in obsolete(store, project.features))  # the cart's steps only
-    return project
+# the example cart's sentences that the changed UI breaks (all but "I open the shop")
+BROKEN_IN_THE_CART = [
+    "I accept the cookie banner", 'I add the "Blue Mug" to the cart',
+    "the cart link shows 1 item", "I open the cart", "the cart says that it is empty",
+]  # fmt: skip
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group(READS_HEALED_EXAMPLES)
 def test_a_changed_ui_heals_and_the_next_run_replays(
-    tmp_path: Path, fresh_shop, llm: ScriptedLLMServer
+    healed_examples: HealedExamples, tmp_path: Path, fresh_shop
 ) -> None:
-    fresh_shop.set_variant("changed-ui")
-    project = cart_project(tmp_path)
-    llm.on("classify", verdict("rot", "the controls were relabelled"), repeat=True)
-    for sentence, code in CART.items():
-        llm.on("heal", code_answer(code), step=sentence, repeat=True)
-    llm.on("gate", CLEAN_GATE, repeat=True)
-    result = project.run(
-        "-D", f"prettyplay.base_url={fresh_shop.url}", *QUICK_REDS, env=llm.env
-    )  # fmt: skip
-    assert result.returncode == 0, result
-    # per broken step: one classify, one heal, one gate; the background step heals in the first
-    # scenario, and the second scenario replays that heal without asking
-    broken = [str(r.step) for r in llm.requests_for("classify")]
-    assert sorted(broken) == sorted([
-        "I accept the cookie banner", 'I add the "Blue Mug" to the cart',
-        "the cart link shows 1 item", "I open the cart", "the cart says that it is empty",
-    ])  # fmt: skip
-    assert sorted(str(r.step) for r in llm.requests_for("heal")) == sorted(broken)
-    assert sorted(str(r.step) for r in llm.requests_for("gate")) == sorted(broken)
-    assert llm.requests_for("generate") == []
-    heal = llm.requests_for("heal")[0].content("user")
-    assert "VERDICT ON THE FAILURE: rot" in heal and "the controls were relabelled" in heal
-    library = steps(project.cache_dir, "cart.feature")
-    entries = by_sentence(project.cache_dir, "cart.feature")
+    """The examples' behave run against the changed UI (shared with the report's tests): the
+    cart heals, then replays strictly."""
+    requests = [r for r in healed_examples.requests if str(r.step) in BROKEN_IN_THE_CART]
+    # per broken step: one classify, one heal, a gate of it, in the whole run; the background
+    # step heals in the first scenario that meets it, and every later one replays that heal
+    broken = [str(r.step) for r in requests if r.purpose == "classify"]
+    assert sorted(broken) == sorted(BROKEN_IN_THE_CART)
+    assert sorted(str(r.step) for r in requests if r.purpose == "heal") == sorted(broken)
+    assert {str(r.step) for r in requests if r.purpose == "gate"} == set(broken)
+    assert [r for r in requests if r.purpose == "generate"] == []
+    heal = next(r for r in requests if r.purpose == "heal").content("user")
+    assert "VERDICT ON THE FAILURE: rot" in heal and ROT in heal
+    root = Path(shutil.copytree(healed_examples.root, tmp_path / "repo"))
+    cache = root / "features" / ".prettyplay"
+    entries = by_sentence(cache, "shop/cart.feature")
     # the Background step is one entry of the library: healed once, for both
     assert entries["I accept the cookie banner"]["origin"] == "healed"
     assert entries["I accept the cookie banner"]["code"] == (
         CART["I accept the cookie banner"].splitlines()
     )
     assert entries["I open the shop"]["origin"] == "generated"  # untouched
-    assert len(library) == 6 and not any("scenario" in e for e in library)  # replaced in place
-    llm.reset()
-    again = project.run(
-        "-D", f"prettyplay.base_url={fresh_shop.url}", "-D", "prettyplay.strict=true"
-    )
+    # replaced in place: one entry a sentence, none pinned to a scenario
+    cart = [e for e in steps(cache) if filled(e) in [*BROKEN_IN_THE_CART, "I open the shop"]]
+    assert len(cart) == 6 and not any("scenario" in e for e in cart)
+    fresh_shop.set_variant("changed-ui")
+    again = BehaveProject(root).run(
+        "features/shop/cart.feature",
+        "-D", f"prettyplay.base_url={fresh_shop.url}",
+        "-D", "prettyplay.strict=true",
+    )  # fmt: skip
     assert again.returncode == 0, again
-    assert llm.requests == []
+    assert "prettyplay: LLM: 0 requests" in again.output
 
 
 DEFECT_FEATURE = """\
