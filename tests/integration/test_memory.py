@@ -174,7 +174,9 @@ def test_a_group_recovery_runs_the_remembering_step_again(
     provider.on("generate", code_answer(step(wrong)), step="I note how many items are left")
     for sentence, code in ANSWERS.items():  # then every request (the recovery's too) is right
         provider.on(None, code_answer(code), step=sentence, repeat=True)
-    config = PrettyConfig(base_url=app.url, cache_dir=str(tmp_path / "cache"))
+    # the red check waits 1 s for its count, not 5: the settle window is as long
+    config = PrettyConfig(base_url=app.url, cache_dir=str(tmp_path / "cache"),
+                          expect_timeout_ms=1_000, settle_ms=1_000)  # fmt: skip
     with PrettyPlay("t", config, browser=browser, provider=provider) as t:
         t.step("I open the todo app")
         t.step('I add a todo "feed the cat"')
