@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from prettyplay_behave.behave.liveness import obsolete
 from prettyplay_behave.browser.tabs import Tabs
 from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite, file_name
 from prettyplay_behave.cache import CacheKey as Key
@@ -187,8 +188,12 @@ def test_prune_removes_exactly_the_obsolete_entries(tmp_path: Path) -> None:
     """Liveness comes from the feature files: any run, whole or partial, counts the same
     obsolete entries, and prune deletes exactly those."""
     root = copy_examples(tmp_path)
+    # two of the features, with their library's entries (the whole run is then a short one)
+    (root / "features" / "real_pages.feature").unlink()
+    (root / "features" / "shop" / "checkout.feature").unlink()
     cache_dir = root / "features" / ".prettyplay"
     store = CacheStore(cache_dir, validate=check_code)
+    store.drop(dead.entry for dead in obsolete(store, root / "features"))
     gone = CacheKey("shop/cart.feature::A scenario that was deleted", "action", "I open the shop")
     unused = CacheKey("shop/cart.feature::Add a product to the cart", "action", "I dance")
     cart = 'def step(page) -> None:\n    page.goto("/cart")\n'
