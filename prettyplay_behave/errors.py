@@ -64,9 +64,9 @@ logging.getLogger("prettyplay").addFilter(_EscapeControls())
 
 class PrettyPlayError(Exception):
     """Base of every error prettyplay raises on purpose. One that a step raised carries the
-    step's scenario entry (``entry``), so whoever handles it knows which step failed."""
+    step's run (``step_run``, a ``StepRun``), so whoever handles it knows which step failed."""
 
-    entry: object | None = None
+    step_run: object | None = None
 
     def __init__(self, *args: object) -> None:
         super().__init__(*(escape_controls(a) if isinstance(a, str) else a for a in args))

@@ -161,8 +161,8 @@ MUTANTS = (
            'keep=test.failed or test.config.trace == "on"', "keep=True",
            ("tests/integration/test_reporting.py",)),
     Mutant("report: diffs unredacted", f"{PACKAGE}/report/diffs.py",
-           "unified_diff(redact(entry.replaced), redact(entry.code),",
-           "unified_diff(entry.replaced, entry.code,", ("tests/integration/test_review.py",)),
+           "unified_diff(redact(run.replaced), redact(run.code),",
+           "unified_diff(run.replaced, run.code,", ("tests/integration/test_review.py",)),
     Mutant("allure: attachments unredacted", f"{PACKAGE}/report/attachments.py",
            "return [(name, escape_controls(redact(text))) for name, text in texts]",
            "return texts",
@@ -381,17 +381,17 @@ MUTANTS = (
            "if evidence is None or self.config.strict or", "if evidence is None or",
            GREEN_TESTS),
     Mutant("green: a group's diagnosis without the record", f"{PACKAGE}/engine/cycle.py",
-           "self.entry.evidence = self.engine.evidence(self.test, cached)  # for the group's",
-           "self.entry.evidence = None  # for the group's", GREEN_TESTS),
+           "self.run.evidence = self.engine.evidence(self.test, cached)  # for the group's",
+           "self.run.evidence = None  # for the group's", GREEN_TESTS),
     Mutant("green: a close second candidate tried", f"{PACKAGE}/engine/repair.py",
            "candidates[0].score - candidates[1].score < MARGIN", "False",
            ("tests/unit/test_repair.py",)),
     Mutant("green: a rewrite tried without the gate", f"{PACKAGE}/engine/cycle.py",
-           "            attempt = self.entry.gated(judged)\n        if attempt.outcome is not "
+           "            attempt = self.run.gated(judged)\n        if attempt.outcome is not "
            "Outcome.GREEN:\n            self.history.append(attempt)\n            return False\n"
-           "        self.entry.notes",
+           "        self.run.notes",
            "        if attempt.outcome is not Outcome.GREEN:\n            self.history.append("
-           "attempt)\n            return False\n        self.entry.notes", GREEN_TESTS),
+           "attempt)\n            return False\n        self.run.notes", GREEN_TESTS),
     # -- reading answers ------------------------------------------------------------------------
     Mutant("answers: reasoning read as the answer", f"{PACKAGE}/llm/answers.py",
            "    final = text.rfind(_FINAL_CHANNEL)\n", "    return text\n", ANSWER_TESTS),

@@ -53,20 +53,20 @@ class ScenarioState:
     group: Group | None
     current_step: Any = None
     ours: Any = None  # the last step prettyplay ran (any other is a user's own)
-    # what the attachments of earlier steps showed of each scenario entry: (code, origin)
+    # what the attachments of earlier steps showed of each step's run: (code, origin)
     attached: dict[int, tuple[str, str | None]] = field(default_factory=dict)
     test_state: TestState | None = None  # the test's state, once a step has run
     trace_attached: bool = False
 
     def unattached(self) -> list[tuple[StepRun, bool]]:
-        """The entries of the step that just ran (True) and the earlier ones it rewrote
+        """The run of the step that just ran (True) and the earlier runs it rewrote
         (False: a group's recovery heals earlier steps of its row)."""
         seen = len(self.attached)
         fresh = []
-        for index, entry in enumerate(self.test.state.scenario):
-            shown = (entry.code, entry.origin)
+        for index, run in enumerate(self.test.state.scenario):
+            shown = (run.code, run.origin)
             if self.attached.get(index) != shown:
-                fresh.append((entry, index >= seen))
+                fresh.append((run, index >= seen))
                 self.attached[index] = shown
         return fresh
 
@@ -205,22 +205,22 @@ def after_step(context: Any, step: Any) -> None:
     if state is None or runtime is None:
         return
     allure = attachments.allure_listening()
-    run = state.test_state = state.test.state
+    test = state.test_state = state.test.state
     if state.ours is not step:
         state.test.used_elsewhere()
     if allure is not None:
-        attachments.attach_steps(allure, run, state.unattached(), runtime.secrets.redact)
+        attachments.attach_steps(allure, test, state.unattached(), runtime.secrets.redact)
     if not step.status.has_failed():
         return
     if runtime.artifacts is None:  # no report_dir: the picture goes to the formatters alone
-        picture = failure_picture(run)
+        picture = failure_picture(test)
         if picture is not None:
             context.attach("image/png", picture)
             if allure is not None:
                 attachments.attach_picture(allure, picture)
         return
-    path = runtime.artifacts.screenshot(run)
-    trace = runtime.artifacts.keep_trace(run)  # the trace up to the failure, for this step
+    path = runtime.artifacts.screenshot(test)
+    trace = runtime.artifacts.keep_trace(test)  # the trace up to the failure, for this step
     if path is not None:
         context.attach("image/png", path.read_bytes())
     if allure is not None:

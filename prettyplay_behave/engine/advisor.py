@@ -71,8 +71,8 @@ class Advisor:
     def require(self) -> None:
         self.llm.require()
 
-    def _send(self, purpose: Purpose, entry: StepRun, **context: Any) -> Answer:
-        """Render, redact and send one request about ``entry``.
+    def _send(self, purpose: Purpose, run: StepRun, **context: Any) -> Answer:
+        """Render, redact and send one request about ``run``.
 
         The user message carries page-derived text outside the untrusted block too (outcome
         texts, URLs, quoted answers): all of it is neutralised, the block's own markers kept.
@@ -81,16 +81,16 @@ class Advisor:
         system, user = self.prompts.render(purpose, **context)
         user = {**user, "content": _neutralised(user["content"], page)}
         messages = [{**m, "content": self.secrets.redact(m["content"])} for m in (system, user)]
-        return self.llm.ask(purpose, step=entry.sentence, messages=messages)
+        return self.llm.ask(purpose, step=run.sentence, messages=messages)
 
-    def _step_context(self, test: TestState, entry: StepRun) -> dict[str, Any]:
+    def _step_context(self, test: TestState, run: StepRun) -> dict[str, Any]:
         return {
-            "step": entry.spec,
+            "step": run.spec,
             "base_url": test.config.base_url,
             "scenario": test.scenario,
-            "history": entry.history,
-            "evidence": entry.evidence,
-            "group": entry.group,
+            "history": run.history,
+            "evidence": run.evidence,
+            "group": run.group,
             "instructions": test.config.instructions,
             "remembered": test.memory.items(),
         }
@@ -101,7 +101,7 @@ class Advisor:
         self,
         purpose: Purpose,
         test: TestState,
-        entry: StepRun,
+        run: StepRun,
         page: PageState,
         verdict: Verdict | None = None,
         guidance: str = "",
@@ -112,10 +112,10 @@ class Advisor:
         listing the library steps ``closest`` to this one; the code, the listed step the answer
         names as doing this one (``SAME AS <number>``), or an ``unparseable answer`` record. A
         ``CANNOT:`` answer raises :class:`CannotAnswer`."""
-        context = self._step_context(test, entry)
+        context = self._step_context(test, run)
         answer = self._send(
             purpose,
-            entry,
+            run,
             page=page,
             verdict=verdict,
             guidance=guidance,
@@ -126,7 +126,7 @@ class Advisor:
         try:
             code: str | SameAs = purpose.read(answer.text, listed=len(closest))
             if isinstance(code, SameAs):
-                return _same_step(closest[code.number - 1], code.number, entry)
+                return _same_step(closest[code.number - 1], code.number, run)
             return code
         except UnparseableAnswer as exc:
             url = page_url(test.page)
@@ -138,7 +138,7 @@ class Advisor:
     def classify(
         self,
         test: TestState,
-        entry: StepRun,
+        run: StepRun,
         page: PageState,
         earlier: Judgment | None = None,
     ) -> Verdict:
@@ -146,14 +146,14 @@ class Advisor:
         for each step (and what it did to the page, with its gate's notes), the step's history,
         the page, and the verdict ``earlier`` given to the same failure in this run."""
         answer = self._send(
-            Purpose.CLASSIFY, entry, page=page, earlier=earlier, **self._step_context(test, entry)
+            Purpose.CLASSIFY, run, page=page, earlier=earlier, **self._step_context(test, run)
         )
-        verdict = self._verdict(Purpose.CLASSIFY, entry, answer.text, repr(entry.sentence))
+        verdict = self._verdict(Purpose.CLASSIFY, run, answer.text, repr(run.sentence))
         record(
             logging.INFO,
             "classified",
             "%r classified %s: %s",
-            entry.sentence,
+            run.sentence,
             verdict.label,
             verdict.explanation,
         )
@@ -185,7 +185,7 @@ class Advisor:
         )
         return verdict
 
-    def _verdict(self, purpose: Purpose, entry: StepRun, text: str, about: str) -> Verdict:
+    def _verdict(self, purpose: Purpose, run: StepRun, text: str, about: str) -> Verdict:
         """The verdict of a classify or diagnose answer (``about`` a step or a group); one that
         cannot be read is taken as incurable, as its purpose says, the raw answer logged."""
         assert purpose.unreadable is Unreadable.INCURABLE
@@ -216,7 +216,7 @@ class Advisor:
     def gate(
         self,
         test: TestState,
-        entry: StepRun,
+        run: StepRun,
         green: Attempt,
         before: PageState,
         after: PageState,
@@ -229,7 +229,7 @@ class Advisor:
         The request shows what the candidate did (the page ``before`` it ran and ``after``) and
         the verdict or guidance that asked for it.
         """
-        context = self._step_context(test, entry)
+        context = self._step_context(test, run)
         change = page_change(before, after, CHANGE_TOKENS)
         evidence = {
             "page": after,
@@ -239,7 +239,7 @@ class Advisor:
         }
         try:
             review = self._review(
-                entry,
+                run,
                 guidance=guidance,
                 candidate=green.code,
                 batch=[],
@@ -251,7 +251,7 @@ class Advisor:
             unread = exc if isinstance(exc, UnreadableReview) else None
             raise IncurableStepError(
                 "the compliance gate could not judge the candidate; nothing was written",
-                sentence=entry.spec.text,
+                sentence=run.spec.text,
                 error=unread.error if unread else f"{type(exc).__name__}: {exc}",
                 details=unread.shown if unread else "",
                 code=green.code,
@@ -264,7 +264,7 @@ class Advisor:
                     "compliance gate (%s, %s) on %r: %s",
                     finding.dimension,
                     finding.severity,
-                    entry.sentence,
+                    run.sentence,
                     finding.message,
                 )
         if not review.blocking:
@@ -280,19 +280,19 @@ class Advisor:
     def gate_batch(
         self,
         test: TestState,
-        entry: StepRun,
+        run: StepRun,
         healed: str,
         renames: Sequence[tuple[str, str]],
         batch: Sequence[Proposal],
     ) -> list[bool]:
-        """One gate request about the locators the heal of ``entry`` (its new code,
+        """One gate request about the locators the heal of ``run`` (its new code,
         ``healed``) renamed, applied to other entries (``batch``); for each, whether it may be
         written. A gate that cannot judge passes none: nothing is written, and each step heals
         on its own when it goes red."""
-        context = self._step_context(test, entry)
+        context = self._step_context(test, run)
         try:
             review = self._review(
-                entry,
+                run,
                 guidance="",
                 candidate=healed,
                 batch=list(batch),
@@ -308,19 +308,19 @@ class Advisor:
                 logging.WARNING,
                 "rename_not_spread",
                 "the gate could not judge the rename of %r for %s (%s); they heal on their own",
-                entry.sentence,
+                run.sentence,
                 counted(len(batch), "other entry"),
                 exc,
             )
             return [False] * len(batch)
         return _passed(review, len(batch))
 
-    def _review(self, entry: StepRun, **context: Any) -> GateVerdict:
+    def _review(self, run: StepRun, **context: Any) -> GateVerdict:
         """One gate request, asked once more when its answer cannot be read (a model slips
         now and then, and what waits on the verdict is code that went green); an answer still
         unreadable raises :class:`UnreadableReview`. Each unreadable answer is logged, cut."""
         for again in (True, False):
-            answer = self._send(Purpose.GATE, entry, **context)
+            answer = self._send(Purpose.GATE, run, **context)
             try:
                 review: GateVerdict = Purpose.GATE.read(answer.text)
                 return review
@@ -329,7 +329,7 @@ class Advisor:
                     logging.WARNING,
                     "gate_unreadable",
                     "the gate's answer about %r cannot be read (%s)%s; the answer:\n%s",
-                    entry.sentence,
+                    run.sentence,
                     exc,
                     "; it is asked again" if again else "",
                     cut_text(answer.text, SHOWN_ANSWER_CHARS),
@@ -352,10 +352,10 @@ class UnreadableReview(Exception):
         super().__init__(self.error)
 
 
-def _same_step(listed: StepEntry, number: int, entry: StepRun) -> StepEntry:
-    """The listed step ``number`` an answer names as doing ``entry``'s step; UnparseableAnswer
+def _same_step(listed: StepEntry, number: int, run: StepRun) -> StepEntry:
+    """The listed step ``number`` an answer names as doing ``run``'s step; UnparseableAnswer
     when its code cannot run with the step's values."""
-    values = entry.spec.parameters.values
+    values = run.spec.parameters.values
     if listed.takes(values):
         return listed
     named = f"the answer names step {number} (SAME AS {number}), {listed.sentence!r}"

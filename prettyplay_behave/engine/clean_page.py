@@ -79,20 +79,20 @@ def restore(test: TestState, run: Run) -> str:
     assert test.renew is not None
     test.renew(test)
     earlier = [e for e in test.scenario if e.code and e.outcome is not StepStatus.FAILED]
-    for entry in earlier:
-        attempt = run(test, entry.spec, entry.code, True)
+    for step_run in earlier:
+        attempt = run(test, step_run.spec, step_run.code, True)
         if attempt.outcome is not Outcome.GREEN:
             record(
                 logging.WARNING,
                 "page_not_restored",
                 "the clean page could not be rebuilt: the earlier step %r went red when "
                 "replayed (%s)",
-                entry.sentence,
+                step_run.sentence,
                 attempt.headline,
             )
             return (
                 "an earlier attempt of this step changed the page; on a fresh page the earlier "
-                f"step {entry.sentence!r} went red when replayed ({attempt.headline}), so the "
+                f"step {step_run.sentence!r} went red when replayed ({attempt.headline}), so the "
                 "page below is where that replay stopped"
             )
     record(

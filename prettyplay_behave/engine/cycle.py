@@ -96,44 +96,44 @@ class Engine:
         self.memory = RunMemory()
 
     def perform(self, test: TestState, spec: StepSpec, group: str | None = None) -> StepRun:
-        """Perform one step of ``test`` (a member of ``group``, when given); its scenario
-        entry. A PrettyPlayError it raises carries that entry."""
-        entry = StepRun(spec, test.key_for(spec), group)
+        """Perform one step of ``test`` (a member of ``group``, when given); its run in
+        the scenario. A PrettyPlayError it raises carries that run."""
+        run = StepRun(spec, test.key_for(spec), group)
         if not test.scenario and test.page.url != "about:blank":
             test.touched_elsewhere()  # a hook had the page before the first step
-        self.events.on_step_started(sentence=spec.sentence, step=entry, test=test)
+        self.events.on_step_started(sentence=spec.sentence, step=run, test=test)
         try:
-            with self.booked(entry):
+            with self.booked(run):
                 if spec.delay:
                     pause(test, spec.delay)
-                StepCycle(self, test, entry).perform()
-            entry.outcome = StepStatus.PASSED
-            self._went_green(test, entry)
+                StepCycle(self, test, run).perform()
+            run.outcome = StepStatus.PASSED
+            self._went_green(test, run)
         except BaseException as exc:
-            entry.outcome, entry.failure = StepStatus.FAILED, failure_kind(exc)
-            entry.error = rendered(exc)
-            if isinstance(exc, PrettyPlayError) and exc.entry is None:
-                exc.entry = entry
+            run.outcome, run.failure = StepStatus.FAILED, failure_kind(exc)
+            run.error = rendered(exc)
+            if isinstance(exc, PrettyPlayError) and exc.step_run is None:
+                exc.step_run = run
             if isinstance(exc, StepFailedError):
-                self.remember(test, entry, exc)
+                self.remember(test, run, exc)
             raise
         finally:
-            test.add_step(entry)
+            test.add_step(run)
             self.events.on_step_finished(
-                sentence=spec.sentence, outcome=entry.outcome, step=entry, test=test
+                sentence=spec.sentence, outcome=run.outcome, step=run, test=test
             )
-        return entry
+        return run
 
     @contextmanager
-    def booked(self, entry: StepRun) -> Iterator[None]:
-        """Book on ``entry`` the LLM requests and tokens of what runs inside."""
+    def booked(self, run: StepRun) -> Iterator[None]:
+        """Book on ``run`` the LLM requests and tokens of what runs inside."""
         before = self.advisor.llm.total_usage
         try:
             yield
         finally:
             usage = self.advisor.llm.total_usage
-            entry.requests += usage.requests - before.requests
-            entry.tokens += usage.total_tokens - before.total_tokens
+            run.requests += usage.requests - before.requests
+            run.tokens += usage.total_tokens - before.total_tokens
 
     def evidence(self, test: TestState, cached: StepEntry) -> Evidence | None:
         """What the locators of ``cached``'s last green run find on the page now; None for
@@ -146,35 +146,33 @@ class Engine:
         """Where a library entry is: its step's file, and its identity there."""
         return self.cache.path_of(cached), cached.identity
 
-    def _went_green(self, test: TestState, entry: StepRun) -> None:
-        place = self.place(test, entry.cached) if entry.cached is not None else None
-        found = GreenCode(test.name, entry.sentence, entry.code)
-        self.memory.went_green(entry.spec.family, found, place, entry.key.occurrence)
+    def _went_green(self, test: TestState, run: StepRun) -> None:
+        place = self.place(test, run.cached) if run.cached is not None else None
+        found = GreenCode(test.name, run.sentence, run.code)
+        self.memory.went_green(run.spec.family, found, place, run.key.occurrence)
 
-    def _served_elsewhere(self, test: TestState, entry: StepRun) -> bool:
+    def _served_elsewhere(self, test: TestState, run: StepRun) -> bool:
         """Whether the shared library entry this step replayed went green for another step of
         this run: then new code for this step is pinned to its scenario, not shared."""
-        cached = entry.cached
+        cached = run.cached
         if cached is None or cached.scenario is not None:
             return False
-        return self.memory.served_elsewhere(
-            self.place(test, cached), test.name, entry.key.occurrence
-        )
+        return self.memory.served_elsewhere(self.place(test, cached), test.name, run.key.occurrence)
 
-    def proven(self, test: TestState, entry: StepRun) -> list[tuple[str, str]]:
+    def proven(self, test: TestState, run: StepRun) -> list[tuple[str, str]]:
         """Code for the same step that went green in this run (the same feature's first, newest
         first), then the entries the library keeps for it as other features' own (by its
         sentence or one of their wordings): (where, code). Code that spells its values out
         serves only a step with those values."""
-        known = self.memory.green_for(entry.spec.family, feature_of(test.name))
-        found = [(k.test, k.code) for k in known if _fits(entry, k.sentence, k.code)]
-        kind, template, data = entry.spec.family
+        known = self.memory.green_for(run.spec.family, feature_of(test.name))
+        found = [(k.test, k.code) for k in known if _fits(run, k.sentence, k.code)]
+        kind, template, data = run.spec.family
         for path, other in self.cache.everywhere():
-            if other.feature in ("", entry.key.feature) or other.red or other.scenario is not None:
+            if other.feature in ("", run.key.feature) or other.red or other.scenario is not None:
                 continue
             if (other.kind, other.data) != (kind, data) or not other.says(template):
                 continue
-            if other.values is None or other.values == entry.spec.parameters.values:
+            if other.values is None or other.values == run.spec.parameters.values:
                 found.append((str(path), other.code))
         unique = dict.fromkeys(code for _, code in found)
         return [next(f for f in found if f[1] == code) for code in unique]
@@ -204,7 +202,7 @@ class Engine:
     def write(
         self,
         test: TestState,
-        entry: StepRun,
+        run: StepRun,
         code: str,
         origin: Origin,
         ran: Attempt | None,
@@ -216,23 +214,21 @@ class Engine:
         decides what the new entry replaces (``CacheStore.replace``). With ``wording_of`` (the
         entry whose code ``code`` is), the step's template is kept as another wording of that
         entry."""
-        old = entry.cached
-        pinned = (old is not None and old.scenario is not None) or self._served_elsewhere(
-            test, entry
-        )
+        old = run.cached
+        pinned = (old is not None and old.scenario is not None) or self._served_elsewhere(test, run)
         green = green_record(ran, today(), self.secrets.redact)
         keep = CacheWrite(
-            entry.key, code, origin, pinned=pinned, model=self.advisor.code_model,
+            run.key, code, origin, pinned=pinned, model=self.advisor.code_model,
             wording_of=wording_of, green=green,
         )  # fmt: skip
         changed, written = self.cache.replace(keep, old)
         self.cache_writes += changed
-        if written.sentence == entry.key.parameters.template:
-            what = f"{origin} entry {entry.sentence!r}"
+        if written.sentence == run.key.parameters.template:
+            what = f"{origin} entry {run.sentence!r}"
         elif wording_of is not None:
-            what = f"{entry.sentence!r} as a wording of the entry {written.sentence!r}"
+            what = f"{run.sentence!r} as a wording of the entry {written.sentence!r}"
         else:
-            what = f"{origin} entry {written.sentence!r}, found by its wording {entry.sentence!r}"
+            what = f"{origin} entry {written.sentence!r}, found by its wording {run.sentence!r}"
         record(
             logging.INFO,
             "cache_write",
@@ -241,20 +237,20 @@ class Engine:
             what,
             self.cache.path_of(written),
         )
-        replaced = entry.code if entry.code and entry.code != code else None
-        if entry.replaced is None and replaced is not None:
-            entry.replaced = replaced  # the code the run found there, for a review of the change
+        replaced = run.code if run.code and run.code != code else None
+        if run.replaced is None and replaced is not None:
+            run.replaced = replaced  # the code the run found there, for a review of the change
         if origin in (Origin.HEALED, Origin.RECOVERED, Origin.STEERED):
-            self.memory.heals[entry.spec.family] = HealedCode(test.name, code)
+            self.memory.heals[run.spec.family] = HealedCode(test.name, code)
             if replaced is not None:
-                self.spread_renames(test, entry, replaced, code)
-        entry.code, entry.origin, entry.cached = code, origin, written
+                self.spread_renames(test, run, replaced, code)
+        run.code, run.origin, run.cached = code, origin, written
 
-    def remember(self, test: TestState, entry: StepRun, failure: StepFailedError) -> None:
+    def remember(self, test: TestState, run: StepRun, failure: StepFailedError) -> None:
         """A step judged ``product_defect`` or ``incurable`` keeps the code that ran, the
         verdict and its explanation, pinned to its scenario and marked red: a later replay that
         is still red fails with that verdict and no request."""
-        cached = entry.cached
+        cached = run.cached
         if (
             test.config.strict
             or failure.label not in RED_LABELS
@@ -263,36 +259,36 @@ class Engine:
         ):
             return
         verdict = RedVerdict(failure.label, failure.explanation, failure.recommendation)
-        origin = cached.origin if cached is not None else str(entry.origin or Origin.GENERATED)
-        keep = CacheWrite(entry.key, failure.code, origin, verdict=verdict)
+        origin = cached.origin if cached is not None else str(run.origin or Origin.GENERATED)
+        keep = CacheWrite(run.key, failure.code, origin, verdict=verdict)
         try:
             changed = self.cache.write(keep)
         except CacheError as exc:  # code the policy refuses is no code to replay
-            record(logging.INFO, "verdict_not_kept", "%r: %s", entry.sentence, exc)
+            record(logging.INFO, "verdict_not_kept", "%r: %s", run.sentence, exc)
             return
         self.cache_writes += changed
         record(
             logging.INFO,
             "verdict_kept",
             "%r is remembered red (%s) in %s",
-            entry.sentence,
+            run.sentence,
             failure.label,
             self.cache.path_of(keep.library_entry()),
         )
 
-    def turn_green(self, test: TestState, entry: StepRun, red: StepEntry) -> None:
+    def turn_green(self, test: TestState, run: StepRun, red: StepEntry) -> None:
         """A step remembered red went green: its pin loses the verdict, or goes when the shared
         entry has the same code."""
-        self.cache_writes += self.cache.turn_green(entry.key, red)
+        self.cache_writes += self.cache.turn_green(run.key, red)
 
-    def spread_renames(self, test: TestState, entry: StepRun, old: str, new: str) -> None:
+    def spread_renames(self, test: TestState, run: StepRun, old: str, new: str) -> None:
         """One heal per rename: the locators the heal changed are changed in every other entry
         of the cache that names them, judged by the gate in one request (see ``renames``)."""
         changes = locator_changes(old, new)
         if not changes or test.config.strict or set(changes) <= self.memory.spread:
             return
         self.memory.spread.update(changes)
-        own = self.place(test, entry.cached) if entry.cached else None
+        own = self.place(test, run.cached) if run.cached else None
         proposals: list[tuple[Path, StepEntry, str]] = []
         for path, other in self.cache.everywhere():
             if other.red or (path, other.identity) == own:
@@ -303,36 +299,36 @@ class Engine:
         if not proposals:
             return
         batch = [Proposal(other.sentence, other.code, changed) for _, other, changed in proposals]
-        passed = self.advisor.gate_batch(test, entry, new, changes, batch)
+        passed = self.advisor.gate_batch(test, run, new, changes, batch)
         for (path, other, changed), ok in zip(proposals, passed, strict=True):
             if ok:
                 self.memory.renames[(path, other.identity)] = Rename(
-                    changed, tuple(changes), entry.sentence
+                    changed, tuple(changes), run.sentence
                 )
         record(
             logging.INFO,
             "rename_spread",
             "the rename that healed %r is tried first in %s",
-            entry.sentence,
+            run.sentence,
             counted(sum(passed), "other entry"),
         )
 
-    def steer(self, test: TestState, entry: StepRun, failure: IncurableStepError) -> bool:
+    def steer(self, test: TestState, run: StepRun, failure: IncurableStepError) -> bool:
         """The steering gate: True when the part behind it made the step green."""
         if self.steering is None or not steering_allowed(test.config, self.advisor.available):
             return False
 
         def keep(code: str, guidance: str, ran: Attempt | None) -> None:
-            entry.guidance = guidance  # for the report; never in the cache
-            self.write(test, entry, code, Origin.STEERED, ran)
+            run.guidance = guidance  # for the report; never in the cache
+            self.write(test, run, code, Origin.STEERED, ran)
             explanation = f"healed interactively with the engineer's guidance: {guidance}"
             self.events.on_healed(
-                sentence=entry.sentence, explanation=explanation, step=entry, test=test,
+                sentence=run.sentence, explanation=explanation, step=run, test=test,
                 verdict=None,
             )  # fmt: skip
 
         stuck = stuck_step(
-            test, entry, failure, self.advisor, self.pages, self.secrets, self.execute, keep
+            test, run, failure, self.advisor, self.pages, self.secrets, self.execute, keep
         )
         return self.steering.steer(stuck)
 
@@ -354,10 +350,10 @@ def pause(test: TestState, seconds: float) -> None:
     test.page.wait_for_timeout(seconds * 1000)
 
 
-def _fits(entry: StepRun, sentence: str, code: str) -> bool:
-    """Whether code that went green for ``sentence`` fits ``entry``'s step: it takes the values
+def _fits(run: StepRun, sentence: str, code: str) -> bool:
+    """Whether code that went green for ``sentence`` fits ``run``'s step: it takes the values
     as parameters, or the values are the same."""
-    return bool(step_code(code).parameters) or sentence == entry.sentence
+    return bool(step_code(code).parameters) or sentence == run.sentence
 
 
 _WAITING = "- waiting for "
@@ -380,15 +376,15 @@ _QUOTED = r"'[^']*'|\"[^\"]*\""
 class StepCycle:
     """One step's way through the cycle."""
 
-    def __init__(self, engine: Engine, test: TestState, entry: StepRun) -> None:
+    def __init__(self, engine: Engine, test: TestState, run: StepRun) -> None:
         self.engine = engine
         self.advisor = engine.advisor
         self.test = test
         self.config = test.config
-        self.entry = entry
-        self.spec = entry.spec
-        self.history = entry.history
-        self.in_recoverable_group = entry.group is not None and not test.config.strict
+        self.run = run
+        self.spec = run.spec
+        self.history = run.history
+        self.in_recoverable_group = run.group is not None and not test.config.strict
         self.page = CleanPage(test, engine.pages, engine.execute)
         self.fixable: Verdict | None = None  # a failed check's verdict, for the next generation
 
@@ -402,22 +398,22 @@ class StepCycle:
             self.route()
         except IncurableStepError as failure:
             # a step of a recoverable group is steered once its group recovery gives up
-            if self.in_recoverable_group or not self.engine.steer(self.test, self.entry, failure):
+            if self.in_recoverable_group or not self.engine.steer(self.test, self.run, failure):
                 raise
 
     def route(self) -> None:
-        cached = self.engine.cache.lookup(self.entry.key)
+        cached = self.engine.cache.lookup(self.run.key)
         if cached is not None and cached.red:
             self.replay_red(cached)
         elif cached is not None:
             self.replay(cached)
         elif self.config.strict:
-            raise self.strict_miss(self.entry.key)
+            raise self.strict_miss(self.run.key)
         elif not self.reuse():
             try:
                 self.advisor.require()
             except ProviderUnavailableError as down:
-                nearest = self.nearest(self.entry.key)
+                nearest = self.nearest(self.run.key)
                 if not nearest:
                     raise
                 # a likely typo: say first that the cache has code for a sentence like it
@@ -446,12 +442,12 @@ class StepCycle:
     # -- replay and its classification ---------------------------------------------------------
 
     def replay(self, cached: StepEntry) -> None:
-        self.entry.code, self.entry.origin = cached.code, Origin.REPLAYED
-        self.entry.cached = cached
+        self.run.code, self.run.origin = cached.code, Origin.REPLAYED
+        self.run.cached = cached
         if self.renamed(cached):
             return
         attempt = self.engine.execute(self.test, self.spec, cached.code, at_once=True)
-        self.entry.notes = list(self.test.notes)
+        self.run.notes = list(self.test.notes)
         self.history.append(attempt)
         if attempt.outcome is Outcome.GREEN:
             return
@@ -460,7 +456,7 @@ class StepCycle:
         if not self.advisor.available:
             why = STRICT if self.config.strict else " (the LLM is unavailable to heal it)"
             raise self.incurable("the cached step failed" + why, attempt)
-        self.entry.evidence = self.engine.evidence(self.test, cached)  # for the group's too
+        self.run.evidence = self.engine.evidence(self.test, cached)  # for the group's too
         if self.in_recoverable_group:
             raise self.incurable("the cached step failed", attempt)
         self.page.dirty = attempt.url_before != attempt.url_after  # the heal starts where it did
@@ -487,9 +483,9 @@ class StepCycle:
             return False
         self.engine.memory.take_rename(place)
         explanation = f"healed with the rename that healed {rename.source!r} in this run"
-        self.entry.healed_by = explanation
+        self.run.healed_by = explanation
         record(logging.INFO, "healing", "%r %s", self.spec.sentence, explanation)
-        self.engine.write(self.test, self.entry, rename.code, Origin.HEALED, attempt)
+        self.engine.write(self.test, self.run, rename.code, Origin.HEALED, attempt)
         self.healed(explanation, None)
         return True
 
@@ -498,7 +494,7 @@ class StepCycle:
         that finds nothing now has one clear candidate on the page (see ``evidence``), the
         code with those locators rewritten runs from the clean page; green, the gate alone
         judges it (told why it was tried), and it is written as healed."""
-        evidence = self.entry.evidence
+        evidence = self.run.evidence
         if evidence is None or self.config.strict or self.spec.meaning is not Meaning.ACTION:
             return False
         changes = [(spelt_in(cached.code, old), new) for old, new in evidence.repairs]
@@ -517,18 +513,16 @@ class StepCycle:
         if attempt.outcome is Outcome.GREEN:
             after = self.engine.pages.after_candidate(self.test)
             verdict = Verdict(StepLabel.ROT, explanation, "the locator is rewritten to find it")
-            judged = self.advisor.gate(
-                self.test, self.entry, attempt, before, after, verdict=verdict
-            )
-            attempt = self.entry.gated(judged)
+            judged = self.advisor.gate(self.test, self.run, attempt, before, after, verdict=verdict)
+            attempt = self.run.gated(judged)
         if attempt.outcome is not Outcome.GREEN:
             self.history.append(attempt)
             return False
-        self.entry.notes = list(self.test.notes)
-        self.entry.healed_by = f"healed by locator repair ({explanation})"
-        record(logging.INFO, "healing", "%r %s", self.spec.sentence, self.entry.healed_by)
-        self.engine.write(self.test, self.entry, code, Origin.HEALED, attempt)
-        self.healed(self.entry.healed_by, None)
+        self.run.notes = list(self.test.notes)
+        self.run.healed_by = f"healed by locator repair ({explanation})"
+        record(logging.INFO, "healing", "%r %s", self.spec.sentence, self.run.healed_by)
+        self.engine.write(self.test, self.run, code, Origin.HEALED, attempt)
+        self.healed(self.run.healed_by, None)
         return True
 
     def healed(self, explanation: str, verdict: Verdict | None) -> None:
@@ -536,7 +530,7 @@ class StepCycle:
         self.engine.events.on_healed(
             sentence=self.spec.sentence,
             explanation=explanation,
-            step=self.entry,
+            step=self.run,
             test=self.test,
             verdict=verdict,
         )
@@ -547,13 +541,13 @@ class StepCycle:
         and a run at once would only add one more red execution to wait out."""
         assert cached.verdict is not None
         attempt = self.engine.execute(self.test, self.spec, cached.code, watched=False)
-        self.entry.code, self.entry.origin = cached.code, Origin.REPLAYED
-        self.entry.cached = cached
-        self.entry.notes = list(self.test.notes)
+        self.run.code, self.run.origin = cached.code, Origin.REPLAYED
+        self.run.cached = cached
+        self.run.notes = list(self.test.notes)
         self.history.append(attempt)
         stored = cached.verdict
         if attempt.outcome is Outcome.GREEN:
-            self.entry.turned_green = True
+            self.run.turned_green = True
             record(
                 logging.INFO,
                 "turned_green",
@@ -562,10 +556,10 @@ class StepCycle:
                 stored.label,
             )
             if not self.config.strict:
-                self.engine.turn_green(self.test, self.entry, cached)
+                self.engine.turn_green(self.test, self.run, cached)
             return
         verdict = Verdict(StepLabel(stored.label), stored.explanation, stored.recommendation)
-        self.entry.verdicts.append(verdict)
+        self.run.verdicts.append(verdict)
         failure = self.verdict_failure(verdict, "the step is still red")
         raise failure.recast(
             type(failure),
@@ -579,19 +573,19 @@ class StepCycle:
         stays a product defect)."""
         signature = failure_signature(self.history[-1])
         judged = self.engine.memory.judgments.get(signature) if signature else None
-        template = (self.spec.kind, self.entry.key.parameters.template)
+        template = (self.spec.kind, self.run.key.parameters.template)
         if judged is not None and judged.template == template:
             verdict = self.taken(judged)
         else:
             page = self.engine.pages.for_classify(self.test)
-            verdict = self.advisor.classify(self.test, self.entry, page, judged)
+            verdict = self.advisor.classify(self.test, self.run, page, judged)
             if signature and not verdict.degraded:
                 self.engine.memory.judgments[signature] = Judgment(
                     self.spec.sentence, verdict, template
                 )
-        self.entry.verdicts.append(verdict)
+        self.run.verdicts.append(verdict)
         root = verdict.root_step
-        earlier = {entry.sentence for entry in self.test.scenario}
+        earlier = {other.sentence for other in self.test.scenario}
         blames_earlier = bool(root) and root != self.spec.sentence and root in earlier
         if blames_earlier and verdict.label != StepLabel.PRODUCT_DEFECT:
             raise self.root_failure(verdict, str(root))
@@ -600,7 +594,7 @@ class StepCycle:
     def taken(self, judged: Judgment) -> Verdict:
         """One verdict per failure: the same step (its sentence template) failing the same way
         in this run takes the verdict already given, with no request."""
-        self.entry.verdict_taken_from = judged.sentence
+        self.run.verdict_taken_from = judged.sentence
         record(
             logging.INFO,
             "verdict_taken",
@@ -632,7 +626,7 @@ class StepCycle:
     def reuse(self) -> bool:
         """A miss first tries code that went green for the same step in this run; a green try is
         kept as ``reused`` (it was gated for this sentence), with no LLM request."""
-        proven = self.engine.proven(self.test, self.entry)[:MAX_REUSE_TRIES]
+        proven = self.engine.proven(self.test, self.run)[:MAX_REUSE_TRIES]
         if proven:  # a red try must not leave its change to what comes after it
             self.page.mark_start()
         for source, code in proven:
@@ -645,7 +639,7 @@ class StepCycle:
                     self.spec.sentence,
                     source,
                 )
-                self.engine.write(self.test, self.entry, code, Origin.REUSED, attempt)
+                self.engine.write(self.test, self.run, code, Origin.REUSED, attempt)
                 return True
             self.history.append(attempt)
         return False
@@ -663,9 +657,9 @@ class StepCycle:
         explanation = (
             f"healed with the code that healed this step in {source!r} earlier in this run"
         )
-        self.entry.healed_by = explanation
+        self.run.healed_by = explanation
         record(logging.INFO, "healing", "%r %s", self.spec.sentence, explanation)
-        self.engine.write(self.test, self.entry, code, Origin.HEALED, attempt)
+        self.engine.write(self.test, self.run, code, Origin.HEALED, attempt)
         self.healed(explanation, None)
         return True
 
@@ -700,7 +694,7 @@ class StepCycle:
         self.engine.events.on_healing_started(
             sentence=self.spec.sentence,
             category=verdict.label,
-            step=self.entry,
+            step=self.run,
             test=self.test,
             verdict=verdict,
         )
@@ -736,7 +730,7 @@ class StepCycle:
                 answer = self.advisor.code(
                     purpose,
                     self.test,
-                    self.entry,
+                    self.run,
                     before,
                     verdict,
                     restored=self.page.restored,
@@ -753,10 +747,8 @@ class StepCycle:
         self.page.dirty = True  # whatever it did, the next attempt compares the page with the start
         if attempt.outcome is Outcome.GREEN:
             after = self.engine.pages.after_candidate(self.test)
-            judged = self.advisor.gate(
-                self.test, self.entry, attempt, before, after, verdict=verdict
-            )
-            attempt = self.entry.gated(judged)
+            judged = self.advisor.gate(self.test, self.run, attempt, before, after, verdict=verdict)
+            attempt = self.run.gated(judged)
         if attempt.outcome is not Outcome.GREEN:
             if same is not None:  # the next request tells it from code the model wrote
                 note = f"(the code of the library's step {same.sentence!r}, named as the same)"
@@ -771,11 +763,11 @@ class StepCycle:
                     )
                 self.fixable = check_verdict
             return False
-        self.entry.notes = list(self.test.notes)  # what the green run met: dialogs
+        self.run.notes = list(self.test.notes)  # what the green run met: dialogs
         if same is None:
-            self.engine.write(self.test, self.entry, code, origin, attempt)
+            self.engine.write(self.test, self.run, code, origin, attempt)
             return True
-        self.engine.write(self.test, self.entry, code, Origin.REUSED, attempt, wording_of=same)
+        self.engine.write(self.test, self.run, code, Origin.REUSED, attempt, wording_of=same)
         record(
             logging.INFO,
             "same_as",
@@ -790,7 +782,7 @@ class StepCycle:
         """The library's shared entries of this step's kind and data whose sentences are most
         like its own (at most ``CLOSEST_STEPS``, their code within ``CLOSEST_TOKENS``): each
         generation request of the step lists them, and its answer may name one as doing it."""
-        key = self.entry.key
+        key = self.run.key
         kin = [
             e
             for e in self.engine.cache.library().entries

@@ -84,12 +84,12 @@ class GroupBlock:
             pause(test, seconds)
         url_before = test.page.url
         try:
-            entry = self.engine.perform(test, spec, self.prompt)
+            run = self.engine.perform(test, spec, self.prompt)
         except BaseException as failure:
             self.traces.append(
                 GroupStepRecord(spec.sentence, StepStatus.FAILED, url_before, test.page.url)
             )
-            failed = failure.entry if isinstance(failure, PrettyPlayError) else None
+            failed = failure.step_run if isinstance(failure, PrettyPlayError) else None
             if not isinstance(failed, StepRun):
                 raise
             self.members.append(failed)
@@ -99,9 +99,9 @@ class GroupBlock:
             self._recover_booked(test, failed, failure)
             failed.outcome, failed.error = StepStatus.PASSED_AFTER_RECOVERY, ""
             return failed
-        self.traces.append(GroupStepRecord(spec.sentence, entry.outcome, url_before, test.page.url))
-        self.members.append(entry)
-        return entry
+        self.traces.append(GroupStepRecord(spec.sentence, run.outcome, url_before, test.page.url))
+        self.members.append(run)
+        return run
 
     def _recoverable(self, test: TestState, failure: BaseException) -> bool:
         """Strict runs only classify; a product defect is never recovered."""
@@ -182,16 +182,16 @@ class GroupBlock:
 
         Returns the step that failed again and its failure, or None when the whole row healed.
         """
-        for entry in row:
+        for run in row:
             try:
-                StepCycle(self.engine, test, entry).heal(verdict)
+                StepCycle(self.engine, test, run).heal(verdict)
             except IncurableStepError as repeat:
-                return entry, repeat
+                return run, repeat
             record(
                 logging.INFO,
                 "group_row_recovered",
                 "group %r recovered step %r",
                 self.prompt,
-                entry.sentence,
+                run.sentence,
             )
         return None

@@ -80,9 +80,9 @@ class TestState:
         occurrence = self._seen[spec.identity]
         return CacheKey(self.name, spec.kind, spec.sentence, spec.data, occurrence, spec.outline)
 
-    def add_step(self, entry: StepRun) -> None:
+    def add_step(self, run: StepRun) -> None:
         """A step that ran joins the scenario, whatever its outcome."""
-        self.scenario.append(entry)
+        self.scenario.append(run)
 
     @property
     def failed(self) -> bool:

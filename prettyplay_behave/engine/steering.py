@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 class StuckStep:
     """A step about to end with a final error, and the engine's services a steering part may use."""
 
-    entry: StepRun  # its spec, its history (every turn joins it) and its group
+    step_run: StepRun  # its spec, its history (every turn joins it) and its group
     failure: IncurableStepError  # what propagates unless a turn goes green
     current_page: Callable[[], Page]  # the test's page now (a clean page for a turn is new)
     ask: Callable[[str], str | Attempt]  # a steer request with this guidance: code, or a record
@@ -71,7 +71,7 @@ def steering_allowed(config: TestConfig, llm_available: bool) -> bool:
 
 def stuck_step(
     test: TestState,
-    entry: StepRun,
+    step_run: StepRun,
     failure: IncurableStepError,
     advisor: Advisor,
     pages: Pages,
@@ -79,10 +79,10 @@ def stuck_step(
     run: Run,
     keep: Callable[[str, str, Attempt | None], None],
 ) -> StuckStep:
-    """What a steering part gets for ``entry``: each turn starts on the page as it was before
+    """What a steering part gets for ``step_run``: each turn starts on the page as it was before
     the step (the failed attempts and each red turn may have changed it); ``run`` executes code
     on the test's page, ``keep`` writes code back as steered with its guidance."""
-    once = replace(entry.spec, tries=1)  # the settle window never re-arms inside the dialog
+    once = replace(step_run.spec, tries=1)  # the settle window never re-arms inside the dialog
     seen: dict[str, PageState] = {}  # the page as it was before the last execution
     ran: dict[str, Attempt] = {}  # each code's last green execution: what its locators found
     page = CleanPage(test, pages, run, dirty=test.renewable)
@@ -93,7 +93,7 @@ def stuck_step(
             code = advisor.code(
                 Purpose.STEER,
                 test,
-                entry,
+                step_run,
                 seen["before"],
                 guidance=guidance,
                 restored=page.restored,
@@ -114,14 +114,19 @@ def stuck_step(
         return attempt
 
     return StuckStep(
-        entry=entry,
+        step_run=step_run,
         failure=failure,
         current_page=lambda: test.page,
         ask=ask,
         execute=execute,
-        gate=lambda green, guidance: entry.gated(
+        gate=lambda green, guidance: step_run.gated(
             advisor.gate(
-                test, entry, green, seen["before"], pages.after_candidate(test), guidance=guidance
+                test,
+                step_run,
+                green,
+                seen["before"],
+                pages.after_candidate(test),
+                guidance=guidance,
             )
         ),
         keep=lambda code, guidance: keep(code, guidance, ran.get(code)),

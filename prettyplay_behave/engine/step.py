@@ -1,4 +1,4 @@
-"""What the engine knows of one step: the step as written, and its entry in the scenario."""
+"""What the engine knows of one step: the step as written, and its run in the scenario."""
 
 from __future__ import annotations
 
@@ -114,7 +114,7 @@ class StepRun:
         return self.spec.meaning
 
     def gated(self, judged: Gated) -> Attempt:
-        """The candidate as its gate judged it; a green one's evidence is kept on the entry."""
+        """The candidate as its gate judged it; a green one's evidence is kept on the run."""
         if judged.attempt.outcome is Outcome.GREEN:
             self.seen, self.findings = judged.seen, judged.findings
         return judged.attempt
@@ -133,8 +133,8 @@ class GroupStepRecord:
 def step_code_error(failure: BaseException) -> BaseException | None:
     """What the failed step's own code raised last (see ``StepCodeError``), for the cause a
     final error is shown with; None when the step's code never raised."""
-    entry = getattr(failure, "entry", None)
-    history = entry.history if isinstance(entry, StepRun) else []
+    run = getattr(failure, "step_run", None)
+    history = run.history if isinstance(run, StepRun) else []
     return next((a.error for a in reversed(history) if a.error is not None), None)
 
 

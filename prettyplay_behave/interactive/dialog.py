@@ -99,7 +99,7 @@ class SteeringDialog:
     # -- the banner and the local commands -----------------------------------------------------
 
     def banner(self) -> None:
-        sentence = self.stuck.entry.sentence
+        sentence = self.stuck.step_run.sentence
         title = f'── step "{sentence}" — about to raise IncurableStepError '
         self.terminal.write()
         self.terminal.write(self.terminal.colour(title.ljust(72, "─"), Fore.YELLOW))
@@ -140,8 +140,8 @@ class SteeringDialog:
 
     def turn(self, guidance: str) -> bool:
         """One guided regeneration; True when it went green, passed the gate and was kept."""
-        stuck, history = self.stuck, self.stuck.entry.history
-        record(logging.INFO, "guidance", "guidance for %r: %s", stuck.entry.sentence, guidance)
+        stuck, history = self.stuck, self.stuck.step_run.history
+        record(logging.INFO, "guidance", "guidance for %r: %s", stuck.step_run.sentence, guidance)
         self.terminal.write(self.terminal.colour("⟳ regenerating with USER GUIDANCE", Fore.CYAN))
         code = stuck.ask(guidance)
         if isinstance(code, Attempt):

@@ -42,44 +42,44 @@ def allure_listening() -> Any | None:
     return allure
 
 
-def step_texts(test: TestState, entry: StepRun, redact: Redact) -> list[tuple[str, str]]:
+def step_texts(test: TestState, run: StepRun, redact: Redact) -> list[tuple[str, str]]:
     """The text attachments of one step: its code, how it ran, its code diff when the run
     rewrote it, its attempt history and its verdicts; each redacted."""
-    texts = [("how it ran", how_it_ran(entry))]
-    if entry.code:
-        texts.append(("code", entry.code))
-    change = change_of(test, entry, redact)
+    texts = [("how it ran", how_it_ran(run))]
+    if run.code:
+        texts.append(("code", run.code))
+    change = change_of(test, run, redact)
     if change is not None:
         texts.append(("code diff", "\n".join(line.text for line in change.lines) + "\n"))
-    if entry.history:
-        texts.append(("attempt history", history(entry)))
-    if entry.verdicts:
-        texts.append(("verdicts", verdicts(entry)))
+    if run.history:
+        texts.append(("attempt history", history(run)))
+    if run.verdicts:
+        texts.append(("verdicts", verdicts(run)))
     return [(name, escape_controls(redact(text))) for name, text in texts]
 
 
-def how_it_ran(entry: StepRun) -> str:
+def how_it_ran(run: StepRun) -> str:
     lines = [
-        f"{entry.kind}: {entry.sentence}",
-        f"origin: {entry.origin or 'none (no code ran)'}",
-        f"outcome: {entry.outcome}" + (f" ({entry.failure})" if entry.failure else ""),
+        f"{run.kind}: {run.sentence}",
+        f"origin: {run.origin or 'none (no code ran)'}",
+        f"outcome: {run.outcome}" + (f" ({run.failure})" if run.failure else ""),
     ]
-    if entry.group:
-        lines.append(f"group: {entry.group}")
-    if entry.guidance:
-        lines.append(f"guidance: {entry.guidance}")
-    lines.append(f"LLM: {counted(entry.requests, 'request')}, {counted(entry.tokens, 'token')}")
+    if run.group:
+        lines.append(f"group: {run.group}")
+    if run.guidance:
+        lines.append(f"guidance: {run.guidance}")
+    lines.append(f"LLM: {counted(run.requests, 'request')}, {counted(run.tokens, 'token')}")
     return "\n".join(lines) + "\n"
 
 
-def history(entry: StepRun) -> str:
-    records = [f"attempt {number}\n{a.render()}" for number, a in enumerate(entry.history)]
+def history(run: StepRun) -> str:
+    records = [f"attempt {number}\n{a.render()}" for number, a in enumerate(run.history)]
     return "\n---\n".join(records) + "\n"
 
 
-def verdicts(entry: StepRun) -> str:
+def verdicts(run: StepRun) -> str:
     texts = []
-    for verdict in entry.verdicts:
+    for verdict in run.verdicts:
         root = f"\nroot step: {verdict.root_step}" if verdict.root_step else ""
         texts.append(
             f"verdict: {verdict.label}{root}\nexplanation: {verdict.explanation}\n"
@@ -92,20 +92,20 @@ def test_cost(test: TestState) -> str:
     """What the LLM cost a test: its requests and tokens (a group's diagnosis is booked on the
     step that failed, so every request of the test is counted once). The one place the Allure
     parameter's value is made: a cost in money joins it here."""
-    requests = sum(entry.requests for entry in test.scenario)
-    tokens = sum(entry.tokens for entry in test.scenario)
+    requests = sum(run.requests for run in test.scenario)
+    tokens = sum(run.tokens for run in test.scenario)
     return f"{counted(requests, 'request')}, {counted(tokens, 'token')}"
 
 
 def attach_steps(
-    allure: Any, test: TestState, entries: Sequence[tuple[StepRun, bool]], redact: Redact
+    allure: Any, test: TestState, runs: Sequence[tuple[StepRun, bool]], redact: Redact
 ) -> None:
-    """Attach to the Allure step that is running the texts of its own entries (``True``) and of
-    earlier entries it rewrote (``False``, e.g. the row of a group recovery), those named after
+    """Attach to the Allure step that is running the texts of its own run (``True``) and of
+    earlier runs it rewrote (``False``, e.g. the row of a group recovery), those named after
     their sentence."""
-    for entry, own in entries:
-        prefix = "" if own else f"{escape_controls(redact(entry.sentence))}: "
-        for name, text in step_texts(test, entry, redact):
+    for run, own in runs:
+        prefix = "" if own else f"{escape_controls(redact(run.sentence))}: "
+        for name, text in step_texts(test, run, redact):
             _safely(
                 allure.attach, text, name=prefix + name, attachment_type=allure.attachment_type.TEXT
             )

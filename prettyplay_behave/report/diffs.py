@@ -66,22 +66,23 @@ class Change:
     note: str = ""  # why, for new code that came without a verdict (a rename, a heal reused)
 
 
-def cause(test: TestState, entry: StepRun) -> Verdict | None:
-    """The verdict that started a rewrite: the entry's own last verdict, or for a row step
+def cause(test: TestState, run: StepRun) -> Verdict | None:
+    """The verdict that started a rewrite: the run's own last verdict, or for a row step
     recovered without one, the diagnosis booked on the later group step that failed."""
-    if entry.verdicts:
-        return entry.verdicts[-1]
-    place = next((i for i, other in enumerate(test.scenario) if other is entry), None)
+    if run.verdicts:
+        return run.verdicts[-1]
+    place = next((i for i, other in enumerate(test.scenario) if other is run), None)
     for other in test.scenario[place + 1 :] if place is not None else []:
-        if other.group == entry.group and other.verdicts:
+        if other.group == run.group and other.verdicts:
             return other.verdicts[-1]
     return None
 
 
-def change_of(test: TestState, entry: StepRun, redact: Callable[[str], str]) -> Change | None:
-    """The change an entry's rewrite made, redacted, or None when the run rewrote nothing."""
-    if entry.replaced is None or entry.origin is None:
+def change_of(test: TestState, run: StepRun, redact: Callable[[str], str]) -> Change | None:
+    """The change a rewrite of the step's code made (``run.replaced`` to ``run.code``),
+    redacted; None when nothing rewrote it."""
+    if run.replaced is None or run.origin is None:
         return None
-    lines = unified_diff(redact(entry.replaced), redact(entry.code), "cached", str(entry.origin))
-    verdict = None if entry.healed_by else cause(test, entry)
-    return Change(entry.origin, diff_lines(lines), verdict, entry.guidance, entry.healed_by)
+    lines = unified_diff(redact(run.replaced), redact(run.code), "cached", str(run.origin))
+    verdict = None if run.healed_by else cause(test, run)
+    return Change(run.origin, diff_lines(lines), verdict, run.guidance, run.healed_by)

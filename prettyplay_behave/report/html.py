@@ -59,7 +59,7 @@ def write_report(
     environment.filters["inline_png"] = _inline_png
     environment.filters["relative"] = lambda path: path.relative_to(report_dir).as_posix()
     # what a rewrite (heal, recovery, steer) changed, as a diff beside its cause
-    environment.globals["change_of"] = lambda test, entry: change_of(test, entry, redact)
+    environment.globals["change_of"] = lambda test, run: change_of(test, run, redact)
     environment.globals["artifacts_of"] = artifacts_of
     environment.globals["counted"] = counted
     html = environment.get_template("report.html.j2").render(tests=tests, summary=summary)

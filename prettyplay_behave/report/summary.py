@@ -67,22 +67,22 @@ class RunSummary:
         summary = cls(len(tests), sum(t.failed for t in tests), usage=dict(usage))
         summary.costs, summary.prices = dict(costs or {}), dict(prices or {})
         for test in tests:
-            for entry in test.scenario:
-                if entry.outcome is StepStatus.FAILED:
-                    summary.failed[entry.failure or FailureKind.ERROR] += 1
-                elif entry.origin:
-                    summary.steps[entry.origin] += 1
+            for run in test.scenario:
+                if run.outcome is StepStatus.FAILED:
+                    summary.failed[run.failure or FailureKind.ERROR] += 1
+                elif run.origin:
+                    summary.steps[run.origin] += 1
         summary.rewritten = [
-            Rewritten(test.name, entry.sentence, entry.origin, entry.key.occurrence)
+            Rewritten(test.name, run.sentence, run.origin, run.key.occurrence)
             for test in tests
-            for entry in test.scenario
-            if entry.replaced is not None and entry.origin is not None
+            for run in test.scenario
+            if run.replaced is not None and run.origin is not None
         ]
         summary.turned_green = [
-            f"turned green (remembered red) {test.name}: {entry.sentence}"
+            f"turned green (remembered red) {test.name}: {run.sentence}"
             for test in tests
-            for entry in test.scenario
-            if entry.turned_green
+            for run in test.scenario
+            if run.turned_green
         ]
         summary.cache_written, summary.obsolete, summary.wall_time = (
             cache_written,

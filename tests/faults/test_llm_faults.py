@@ -155,8 +155,8 @@ def test_a_transient_failure_is_retried_and_the_step_written_once(
     monkeypatch.setattr(cache_module, "_replace", counted)
     config = api_config(shop.url, tmp_path / "cache", llm_retries=2)
     with PrettyPlay("visit", config=config, page=page) as t:
-        entry = t.step("open the shop")
-        assert (entry.origin, t.page.url) == ("generated", shop.url + "/")
+        run = t.step("open the shop")
+        assert (run.origin, t.page.url) == ("generated", shop.url + "/")
         assert t.runtime.engine.cache_writes == 1
     assert [r.purpose for r in llm_env.requests] == ["generate", "generate", "gate", "gate"]
     assert writes == [tmp_path / "cache" / "steps" / file_name(("action", "open the shop", ""))]
@@ -242,15 +242,15 @@ def test_a_garbage_code_answer_is_recorded_unparseable_and_never_passes(
         with pytest.raises(IncurableStepError) as caught:
             t.step("open the shop")
         assert t.page.url == "about:blank"  # none of the code ran
-        entry = t.state.scenario[-1]
-    assert [a.outcome for a in entry.history] == ["unparseable answer"]
-    record = entry.history[0].text
+        run = t.state.scenario[-1]
+    assert [a.outcome for a in run.history] == ["unparseable answer"]
+    record = run.history[0].text
     assert record.startswith(reason)
     assert f"finish_reason: {reply.finish_reason}" in record
     render = caught.value.render()
     assert render.startswith("IncurableStepError: the generation budget is exhausted\n---\n")
     assert f"error: {reason}" in render
-    assert entry.outcome == "failed"
+    assert run.outcome == "failed"
     assert [r.purpose for r in llm_env.requests] == ["generate", "classify"]
     assert folder_bytes(tmp_path / "cache") == {}
 

@@ -231,16 +231,16 @@ def test_every_attachment_text_is_redacted(browser) -> None:
     try:
         test = TestState("login.feature::In", PrettyConfig().for_test(), Tabs(page))
         spec = engine_step.StepSpec(Kind.ACTION, f"log in as {canary}")
-        entry = engine_step.StepRun(
+        step_run = engine_step.StepRun(
             spec, CacheKey(test.name, spec.kind, spec.sentence), group=f"the {canary} group",
             outcome=StepStatus.FAILED, origin=Origin.STEERED, code=f"# {canary}\n",
             replaced=f"# was {canary}\n", guidance=f"type {canary}",
             history=[Attempt(Outcome.RED, f"/?t={canary}", "/", f"# {canary}\n", canary)],
             failure=FailureKind.INCURABLE,
         )  # fmt: skip
-        entry.verdicts.append(Verdict(StepLabel.INCURABLE, f"it shows {canary}", canary, canary))
-        test.add_step(entry)
-        texts = dict(step_texts(test, entry, secrets.redact))
+        step_run.verdicts.append(Verdict(StepLabel.INCURABLE, f"it shows {canary}", canary, canary))
+        test.add_step(step_run)
+        texts = dict(step_texts(test, step_run, secrets.redact))
     finally:
         page.close()
     assert set(texts) == {"how it ran", "code", "code diff", "attempt history", "verdicts"}

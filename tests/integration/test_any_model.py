@@ -162,9 +162,9 @@ def test_a_draft_blocking_finding_in_the_reasoning_lets_the_candidate_through(
         'sentence says.\n</think>\n\n{"findings": []}',
     )
     with PrettyPlay("visit", config=api_config(shop.url, tmp_path / "cache"), browser=browser) as t:
-        entry = t.step("open the shop")
-    assert (entry.origin, entry.code) == ("generated", OPEN_SHOP)
-    assert entry.history == []  # no gate violation, no second attempt
+        run = t.step("open the shop")
+    assert (run.origin, run.code) == ("generated", OPEN_SHOP)
+    assert run.history == []  # no gate violation, no second attempt
     assert [r.purpose for r in llm_env.requests] == ["generate", "gate"]
     assert [e["code"] for e in cached(tmp_path)] == [OPEN_SHOP.splitlines()]
 
@@ -179,9 +179,9 @@ def test_a_draft_code_block_in_the_reasoning_is_never_executed(
     )
     llm_env.on("gate", '{"findings": []}')
     with PrettyPlay("visit", config=api_config(shop.url, tmp_path / "cache"), browser=browser) as t:
-        entry = t.step("open the shop")
+        run = t.step("open the shop")
         assert t.page.url == shop.url + "/"  # the draft would have opened /cart
-    assert (entry.origin, entry.code, entry.history) == ("generated", OPEN_SHOP, [])
+    assert (run.origin, run.code, run.history) == ("generated", OPEN_SHOP, [])
     assert [r.purpose for r in llm_env.requests] == ["generate", "gate"]
     gate = llm_env.requests_for("gate")[0].content("user")
     assert 'page.goto("/cart")' not in gate  # only the answer's code is judged

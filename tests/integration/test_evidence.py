@@ -39,8 +39,8 @@ def test_a_refused_attempt_leaves_no_trace_for_the_next_one(
     llm_env.on("gate", REFUSED, CLEAN_GATE)
     with PrettyPlay("t", config=api_config(pages.url, tmp_path / "cache"), browser=browser) as t:
         t.step("I open the plans")
-        entry = t.step("I choose the yearly plan")
-        assert entry.code == YEARLY
+        run = t.step("I choose the yearly plan")
+        assert run.code == YEARLY
         assert not t.page.get_by_label("Send me the newsletter").is_checked()
         assert t.page.get_by_label("Yearly").is_checked()
     first, second = (r.content("user") for r in llm_env.requests_for("generate"))

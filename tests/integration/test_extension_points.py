@@ -35,7 +35,7 @@ class ScriptedSteering:
         self.stuck: list[str] = []
 
     def steer(self, stuck: StuckStep) -> bool:
-        self.stuck.append(stuck.entry.sentence)
+        self.stuck.append(stuck.step_run.sentence)
         attempt = stuck.gate(stuck.execute(self.code), "use the Accept button")
         if attempt.outcome != "green":
             return False
@@ -61,9 +61,9 @@ def test_a_steering_part_handed_to_a_test_takes_the_terminal_dialogs_place(
     config = PrettyConfig(base_url=shop.url, cache_dir=str(cache), interactive=True)
     with PrettyPlay("shop", config=config, browser=browser, steering=steering) as t:
         t.step("I open the shop")
-        entry = t.step("I accept the cookies")
+        run = t.step("I accept the cookies")
     assert steering.stuck == ["I accept the cookies"]
-    assert (entry.outcome, entry.origin, entry.guidance) == (
+    assert (run.outcome, run.origin, run.guidance) == (
         "passed",
         "steered",
         "use the Accept button",
@@ -95,7 +95,7 @@ from prettyplay_behave.behave import use_prettyplay
 
 class Logged:
     def steer(self, stuck):
-        Path("steered.txt").write_text(stuck.entry.sentence)
+        Path("steered.txt").write_text(stuck.step_run.sentence)
         return False
 
 

@@ -35,8 +35,8 @@ def test_a_generated_step_is_executed_gated_and_cached(
     llm_env.on("generate", code_answer(OPEN_SHOP), step="open the shop")
     llm_env.on("gate", CLEAN_GATE)
     with PrettyPlay("visit", config=api_config(shop.url, tmp_path / "cache"), browser=browser) as t:
-        entry = t.step("open the shop")
-        assert (entry.origin, t.page.url) == ("generated", shop.url + "/")
+        run = t.step("open the shop")
+        assert (run.origin, t.page.url) == ("generated", shop.url + "/")
     stored = steps(tmp_path / "cache", "visit")[0]
     assert stored["code"] == OPEN_SHOP.splitlines()
     assert (stored["origin"], stored["model"]) == ("generated", "gpt-4.1-mini")
@@ -93,9 +93,9 @@ def test_bad_answers_join_the_history_and_ride_the_next_request(
         config=api_config(shop.url, tmp_path / "cache", generation_attempts=4),
         browser=browser,
     ) as t:
-        entry = t.step("open the shop")
+        run = t.step("open the shop")
         assert t.page.title() != "pwned"  # the refused code never ran
-    assert [a.outcome for a in entry.history] == [
+    assert [a.outcome for a in run.history] == [
         "unparseable answer",
         "policy violation",
         "red",
@@ -134,9 +134,9 @@ def test_a_high_gate_finding_blocks_the_write_and_the_loop_goes_on(
     llm_env.on("gate", json_answer({"findings": [high]}), json_answer({"findings": [low]}))
     caplog.set_level(logging.WARNING, logger="prettyplay")
     with PrettyPlay("visit", config=api_config(shop.url, tmp_path / "cache"), browser=browser) as t:
-        entry = t.step("open the shop")
-    assert [a.outcome for a in entry.history] == ["gate violation"]
-    assert "fakes the page" in entry.history[0].text
+        run = t.step("open the shop")
+    assert [a.outcome for a in run.history] == ["gate violation"]
+    assert "fakes the page" in run.history[0].text
     assert steps(tmp_path / "cache", "visit")[0]["code"] == OPEN_SHOP.splitlines()
     warnings = [r for r in caplog.records if getattr(r, "event", "") == "gate_finding"]
     assert len(warnings) == 1 and "prefer roles" in warnings[0].getMessage()

@@ -176,9 +176,9 @@ def test_a_fixable_step_heals_with_hooks_and_history(
         "t", config=config(shop.url, tmp_path / "cache", hooks=[recorder]), browser=browser
     ) as t:
         t.step("open the shop")
-        entry = t.step("accept the cookie banner")
-    assert entry.origin == "healed"
-    assert [a.outcome for a in entry.history] == ["red", "red"]
+        run = t.step("accept the cookie banner")
+    assert run.origin == "healed"
+    assert [a.outcome for a in run.history] == ["red", "red"]
     assert recorder.events == [
         ("on_healing_started", "accept the cookie banner", "fixable"),
         (
@@ -370,7 +370,7 @@ def test_a_heal_serves_the_same_step_of_another_feature_with_no_request(
     finally:
         runtime.close()
     assert [r.purpose for r in llm_env.requests] == ["classify", "heal", "gate"]
-    assert [entry.origin for entry in healed] == ["healed", "healed"]
+    assert [run.origin for run in healed] == ["healed", "healed"]
     assert "healed with the code that healed this step in 'a.feature::Shop'" in (
         healed[1].healed_by
     )

@@ -360,13 +360,13 @@ def test_the_html_report_redacts_every_text_it_shows(browser, tmp_path: Path) ->
         url = f"http://127.0.0.1:8000/welcome?token={canary}"
         attempt = Attempt(Outcome.RED, url, url, f"# {canary}\n", f"Actual value: {canary}")
         spec = step.StepSpec(Kind.ACTION, f"log in as {canary}")
-        entry = step.StepRun(
+        run = step.StepRun(
             spec, Key(test.name, spec.kind, spec.sentence), group=f"the {canary} group",
             outcome=StepStatus.FAILED, code=f"# {canary}\n", history=[attempt],
             failure=FailureKind.INCURABLE,
         )  # fmt: skip
-        entry.verdicts.append(Verdict(StepLabel.INCURABLE, f"it shows {canary}", f"type {canary}"))
-        test.add_step(entry)
+        run.verdicts.append(Verdict(StepLabel.INCURABLE, f"it shows {canary}", f"type {canary}"))
+        test.add_step(run)
         summary = RunSummary.of([test], {}, 0, None, 1.0)
         html = write_report(tmp_path, [test], summary, secrets.redact).read_text()
     finally:

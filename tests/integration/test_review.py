@@ -370,7 +370,7 @@ def test_the_report_shows_a_steered_change_and_a_row_recovered_without_its_own_v
     try:
         test = TestState("shop.feature::Order", PrettyConfig().for_test(), Tabs(page))
 
-        def entry(sentence: str, old: str, new: str, origin: Origin, group: str | None = None):
+        def step_run(sentence: str, old: str, new: str, origin: Origin, group: str | None = None):
             spec = step.StepSpec(Kind.ACTION, sentence)
             made = step.StepRun(
                 spec, CacheKey(test.name, spec.kind, sentence), group=group,
@@ -383,15 +383,15 @@ def test_the_report_shows_a_steered_change_and_a_row_recovered_without_its_own_v
             "def step(page) -> None:\n"
             '    page.get_by_text("</code></pre><script>x()</script>").click()\n'
         )
-        steered = entry("I accept the cookie banner", ACCEPT, hostile, Origin.STEERED)
+        steered = step_run("I accept the cookie banner", ACCEPT, hostile, Origin.STEERED)
         steered.guidance = "the banner's button is <b>Allow all</b>"
-        entry("I open the shop", OPEN_SHOP, OPEN_SHOP.replace('"/"', '"/shop"'),
+        step_run("I open the shop", OPEN_SHOP, OPEN_SHOP.replace('"/"', '"/shop"'),
               Origin.RECOVERED, "buy")  # fmt: skip
-        failed = entry("I buy", OPEN_SHOP, ACCEPT, Origin.RECOVERED, "buy")
+        failed = step_run("I buy", OPEN_SHOP, ACCEPT, Origin.RECOVERED, "buy")
         failed.verdicts.append(
             Verdict(GroupLabel.RECOVERABLE, "the shop moved", "heal", "I open the shop")
         )
-        entry("I look", OPEN_SHOP, OPEN_SHOP, Origin.REPLAYED).replaced = None
+        step_run("I look", OPEN_SHOP, OPEN_SHOP, Origin.REPLAYED).replaced = None
         report = write_report(tmp_path, [test], RunSummary.of([test], {}, 0, None, 1.0), str)
         page.goto(report.as_uri())
         assert page.locator("script").count() == 0

@@ -214,10 +214,10 @@ def test_code_holding_a_secret_value_is_refused(
     llm_env.on("generate", code_answer(literal), code_answer(proper))
     llm_env.on("gate", CLEAN_GATE)
     with PrettyPlay("t", config=config(shop.url, tmp_path / "cache"), browser=browser) as t:
-        entry = t.step("type ${CANARY} into the password field of the login page")
-    assert [a.outcome for a in entry.history] == ["policy violation"]
-    assert "holds the literal value of secret CANARY" in entry.history[0].text
-    assert CANARY not in entry.history[0].code
+        run = t.step("type ${CANARY} into the password field of the login page")
+    assert [a.outcome for a in run.history] == ["policy violation"]
+    assert "holds the literal value of secret CANARY" in run.history[0].text
+    assert CANARY not in run.history[0].code
     assert CANARY not in llm_env.requests_for("generate")[1].text
     assert CANARY not in cache_text(tmp_path / "cache")
 
@@ -428,11 +428,11 @@ def test_the_injection_page_stays_inside_the_untrusted_block(
     )
     with PrettyPlay("t", config=config(shop.url, tmp_path / "cache"), browser=browser) as t:
         t.step("open the promotion")
-        entry = t.step("subscribe ann@example.com to the newsletter")
+        run = t.step("subscribe ann@example.com to the newsletter")
         assert t.page.url == shop.url + "/promo"
-    assert [a.outcome for a in entry.history] == ["red", "policy violation"]
-    assert "navigation to http://attacker.example/collect was blocked" in entry.history[0].text
-    assert "'context' is not allowed" in entry.history[1].text
+    assert [a.outcome for a in run.history] == ["red", "policy violation"]
+    assert "navigation to http://attacker.example/collect was blocked" in run.history[0].text
+    assert "'context' is not allowed" in run.history[1].text
     first: RecordedRequest = llm_env.requests_for("generate")[0]
     user = first.content("user")
     fence = user.split('<untrusted-page-data id="', 1)[1].split('"', 1)[0]

@@ -158,8 +158,8 @@ def test_a_replayed_check_on_a_changing_page_goes_red_once_then_settles_and_pass
     with PrettyPlay("notes", config=config, browser=browser) as test:
         test.step("open the notes")
         test.step("save the note")
-        entry = test.expect("the note is saved")
-        assert (entry.outcome, entry.origin) == ("passed", "replayed")
+        run = test.expect("the note is saved")
+        assert (run.outcome, run.origin) == ("passed", "replayed")
         assert test.page.locator("#status").inner_text() == "Saved"
     retries = [r.getMessage() for r in caplog.records if getattr(r, "event", "") == "step_retry"]
     assert retries == ["the replay went red: the page settles, the step runs again"]

@@ -32,7 +32,7 @@ OPEN = 'def step(page) -> None:\n    page.goto("/order")\n'
 ACCEPT = 'def step(page) -> None:\n    page.get_by_test_id("cookie-consent").click()\n'
 
 
-def entry(kind: Kind, sentence: str, outcome: str, group: str | None, code: str) -> Obj:
+def step_run(kind: Kind, sentence: str, outcome: str, group: str | None, code: str) -> Obj:
     """An earlier step of the scenario, as the engine keeps it."""
     ran = Obj(url_before="http://localhost:8000/", url_after="http://localhost:8000/order")
     return Obj(kind=kind, meaning=meaning_of(kind, sentence), sentence=sentence,
@@ -48,9 +48,9 @@ def context(**changes: Any) -> dict[str, Any]:
         "base_url": "http://localhost:8000",
         "page": PageState("http://localhost:8000/order", "Order", SNAPSHOT, "9f3a61c2", 0),
         "scenario": [
-            entry(Kind.ACTION, "open the order page", "passed", None, OPEN),
-            entry(Kind.ACTION, "accept the cookie banner", "passed", GROUP, ACCEPT),
-            entry(Kind.CHECK, "the banner is gone", "failed", None, ""),
+            step_run(Kind.ACTION, "open the order page", "passed", None, OPEN),
+            step_run(Kind.ACTION, "accept the cookie banner", "passed", GROUP, ACCEPT),
+            step_run(Kind.CHECK, "the banner is gone", "failed", None, ""),
         ],
         "history": [
             Obj(
@@ -176,7 +176,7 @@ def test_the_group_framing_appears_with_a_group(purpose):
 
 @pytest.mark.parametrize("purpose", ["generate", "heal", "steer", "gate", "classify"])
 def test_no_group_prompt_without_a_group(purpose):
-    scenario = [entry(Kind.ACTION, "open the order page", "passed", None, OPEN)]
+    scenario = [step_run(Kind.ACTION, "open the order page", "passed", None, OPEN)]
     user = user_text(purpose, group=None, scenario=scenario)
     assert "GROUP PROMPT" not in user
     assert "group step" not in user
