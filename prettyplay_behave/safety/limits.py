@@ -43,6 +43,9 @@ EXPECT_TIMEOUT_MS = 5_000  # Playwright's assertions, unless expect.set_options 
 MEMORY_HEADROOM = 1 << 30  # bytes step code may add to the process (Linux)
 MAX_SENT = 2 * MAX_LENGTH  # characters one call sends to the browser: the largest string, twice
 MAX_TEXT = 20_000  # characters of an outcome's text: the head and the tail of a longer one
+# the browser's timers count whole milliseconds from their own last tick: a timeout the budget
+# set may end a little before this process's clock says the budget ran out
+TIMER_SKEW_MS = 50
 
 _SIZED = (str, bytes, list, tuple)
 _CONTAINERS = (list, tuple, set, frozenset, dict)
@@ -72,8 +75,9 @@ class Budget:
     def remaining_ms(self) -> float:
         return max(0.0, (self._deadline - time.monotonic()) * 1000)
 
-    def expired(self) -> bool:
-        return time.monotonic() >= self._deadline
+    def expired(self, within_ms: float = 0.0) -> bool:
+        """Whether the budget ran out, or has at most ``within_ms`` left."""
+        return time.monotonic() >= self._deadline - within_ms / 1000
 
     def check(self) -> None:
         if self.expired():
@@ -153,7 +157,7 @@ def bounded_call(
     try:
         return method(*args, **kwargs)
     except (PlaywrightTimeoutError, AssertionError) as exc:
-        if by_budget and budget.expired():
+        if by_budget and budget.expired(within_ms=TIMER_SKEW_MS):
             raise budget.error() from exc
         raise
 

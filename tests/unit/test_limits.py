@@ -101,3 +101,23 @@ def test_an_assert_message_too_big_to_print_is_refused_before_it_is_built() -> N
     whisper = compile_step('def step(page) -> None:\n    assert False, ["x"] * 3\n')
     with pytest.raises(AssertionError, match=r"\['x', 'x', 'x'\]"):
         whisper(None)
+
+
+def timing_out(timeout: float | None = None) -> None:
+    """A Playwright call that timed out (as the browser's own timer ends it)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
+    raise PlaywrightTimeoutError(f"Timeout {timeout}ms exceeded.")
+
+
+@pytest.mark.parametrize(("left_ms", "named"), [(10, True), (5_000, False)])
+def test_a_timeout_the_budget_set_names_the_step_timeout_though_the_browser_ended_it_early(
+    left_ms: int, named: bool
+) -> None:
+    """The browser's timer may fire a few milliseconds before this process's clock runs out: a
+    timeout the budget set is still the step timeout's; one the call chose itself is its own."""
+    budget = limits.Budget(left_ms)
+    budget.start()
+    with pytest.raises(Exception) as raised:
+        limits.bounded_call(timing_out, budget, 30_000)
+    assert ("step_timeout_ms" in str(raised.value)) == named, raised.value
