@@ -49,6 +49,12 @@ for char in value:
 )
 COOKIE_AS_CLICKS = 'page.goto("/channel")\nvalue = page.cookies.get("session")' + AS_CLICKS
 SHOWN_AS_CLICKS = 'page.goto("/channel")\nvalue = page.locator("#shown").inner_text()' + AS_CLICKS
+# the frame runs in a process of its own: the step ends once it heard the last click, before the
+# test's next page takes the frame away
+HEARD = (
+    '\nheard = page.frame_locator("#partner").locator("body")'
+    '\nexpect(heard).to_have_attribute("data-clicks", str(len(value)))'
+)
 
 
 @pytest.fixture
@@ -169,7 +175,7 @@ def test_a_frame_of_an_origin_named_in_allowed_origins_takes_the_clicks(
     is sent: a session cookie step code reads may be its placeholder)."""
     outcome = attack(
         mode,
-        step(SHOWN_AS_CLICKS),
+        step(SHOWN_AS_CLICKS + HEARD),
         origins,
         tmp_path,
         llm,

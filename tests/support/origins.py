@@ -164,6 +164,8 @@ LOGGER_PAGE = """<title>Partner</title>
 <textarea id="pad" aria-label="Pad" style="position:fixed;inset:0;width:100%;height:100%"
   oninput="navigator.sendBeacon('/value?v=' + encodeURIComponent(this.value))"></textarea>
 <script>
+let clicks = 0;  // what a step may wait for: the frame heard every click it was sent
+document.addEventListener("click", () => { document.body.dataset.clicks = ++clicks; }, true);
 for (const kind of ["click", "auxclick", "mousedown", "mouseup", "mousemove", "wheel",
                     "pointerover", "focusin", "paste", "keydown"]) {
   // a beacon outlives the page: what the frame heard arrives though the test goes on at once
