@@ -178,9 +178,9 @@ def test_rows_swapped_and_added_a_scenario_renamed_one_tag_or_scenario_replay_wi
     assert llm.requests == []
 
 
-# a red check waits 1 s for what it expects, not 5, and that is its one try: the settle window
-# is as long
-RED_IN_A_SECOND = ("-D", "prettyplay.expect_timeout_ms=1000", "-D", "prettyplay.settle_ms=1000")
+# a red check waits half a second for what it expects, not 5, and that is its one try: the
+# settle window is as long (the app draws each change at once, so a green check needs no more)
+RED_AT_ONCE = ("-D", "prettyplay.expect_timeout_ms=500", "-D", "prettyplay.settle_ms=500")
 
 
 def test_a_step_judged_a_product_defect_is_remembered_red_until_the_app_is_fixed(
@@ -192,7 +192,7 @@ def test_a_step_judged_a_product_defect_is_remembered_red_until_the_app_is_fixed
               "recommendation": "fix the counter"}  # fmt: skip
     llm.reset()
     llm.on("classify", json_answer(defect), repeat=True)
-    judged = run(project, app, *RED_IN_A_SECOND, llm=llm)
+    judged = run(project, app, *RED_AT_ONCE, llm=llm)
     assert judged.returncode == 1, judged
     assert "ProductDefectError: the product does not do what the step says" in judged.output
     judgements = len(llm.requests_for("classify"))
@@ -203,8 +203,8 @@ def test_a_step_judged_a_product_defect_is_remembered_red_until_the_app_is_fixed
 
     llm.reset()  # still broken: every red step fails with its stored verdict, and asks nothing
     for again in (
-        run(project, app, *RED_IN_A_SECOND, llm=llm),
-        strict(project, app, *RED_IN_A_SECOND),
+        run(project, app, *RED_AT_ONCE, llm=llm),
+        strict(project, app, *RED_AT_ONCE),
     ):
         assert again.returncode == 1, again
         assert "the verdict of an earlier run: no request was made" in again.output
@@ -218,7 +218,7 @@ def test_a_step_judged_a_product_defect_is_remembered_red_until_the_app_is_fixed
     assert "RED: product_defect: the counter counts one too many" in listed.stdout
 
     app.pages["/"] = todo_page("normal")  # fixed
-    fixed = run(project, app, *RED_IN_A_SECOND, llm=llm)
+    fixed = run(project, app, *RED_AT_ONCE, llm=llm)
     assert fixed.returncode == 0, fixed
     assert "turned green (remembered red) todos.feature::" in fixed.output
     assert llm.requests == []
