@@ -33,7 +33,7 @@ GROWN = (
     'expect(page.get_by_test_id("count")).to_have_text(re.compile(f"^{left + 1} items? left"))'
 )
 # a red check waits 1 s for its count, not 5: the settle window is as long (its one try)
-RED_IN_A_SECOND = {"expect_timeout_ms": 1_000, "settle_ms": 1_000}
+RED_MS = 1_000
 FEATURE = """\
 Feature: Todos
   Scenario: One more
@@ -95,7 +95,8 @@ def test_a_check_against_a_remembered_value_fails_when_the_value_is_not_met(
     scripted(provider)
     provider.on("classify", json_answer({"label": "product_defect", "explanation": "no new item",
                                          "recommendation": "-"}))  # fmt: skip
-    config = PrettyConfig(base_url=app.url, cache_dir=str(tmp_path / "cache"), **RED_IN_A_SECOND)
+    config = PrettyConfig(base_url=app.url, cache_dir=str(tmp_path / "cache"),
+                          expect_timeout_ms=RED_MS, settle_ms=RED_MS)  # fmt: skip
     with PrettyPlay("t", config, browser=browser, provider=provider) as t:
         t.step("I open the todo app")
         t.step('I add a todo "feed the cat"')
@@ -176,7 +177,8 @@ def test_a_group_recovery_runs_the_remembering_step_again(
     provider.on("generate", code_answer(step(wrong)), step="I note how many items are left")
     for sentence, code in ANSWERS.items():  # then every request (the recovery's too) is right
         provider.on(None, code_answer(code), step=sentence, repeat=True)
-    config = PrettyConfig(base_url=app.url, cache_dir=str(tmp_path / "cache"), **RED_IN_A_SECOND)
+    config = PrettyConfig(base_url=app.url, cache_dir=str(tmp_path / "cache"),
+                          expect_timeout_ms=RED_MS, settle_ms=RED_MS)  # fmt: skip
     with PrettyPlay("t", config, browser=browser, provider=provider) as t:
         t.step("I open the todo app")
         t.step('I add a todo "feed the cat"')
@@ -276,7 +278,7 @@ def test_a_behave_run_names_an_unknown_name_refuses_a_secret_and_recovers_a_grou
             llm.on(None, code_answer(code), step=sentence, repeat=True)
         result = project.run(
             "-D", f"prettyplay.base_url={app.url}", "-D", "prettyplay.generation_attempts=1",
-            *(a for n, v in RED_IN_A_SECOND.items() for a in ("-D", f"prettyplay.{n}={v}")),
+            "-D", f"prettyplay.expect_timeout_ms={RED_MS}", "-D", f"prettyplay.settle_ms={RED_MS}",
             env={**llm.env, "CODE": "tea-for-two-42"},
         )  # fmt: skip
     assert result.returncode == 1, result
