@@ -50,7 +50,9 @@ for char in value:
 COOKIE_AS_CLICKS = 'page.goto("/channel")\nvalue = page.cookies.get("session")' + AS_CLICKS
 SHOWN_AS_CLICKS = 'page.goto("/channel")\nvalue = page.locator("#shown").inner_text()' + AS_CLICKS
 # the frame runs in a process of its own: the step ends once it heard the last click, before the
-# test's next page takes the frame away
+# test's next page takes the frame away; eighteen clicks and that wait need more than an
+# attack's step timeout on a loaded machine
+POSITIVE_STEP_TIMEOUT_MS = 15_000
 HEARD = (
     '\nheard = page.frame_locator("#partner").locator("body")'
     '\nexpect(heard).to_have_attribute("data-clicks", str(len(value)))'
@@ -182,6 +184,7 @@ def test_a_frame_of_an_origin_named_in_allowed_origins_takes_the_clicks(
         monkeypatch,
         browser,
         allowed_origins=(origins.app, origins.outside),
+        step_timeout_ms=POSITIVE_STEP_TIMEOUT_MS,
     )
     assert outcome.error is None, outcome.error
     clicks = arrived(origins, "POST /click?", len(SHOWN))

@@ -96,9 +96,10 @@ def attack(
         settings["strict"] = True
     else:
         answer_with(code, llm, monkeypatch)
+    settings.setdefault("step_timeout_ms", STEP_TIMEOUT_MS)
     config = PrettyConfig(
         base_url=origins.app, cache_dir=str(cache), generation_attempts=1, llm_retries=0,
-        llm_timeout=10.0, step_timeout_ms=STEP_TIMEOUT_MS, action_timeout_ms=5_000,
+        llm_timeout=10.0, action_timeout_ms=5_000,
         **settings,  # type: ignore[arg-type]
     )  # fmt: skip
     with PrettyPlay(TEST, config=config, browser=browser) as t:
