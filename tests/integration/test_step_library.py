@@ -24,7 +24,7 @@ from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite, file_name
 from prettyplay_behave.parameters import parameterize
 from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import ROOT, BehaveProject, copy_examples, new_project
-from tests.support.caches import steps
+from tests.support.caches import plant, steps
 from tests.support.llm_server import (
     CLEAN_GATE,
     RecordedRequest,
@@ -102,10 +102,8 @@ def plant_library(project: BehaveProject, llm: ScriptedLLMServer) -> Path:
     """The project with the to-do feature and the library its cold run writes (the first test
     below shows that run writing these entries), planted without the run; its cache folder."""
     cache = todo_project(project, llm)
-    store = CacheStore(cache, validate=check_code)
-    for kind, sentence in FEATURE_STEPS:
-        key = CacheKey("todos.feature::Add a todo", kind, sentence)
-        store.write(CacheWrite(key, step_code(parameterize(sentence).template), "generated"))
+    planted = [(kind, s, step_code(parameterize(s).template)) for kind, s in FEATURE_STEPS]
+    plant(cache, "todos.feature::Add a todo", *planted)
     return cache
 
 
