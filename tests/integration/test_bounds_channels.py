@@ -49,9 +49,9 @@ for char in value:
 )
 COOKIE_AS_CLICKS = 'page.goto("/channel")\nvalue = page.cookies.get("session")' + AS_CLICKS
 SHOWN_AS_CLICKS = 'page.goto("/channel")\nvalue = page.locator("#shown").inner_text()' + AS_CLICKS
-# the frame runs in a process of its own: the step ends once it heard the last click, before the
-# test's next page takes the frame away; eighteen clicks and that wait need more than an
-# attack's step timeout on a loaded machine
+# the frame runs in a process of its own: the step ends once the outside origin has answered
+# the report of the last click, before the test's next page takes the frame away; eighteen
+# clicks and that wait need more than an attack's step timeout on a loaded machine
 POSITIVE_STEP_TIMEOUT_MS = 15_000
 HEARD = (
     '\nheard = page.frame_locator("#partner").locator("body")'
@@ -189,7 +189,7 @@ def test_a_frame_of_an_origin_named_in_allowed_origins_takes_the_clicks(
     assert outcome.error is None, outcome.error
     clicks = arrived(origins, "POST /click?", len(SHOWN))
     decoded = [ALPHABET[(int(hit.split("x=")[1].split("&")[0]) - 10) // 7] for hit in clicks]
-    assert sorted(decoded) == sorted(SHOWN), origins.hits  # beacons may come in any order
+    assert sorted(decoded) == sorted(SHOWN), origins.hits  # reports may come in any order
 
 
 def test_a_middle_click_in_an_allowed_frame_pastes_the_selection(

@@ -164,14 +164,18 @@ LOGGER_PAGE = """<title>Partner</title>
 <textarea id="pad" aria-label="Pad" style="position:fixed;inset:0;width:100%;height:100%"
   oninput="navigator.sendBeacon('/value?v=' + encodeURIComponent(this.value))"></textarea>
 <script>
-let clicks = 0;  // what a step may wait for: the frame heard every click it was sent
-document.addEventListener("click", () => { document.body.dataset.clicks = ++clicks; }, true);
+// what a step may wait for: the clicks whose report the origin has answered (a report still on
+// its way when the next page takes the frame away may be lost)
+let reported = 0;
 for (const kind of ["click", "auxclick", "mousedown", "mouseup", "mousemove", "wheel",
                     "pointerover", "focusin", "paste", "keydown"]) {
-  // a beacon outlives the page: what the frame heard arrives though the test goes on at once
-  document.addEventListener(kind, (event) => navigator.sendBeacon(
-    `/${kind}?x=${event.clientX}&y=${event.clientY}&k=${encodeURIComponent(event.key || "")}`),
-    true);
+  // a keepalive request outlives the page: what the frame heard arrives though the test goes on
+  document.addEventListener(kind, (event) => {
+    const report = fetch(
+      `/${kind}?x=${event.clientX}&y=${event.clientY}&k=${encodeURIComponent(event.key || "")}`,
+      {method: "POST", keepalive: true});
+    if (kind === "click") report.then(() => { document.body.dataset.clicks = ++reported; });
+  }, true);
 }
 </script>"""
 B_TOKEN = "b-token-7f3c9e21"
