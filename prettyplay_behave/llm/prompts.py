@@ -9,6 +9,7 @@ rest. Undefined context fields are errors (StrictUndefined): callers pass ``None
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +26,8 @@ ROLES = ("system", "user")
 
 
 class Prompts:
-    """The prompt templates of a run; the jinja2 environment is built on first use."""
+    """The prompt templates of a run; the jinja2 environment is built on first use and
+    shared by the runs of the process that use the same folder."""
 
     def __init__(self, templates_dir: str | None = None, source: str = "PrettyConfig") -> None:
         """``source`` is where ``templates_dir`` came from, for the ConfigError of a bad one."""
@@ -40,7 +42,8 @@ class Prompts:
     @property
     def environment(self) -> jinja2.Environment:
         if self._environment is None:
-            self._environment = _environment(self.templates_dir)
+            folder = self.templates_dir and os.path.abspath(self.templates_dir)
+            self._environment = _environment(folder)
         return self._environment
 
     def render(self, purpose: Purpose | str, **context: Any) -> list[dict[str, str]]:
@@ -64,7 +67,10 @@ class Prompts:
             raise jinja2.UndefinedError(f"{template.name}: {exc.message}") from exc
 
 
+@functools.cache
 def _environment(templates_dir: str | None) -> jinja2.Environment:
+    """One environment a process and folder: each template compiles once, not once a run or a
+    test (jinja2 still compiles a template again when its file changed)."""
     import jinja2
 
     shipped = jinja2.FileSystemLoader(templates_folder())

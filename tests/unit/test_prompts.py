@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from types import SimpleNamespace as Obj
@@ -267,6 +268,23 @@ def test_a_templates_dir_overrides_one_template(tmp_path: Path):
     assert system == "house rules"
     assert user.startswith("STEP TYPE: action")
     assert "THE CODE CONTRACT" in prompts.render("heal", **context())[0]["content"]
+
+
+def test_runs_of_one_process_share_the_compiled_templates_and_see_an_edited_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each run (a test of the Python API) builds its own Prompts: the templates of a folder
+    compile once a process, and a template whose file changed since compiles again."""
+    override = tmp_path / "generate.j2"
+    override.write_text("{% block system %}first{% endblock %}{% block user %}u{% endblock %}")
+    monkeypatch.chdir(tmp_path)
+    first, second = Prompts(str(tmp_path)), Prompts(".")  # the same folder, spelled twice
+    assert first.render("generate", **context())[0]["content"] == "first"
+    assert second.environment is first.environment
+    assert Prompts().environment is PROMPTS.environment is not first.environment
+    override.write_text("{% block system %}second{% endblock %}{% block user %}u{% endblock %}")
+    os.utime(override, ns=(0, override.stat().st_mtime_ns + 1_000_000_000))
+    assert second.render("generate", **context())[0]["content"] == "second"
 
 
 def test_an_override_must_define_both_blocks(tmp_path: Path):
