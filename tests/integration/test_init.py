@@ -7,13 +7,13 @@ from __future__ import annotations
 import configparser
 import io
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from prettyplay_behave.scaffold import init
 from tests.conftest import BehaveProject
+from tests.support.behave_runs import run_prettyplay
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer
 
 OPEN_HOME = 'def step(page) -> None:\n    page.goto("/")\n'
@@ -64,10 +64,7 @@ Feature: Mine
 
 
 def prettyplay(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "prettyplay_behave.cli", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    return run_prettyplay(cwd, list(args))
 
 
 def snapshot(root: Path) -> dict[str, bytes]:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +26,7 @@ from prettyplay_behave.safety.secrets import Secrets
 from prettyplay_behave.safety.step_code import check_code
 from prettyplay_behave.vocabulary import FailureKind, Kind, Outcome, StepLabel, StepStatus
 from tests.conftest import BehaveProject, copy_examples, new_project
+from tests.support.behave_runs import run_prettyplay
 from tests.support.caches import cache_bytes
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.shop_steps import ACCEPT, HEADING, OPEN_SHOP
@@ -207,11 +206,10 @@ def test_prune_removes_exactly_the_obsolete_entries(tmp_path: Path) -> None:
     full = project.run()
     assert full.returncode == 0, full
     assert "prettyplay: cache: 0 entries written, 2 obsolete" in full.output
-    prune = [sys.executable, "-m", "prettyplay_behave.cli", "cache", "prune"]
-    shown = subprocess.run([*prune, "--dry-run"], cwd=root, capture_output=True, text=True)
+    shown = run_prettyplay(root, ["cache", "prune", "--dry-run"])
     assert "I dance" in shown.stdout and "A scenario that was deleted" in shown.stdout
     assert cache_bytes(cache_dir) == before
-    pruned = subprocess.run(prune, cwd=root, capture_output=True, text=True)
+    pruned = run_prettyplay(root, ["cache", "prune"])
     assert pruned.returncode == 0 and "2 obsolete entries deleted" in pruned.stdout, pruned
     after = CacheStore(cache_dir, validate=check_code)
     assert after.lookup(unused) is None

@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from prettyplay_behave.safety.secrets import Secrets
 from prettyplay_behave.safety.step_code import check_code
 from prettyplay_behave.vocabulary import GroupLabel, Kind, Origin, StepStatus
 from tests.conftest import HealedExamples
+from tests.support.behave_runs import run_prettyplay
 from tests.support.caches import by_sentence
 from tests.support.changed_ui import CART, CHECKOUT
 from tests.support.healing_run import READS_HEALED_EXAMPLES, RECOVERABLE, ROT, git
@@ -75,10 +75,7 @@ RED_LOGINS = (
 
 def cache_diff(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent)}
-    return subprocess.run(
-        [sys.executable, "-m", "prettyplay_behave.cli", "cache", "diff", *args],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    return run_prettyplay(cwd, ["cache", "diff", *args], env)
 
 
 @dataclass

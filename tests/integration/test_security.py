@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import functools
 import json
-import subprocess
-import sys
 import threading
 import zipfile
 from collections.abc import Iterator
@@ -24,6 +22,7 @@ from prettyplay_behave.errors import CodePolicyError
 from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import BehaveProject
 from tests.escapes import ESCAPES
+from tests.support.behave_runs import run_prettyplay
 from tests.support.caches import cache_text
 from tests.support.llm_server import (
     CLEAN_GATE,
@@ -458,11 +457,7 @@ def test_the_check_command_names_a_bad_entry(tmp_path: Path) -> None:
             "generated",
         )
     )
-    good = subprocess.run(
-        [sys.executable, "-m", "prettyplay_behave.cli", "check", str(cache_dir)],
-        capture_output=True,
-        text=True,
-    )
+    good = run_prettyplay(cache_dir.parent, ["check", str(cache_dir)])
     assert good.returncode == 0, good.stdout
     assert "1 cache file, 1 entry checked, 0 files refused" in good.stdout
     bad = cache_dir / "shop" / "b.feature.json"  # a per-feature file, as before format 3
@@ -482,11 +477,7 @@ def test_the_check_command_names_a_bad_entry(tmp_path: Path) -> None:
         },
     }
     bad.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
-    refused = subprocess.run(
-        [sys.executable, "-m", "prettyplay_behave.cli", "check", str(cache_dir)],
-        capture_output=True,
-        text=True,
-    )
+    refused = run_prettyplay(cache_dir.parent, ["check", str(cache_dir)])
     assert refused.returncode == 1
     assert "REFUSED" in refused.stdout and str(bad) in refused.stdout
     assert "steal the cookies" in refused.stdout and "evaluate" in refused.stdout

@@ -12,12 +12,13 @@ from pathlib import Path
 import pexpect
 import pyte
 import pytest
+from pexpect.fdpexpect import fdspawn
 
 from tests.conftest import BehaveProject
+from tests.support.behave_runs import start_behave_in_terminal
 from tests.support.caches import by_sentence, cache_text, plant, steps
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.shop_steps import ACCEPT, HEADING, OPEN_SHOP, SHOP_FEATURE
-from tests.support.signals import default_interrupt
 
 BROKEN = (
     'def step(page) -> None:\n    page.get_by_role("button", name="Consent").click(timeout=300)\n'
@@ -60,27 +61,34 @@ class Session:
         environ.pop("CI", None)
         environ.update(llm.env, TERM="xterm", **env)
         interactive = ["-D", "prettyplay.interactive=true"] if interactive_define else []
-        self.child = pexpect.spawn(
-            sys.executable,
-            ["-m", "behave", "-D", f"prettyplay.base_url={shop.url}", *interactive,
+        self.process, terminal = start_behave_in_terminal(
+            project.root,
+            environ,
+            ["-D", f"prettyplay.base_url={shop.url}", *interactive,
              "-D", "prettyplay.action_timeout_ms=1000"],
-            cwd=str(project.root), env=environ, encoding="utf-8", timeout=60,
-            dimensions=(ROWS, COLUMNS), preexec_fn=default_interrupt,
+            ROWS,
+            COLUMNS,
         )  # fmt: skip
+        self.terminal = fdspawn(terminal, encoding="utf-8", timeout=60)
         self.output = ""
 
     def expect(self, pattern: str) -> None:
-        self.child.expect_exact(pattern)
-        self.output += self.child.before + self.child.after
+        self.terminal.expect_exact(pattern)
+        self.output += self.terminal.before + self.terminal.after
 
     def send(self, line: str) -> None:
-        self.child.sendline(line)
+        self.terminal.sendline(line)
+
+    def press(self, key: str) -> None:
+        """A control key, as the terminal's line discipline reads it: ``c`` is Ctrl+C."""
+        self.terminal.send(chr(ord(key.upper()) - ord("@")))
 
     def finish(self) -> int:
-        self.child.expect(pexpect.EOF)
-        self.output += self.child.before
-        self.child.close()
-        return int(self.child.exitstatus if self.child.exitstatus is not None else -1)
+        self.terminal.expect(pexpect.EOF)
+        self.output += self.terminal.before
+        self.terminal.close()
+        self.process.join(60)
+        return -1 if self.process.exitcode is None else self.process.exitcode
 
     def screen(self) -> str:
         screen = pyte.Screen(COLUMNS, ROWS)
@@ -176,7 +184,7 @@ def test_a_red_turn_shows_its_outcome_and_returns_to_the_prompt(
     session.expect("✗ red")
     session.expect("guidance> ")
     assert 'name="Agree"' in session.output and "Call log:" in session.output
-    session.child.sendeof()  # Ctrl+D
+    session.press("d")
     assert session.finish() == 1
     assert llm.requests_for("gate") == []
 
@@ -238,7 +246,7 @@ def test_ctrl_c_ends_the_dialog_with_the_original_failure(
 ) -> None:
     session = Session(stuck, shop, llm)
     session.expect("guidance> ")
-    session.child.sendintr()
+    session.press("c")
     assert session.finish() == 1
     assert "IncurableStepError: the cached step failed and cannot be healed" in session.output
 
@@ -288,7 +296,6 @@ def test_an_interactive_tag_opens_no_dialog_when_ci_is_set(
         "features/shop.feature", SHOP_FEATURE.replace("  Scenario:", "  @interactive\n  Scenario:")
     )
     session = Session(stuck, shop, llm, interactive_define=False, CI="true")
-    assert session.child.isatty()
     assert session.finish() == 1
     assert "guidance>" not in session.output
     assert "CI is set: @interactive is ignored" in session.output

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite, file_name
 from prettyplay_behave.parameters import parameterize
 from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import ROOT, BehaveProject, copy_examples, new_project
+from tests.support.behave_runs import run_prettyplay
 from tests.support.caches import plant, steps
 from tests.support.llm_server import (
     CLEAN_GATE,
@@ -209,10 +209,7 @@ def test_a_step_judged_a_product_defect_is_remembered_red_until_the_app_is_fixed
         assert "explanation: the counter counts one too many" in again.output
         assert "... failed" in again.output  # a behave failure, not an error
     assert llm.requests == []
-    listed = subprocess.run(
-        [sys.executable, "-m", "prettyplay_behave.cli", "cache", "list"],
-        cwd=project.root, capture_output=True, text=True,
-    )  # fmt: skip
+    listed = run_prettyplay(project.root, ["cache", "list"])
     assert "RED: product_defect: the counter counts one too many" in listed.stdout
 
     app.pages["/"] = todo_page("normal")  # fixed
@@ -341,8 +338,7 @@ def test_a_second_wording_answered_same_as_is_one_entry_that_later_steps_find_wi
     assert "1 reused" in result.output and "0 obsolete" in result.output
     # a wording dropped: the entry stays, serving its own sentence only
     worded = 'the list should contain an item with text "x"'
-    drop = [sys.executable, "-m", "prettyplay_behave.cli", "cache", "drop", worded]
-    dropped = subprocess.run(drop, cwd=project.root, capture_output=True, text=True)
+    dropped = run_prettyplay(project.root, ["cache", "drop", worded])
     assert dropped.returncode == 0, dropped
     assert f"1 wording of {worded!r} deleted" in dropped.stdout
     library = steps(project.cache_dir, "todos.feature")
@@ -359,8 +355,7 @@ def test_prune_keeps_every_live_entry_whatever_a_run_left_and_drop_removes_one(
     feature.write_text(FEATURE.replace("Scenario: Delete a todo", "Scenario: Remove a todo"))
     assert strict(project, app).returncode == 0
     feature.write_text(FEATURE)
-    prune = [sys.executable, "-m", "prettyplay_behave.cli", "cache", "prune"]
-    kept = subprocess.run(prune, cwd=project.root, capture_output=True, text=True)
+    kept = run_prettyplay(project.root, ["cache", "prune"])
     assert kept.returncode == 0 and "0 obsolete entries deleted" in kept.stdout, kept
     assert library_bytes(cache) == before
     # a step taken out of the feature makes its entry obsolete, and prune deletes exactly it
@@ -370,7 +365,7 @@ def test_prune_keeps_every_live_entry_whatever_a_run_left_and_drop_removes_one(
             "    Then the counter",
         )
     )
-    pruned = subprocess.run(prune, cwd=project.root, capture_output=True, text=True)
+    pruned = run_prettyplay(project.root, ["cache", "prune"])
     assert "1 obsolete entry deleted" in pruned.stdout, pruned
     # its file went, and no lock file is left of it
     assert len(library_bytes(cache)) == len(before) - 1
@@ -383,8 +378,7 @@ def test_prune_keeps_every_live_entry_whatever_a_run_left_and_drop_removes_one(
                   'I complete the todo "x"', 'I delete the todo "x"', "I open the todo app")
     }  # fmt: skip
     # drop one sentence: its next run writes it again, with one generation
-    drop = [sys.executable, "-m", "prettyplay_behave.cli", "cache", "drop", 'I add a todo "x"']
-    dropped = subprocess.run(drop, cwd=project.root, capture_output=True, text=True)
+    dropped = run_prettyplay(project.root, ["cache", "drop", 'I add a todo "x"'])
     assert dropped.returncode == 0 and "1 entry of 'I add a todo \"x\"' deleted" in dropped.stdout
     assert 'I add a todo "{}"' not in {e["sentence"] for e in steps(cache)}
     llm.reset()
@@ -393,8 +387,7 @@ def test_prune_keeps_every_live_entry_whatever_a_run_left_and_drop_removes_one(
     again = run(project, app, llm=llm)
     assert again.returncode == 0, again
     assert [str(r.step) for r in llm.requests_for("generate")] == ['I add a todo "buy milk"']
-    nothing = subprocess.run([*drop[:-1], "I never wrote this"], cwd=project.root,
-                             capture_output=True, text=True)  # fmt: skip
+    nothing = run_prettyplay(project.root, ["cache", "drop", "I never wrote this"])
     assert nothing.returncode == 1
 
 
@@ -409,11 +402,11 @@ def test_the_examples_old_caches_migrate_and_replay_with_no_request(
     shutil.copytree(fixture, cache_dir)
     old = {p.relative_to(cache_dir): json.loads(p.read_text()) for p in cache_dir.rglob("*.json")}
     assert {document["format"] for document in old.values()} == {version}
-    migrate = [sys.executable, "-m", "prettyplay_behave.cli", "cache", "migrate"]
+    migrate = ["cache", "migrate"]
     # a file in a format it does not know stops the migration, named, and nothing is deleted
     unknown = cache_dir / "shop" / "later.feature.json"
     unknown.write_text('{"format": 9, "steps": []}')
-    refused = subprocess.run(migrate, cwd=root, capture_output=True, text=True)
+    refused = run_prettyplay(root, migrate)
     assert refused.returncode == 1, refused
     assert f"{Path('features/.prettyplay/shop/later.feature.json')}: cache format 9 is newer" in (
         refused.stderr
@@ -422,7 +415,7 @@ def test_the_examples_old_caches_migrate_and_replay_with_no_request(
     assert not (cache_dir / "steps").exists()
     unknown.unlink()
 
-    done = subprocess.run(migrate, cwd=root, capture_output=True, text=True)
+    done = run_prettyplay(root, migrate)
     assert done.returncode == 0 and "4 files migrated" in done.stdout, done
     assert not list(cache_dir.rglob("*.json"))
     library = steps(cache_dir)
@@ -442,7 +435,7 @@ def test_the_examples_old_caches_migrate_and_replay_with_no_request(
         assert library_bytes(cache_dir) == library_bytes(committed)
     else:
         assert steps(cache_dir) == steps(committed)
-    again = subprocess.run(migrate, cwd=root, capture_output=True, text=True)
+    again = run_prettyplay(root, migrate)
     assert "0 files migrated" in again.stdout
 
 
