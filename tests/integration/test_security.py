@@ -150,10 +150,9 @@ def files_holding(folder: Path, text: str) -> list[str]:
 
 @pytest.mark.parametrize(
     ("settings", "kept"),
-    [
-        (("video=retain-on-failure",), []),  # the defaults, and a video of a failure
-        (("trace=on",), ["trace.zip"]),
-        (("trace=on", "screenshot=on", "video=on"), ["failure.png", "trace.zip", "video.webm"]),
+    [  # each picture kept under one policy and refused under another, beside the others'
+        (("trace=on", "video=retain-on-failure"), ["trace.zip"]),  # the screenshot's default
+        (("screenshot=on", "video=on"), ["failure.png", "video.webm"]),  # the trace's default
     ],
 )
 def test_a_failing_test_with_a_secret_keeps_no_picture_of_it_unless_asked(
