@@ -7,7 +7,9 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import pexpect
 import pyte
@@ -43,8 +45,22 @@ def stuck(project: BehaveProject, llm: ScriptedLLMServer) -> BehaveProject:
     return project
 
 
+@pytest.fixture(autouse=True)
+def sessions_end() -> Iterator[None]:
+    """A test that fails halfway leaves no run waiting at its prompt."""
+    yield
+    while Session.started:
+        session = Session.started.pop()
+        session.terminal.close()
+        if session.process.is_alive():
+            session.process.kill()
+        session.process.join(10)
+
+
 class Session:
     """behave in a pseudo-terminal; everything it printed is kept for a terminal emulator."""
+
+    started: ClassVar[list[Session]] = []  # the sessions of the test that runs
 
     def __init__(
         self,
@@ -71,6 +87,7 @@ class Session:
         )  # fmt: skip
         self.terminal = fdspawn(terminal, encoding="utf-8", timeout=60)
         self.output = ""
+        Session.started.append(self)
 
     def expect(self, pattern: str) -> None:
         self.terminal.expect_exact(pattern)

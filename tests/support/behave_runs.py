@@ -25,6 +25,9 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+if TYPE_CHECKING:
+    from multiprocessing.synchronize import Event
+
 # prettyplay imports openai (most of a second) and jinja2 only at a run's first LLM request
 PRELOADED = [
     "behave.__main__",
@@ -36,9 +39,6 @@ PRELOADED = [
     "jinja2",
     __name__,
 ]
-if TYPE_CHECKING:
-    from multiprocessing.synchronize import Event
-
 _forks = multiprocessing.get_context("forkserver")
 _forks.set_forkserver_preload(PRELOADED)
 
@@ -65,10 +65,10 @@ def _behave_in_terminal(
     whose controlling terminal is ``terminal`` (a pseudo-terminal's other end), which is its
     stdin, stdout and stderr; Ctrl+C there interrupts it. ``opened`` is set once it is."""
     os.setsid()
-    fd = os.open(terminal, os.O_RDWR)  # a session's first terminal becomes its own
-    for std in (0, 1, 2):
-        os.dup2(fd, std)
-    os.close(fd)
+    tty = os.open(terminal, os.O_RDWR)  # a session's first terminal becomes its own
+    for fd in (0, 1, 2):
+        os.dup2(tty, fd)
+    os.close(tty)
     opened.set()
     # the streams, and the original ones the dialog talks to, as the interpreter makes them for
     # a terminal (the server's were made for pipes)
@@ -133,7 +133,7 @@ def _run(
         if process.exitcode is None:
             process.kill()
             process.join()
-            raise subprocess.TimeoutExpired(args, timeout, output=_read(out))
+            raise subprocess.TimeoutExpired([program, *args], timeout, output=_read(out))
         return process.exitcode, _read(out), _read(err)
 
 
