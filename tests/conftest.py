@@ -3,7 +3,6 @@ own."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import shutil
@@ -38,29 +37,8 @@ STEPS = "import prettyplay_behave.behave.steps  # noqa: F401\n"
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Slow tests first, each group in its own order: a parallel run then starts its longest
-    tests while the short ones can still fill the other workers, instead of ending on them.
-    Within a module, the cases of one test take turns with the other tests' cases: the cases
-    of one test wait alike (on a timeout, say), and side by side on every worker they would
-    leave the CPU idle."""
+    tests while the short ones can still fill the other workers, instead of ending on them."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-    items[:] = [
-        item
-        for _, in_module in itertools.groupby(items, key=lambda item: (item.path, _is_slow(item)))
-        for item in _taking_turns(list(in_module))
-    ]
-
-
-def _is_slow(item: pytest.Item) -> bool:
-    return item.get_closest_marker("slow") is not None
-
-
-def _taking_turns(items: list[pytest.Item]) -> list[pytest.Item]:
-    """The first case of each test, then the second of each, and so on."""
-    cases: dict[str, list[pytest.Item]] = {}
-    for item in items:
-        cases.setdefault(getattr(item, "originalname", item.name), []).append(item)
-    rounds = itertools.zip_longest(*cases.values())
-    return [item for turn in rounds for item in turn if item is not None]
 
 
 @pytest.fixture(scope="session", autouse=True)
