@@ -89,10 +89,15 @@ case "${1:-}" in
     types=$(mktemp)
     "$VENV/bin/mypy" >"$types" 2>&1 &
     mypy_pid=$!
+    # the suite's processes keep their compiled modules (in __pycache__, which git ignores)
+    # whatever the environment says: otherwise each worker rewrites and compiles every test
+    # module again as it collects (3 CPU-seconds each), and each process a test starts compiles
+    # prettyplay again
+    unset PYTHONDONTWRITEBYTECODE
+    status=0
     # two workers per core: the suite waits on browsers, servers and timeouts about as long as
     # it computes, and the second worker of a core fills those waits; tests that share a run of
     # their module carry an xdist_group mark
-    status=0
     "$VENV/bin/pytest" -n "${PYTEST_WORKERS:-$(($(nproc) * 2))}" --dist loadgroup "$@" || status=$?
     wait "$mypy_pid" || status=1
     cat "$types"
