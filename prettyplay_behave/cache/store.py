@@ -261,6 +261,17 @@ class CacheStore:
         written = keep.library_entry(today())
         if old is not None and written.scenario is None and written.sentence in old.wordings:
             written = replace(written, sentence=old.sentence, wordings=old.wordings)
+        # new code of an entry serves all its wordings (and those of the narrower entry it
+        # takes the place of)
+        kept = self.library().get(written.identity)
+        carried = [*(kept.wordings if kept else ()), *(old.wordings if old else ())]
+        if old is not None and old.step != written.step:
+            carried = [*(kept.wordings if kept else ())]
+        wordings = tuple(
+            w for w in dict.fromkeys([*written.wordings, *carried]) if w != written.sentence
+        )
+        if wordings != written.wordings and written.scenario is None:
+            written = replace(written, wordings=wordings)
         if old is not None and old.feature and old.scenario is None and not written.feature:
             written = replace(written, feature=old.feature)
         narrower = old is not None and (old.scenario is not None or old.values is not None)

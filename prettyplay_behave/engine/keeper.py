@@ -146,6 +146,8 @@ class Keeper:
             return
         verdict = RedVerdict(failure.label, failure.explanation, failure.recommendation)
         origin = cached.origin if cached is not None else str(run.origin or Origin.GENERATED)
+        if run.origin is Origin.CANNOT:  # a reviewer reads that this code was never written
+            origin = str(Origin.CANNOT)
         keep = CacheWrite(run.key, failure.code, origin, verdict=verdict)
         try:
             changed = self.cache.write(keep)

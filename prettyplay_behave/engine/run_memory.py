@@ -44,12 +44,21 @@ class HealedCode:
 
 
 class Judgment(NamedTuple):
-    """The verdict a failure was given in this run, the step it was given for and that step's
-    kind and sentence template (a tuple, as the classify template has always read it)."""
+    """The verdict a failure was given in this run: the step it was given for, that step's
+    kind and sentence template, its test (the scenario), the library entry it replayed (None:
+    it had none) and the failure as its step saw it."""
 
     sentence: str
     verdict: Verdict
     template: tuple[str, str] = ("", "")
+    test: str = ""
+    entry: Place | None = None
+    failure: str = ""
+
+    @property
+    def scenario(self) -> str:
+        """The scenario of its test, as a reader names it."""
+        return scenario_of(self.test)
 
 
 @dataclass
@@ -97,3 +106,8 @@ class RunMemory:
 
 def feature_of(test_name: str) -> str:
     return test_name.partition("::")[0]
+
+
+def scenario_of(test_name: str) -> str:
+    """The scenario of a behave test (the test's own name for a test of the Python API)."""
+    return test_name.rpartition("::")[2]
