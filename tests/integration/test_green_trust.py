@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -56,7 +57,7 @@ def verdict(label: str, explanation: str) -> str:
 
 
 @pytest.fixture
-def form() -> PageServer:
+def form() -> Iterator[PageServer]:
     with PageServer({"/": FORM}) as server:
         yield server
 
