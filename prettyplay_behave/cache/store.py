@@ -320,10 +320,15 @@ class CacheStore:
         return self.keep([], doomed) or changed if doomed else changed
 
     def turn_green(self, key: CacheKey, red: StepEntry) -> bool:
-        """A step remembered red (``red``, the entry it found) went green: its pin loses the
-        verdict, or goes where the shared entry has the same code. Whether a file changed."""
+        """A step remembered red (``red``, the entry it found) went green: its pin goes where
+        the shared entry has the same code, loses the verdict where the shared entry has other
+        code, and where none serves the step its code becomes the step's entry (for every value,
+        where it takes them). Whether a file changed."""
         shared = self.library().find(key, pins=False)
-        same = shared is not None and shared.code == red.code
+        if shared is None:
+            entry = CacheWrite(key, red.code, red.origin, model=red.model, green=red.green)
+            return self.keep([entry.library_entry(red.written)], [red])
+        same = shared.code == red.code
         return self.keep([] if same else [replace(red, verdict=None)], [red])
 
     def drop(self, doomed: Iterable[StepEntry]) -> bool:

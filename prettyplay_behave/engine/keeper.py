@@ -95,7 +95,11 @@ class Keeper:
         entry whose code ``code`` is), the step's template is kept as another wording of that
         entry."""
         old = run.cached
-        pinned = (old is not None and old.scenario is not None) or self._served_elsewhere(test, run)
+        # a pin's new code stays a pin where another entry serves the step; where none does
+        # (a red pin of a step the library had no other code for) it becomes the step's entry
+        stays_pinned = old is not None and old.scenario is not None
+        stays_pinned = stays_pinned and self.cache.library().find(run.key, pins=False) is not None
+        pinned = stays_pinned or self._served_elsewhere(test, run)
         green = green_record(ran, today(), self.secrets.redact)
         keep = CacheWrite(
             run.key, code, origin, pinned=pinned, model=self.advisor.code_model,

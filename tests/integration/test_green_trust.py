@@ -177,3 +177,27 @@ def test_a_heal_that_drops_an_assertion_is_shown_so_to_its_gate_and_named_by_cac
     shown = io.StringIO()
     assert diff(tmp_path / "cache", "HEAD", shown) == 1
     assert f"assertions dropped: {reset}" in shown.getvalue()
+
+
+def test_a_red_pin_that_turns_green_serves_the_step_with_every_value(
+    form: PageServer, tmp_path: Path, browser
+) -> None:
+    """A step judged red before the library had code for it keeps that code red, pinned to its
+    scenario and values; once the app is fixed and it goes green, its code is the step's entry
+    for every value, so a new value needs no request."""
+    provider = ScriptedProvider()
+    provider.on("generate", code_answer(FIELD_EMPTY))
+    provider.on("classify", verdict("product_defect", "the form keeps the name after an add"))
+    settings = config(form, tmp_path)
+    with PrettyPlay("t", settings, browser=browser, provider=provider) as t:
+        with pytest.raises(ProductDefectError):
+            t.expect('the "Name" field should be empty')
+    form.pages["/"] = FORM.replace('value="John Doe"', 'value=""')  # the defect is fixed
+    with PrettyPlay("t", settings, browser=browser, provider=provider) as t:
+        assert t.expect('the "Name" field should be empty').turned_green
+    with PrettyPlay("t", settings, browser=browser, provider=provider) as t:
+        grade = t.expect('the "Grade" field should be empty')
+    assert grade.origin == "replayed" and grade.code == FIELD_EMPTY
+    assert [r.purpose for r in provider.requests] == ["generate", "classify"]
+    [entry] = CacheStore(tmp_path / "cache", validate=check_code).library().entries
+    assert (entry.scenario, entry.values, entry.verdict) == (None, None, None)
