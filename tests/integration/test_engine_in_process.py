@@ -308,6 +308,19 @@ def test_a_second_wording_answered_same_as_is_kept_as_a_wording_and_replayed_wit
     assert heading[0]["origin"] == "generated" and heading[0]["code"] == HEADING_SAYS.splitlines()
 
 
+def test_an_entry_written_and_then_worded_in_one_run_counts_as_one_written(
+    shop, tmp_path: Path, provider: ScriptedProvider, browser
+) -> None:
+    provider.on("generate", code_answer(OPEN_SHOP), code_answer(HEADING_SAYS), "SAME AS 1")
+    provider.on("gate", CLEAN_GATE, repeat=True)
+    with PrettyPlay("t", config(shop, tmp_path), browser=browser, provider=provider) as t:
+        t.step("I open the shop")
+        t.expect('the heading says "Demo Shop"')
+        assert t.expect('the main heading reads "Demo Shop"').origin == "reused"
+        assert t.runtime.engine.keeper.writes == 2  # the heading's entry once, with its wording
+    assert len(steps(tmp_path / "cache")) == 2
+
+
 def test_a_same_as_naming_no_listed_step_or_one_whose_parameters_do_not_fit_is_unparseable(
     shop, tmp_path: Path, provider: ScriptedProvider, browser
 ) -> None:

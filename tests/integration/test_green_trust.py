@@ -119,6 +119,10 @@ def test_the_same_entry_failing_the_same_way_under_another_wording_takes_the_ver
     assert [r.purpose for r in provider.requests] == ["classify"]
     assert "the verdict given to 'the reset button is shown' in 'a'" in errors[1]
     assert "the verdict given to" not in errors[0]
+    # both red pins are kept in the file of the entry they failed: the wording's too
+    library = CacheStore(tmp_path / "cache", validate=check_code)
+    assert len(list(library.library_dir.glob("*.py"))) == 1
+    assert sum(e.red for e in library.library().entries) == 2
 
 
 def test_a_heal_keeps_the_entry_s_wordings_and_every_wording_replays_the_healed_code(
