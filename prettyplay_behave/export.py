@@ -12,8 +12,11 @@ run does (the pin of the scenario and occurrence, then an entry of the step's va
 general one), so one template is one pattern and behave sees no ambiguity. Actions match under
 Given and When, checks under Then. A red entry fails with its verdict. The copied feature
 files lose their steps' ``[tries=...]`` annotations (behave would read them as part of the
-sentence) and a ``@prettyplay.storage_state`` tag names its file relative to DIR. What the
-export leaves behind (healing, bounds, settle polling, the report) is in docs/export.md.
+sentence) and a ``@prettyplay.storage_state`` tag names its file relative to DIR. Each function
+is the cached code byte for byte but its name and its uploads, checked as written; a cache file
+that fails to load and an entry whose function would not be its code are left out by name, and
+the rest is written. What the export leaves behind (healing, bounds, settle polling, the report)
+is in docs/export.md.
 """
 
 from __future__ import annotations
