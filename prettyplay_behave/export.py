@@ -306,7 +306,7 @@ def unfaithful(text: str, code: str, name: str) -> str:
 
 
 class _Lines:
-    """The lines of a text as Python's parser counts them (``\r\n``, ``\r`` or ``\n`` ends
+    r"""The lines of a text as Python's parser counts them (``\r\n``, ``\r`` or ``\n`` ends
     one; ``str.splitlines`` would also end one at U+2028, U+001C and the like), and the place in
     the text of a position of its tree (whose columns count UTF-8 bytes)."""
 
