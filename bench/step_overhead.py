@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from prettyplay_behave import cache  # noqa: E402
 from prettyplay_behave.behave import environment as hooks  # noqa: E402
 from prettyplay_behave.browser import guard, settle, snapshot, tabs  # noqa: E402
-from prettyplay_behave.engine import cycle, execute, page_state  # noqa: E402
+from prettyplay_behave.engine import engine, execute, page_state  # noqa: E402
 from prettyplay_behave.engine import hooks as hook_events  # noqa: E402
 
 TIMES: dict[str, list[float]] = defaultdict(list)
@@ -59,7 +59,7 @@ def instrument() -> None:
     import behave.model
 
     behave.model.Step.run = timing("behave step", behave.model.Step.run)
-    cycle.Engine.perform = timing("prettyplay step", cycle.Engine.perform)  # type: ignore[method-assign]
+    engine.Engine.perform = timing("prettyplay step", engine.Engine.perform)  # type: ignore[method-assign]
     execute.call_step = timing("page (the step code)", execute.call_step)
     execute.compile_step = timing("code checks and compile", execute.compile_step)
     settle.Settler.settle = timing("settle", settle.Settler.settle)  # type: ignore[method-assign]

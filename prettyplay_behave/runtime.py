@@ -15,7 +15,7 @@ from .browser.tabs import Tabs
 from .cache import DEFAULT_CACHE_DIR, CacheStore
 from .config import PrettyConfig
 from .engine.advisor import Advisor
-from .engine.cycle import Engine
+from .engine.engine import Engine
 from .engine.execute import late_blocks
 from .engine.hooks import Events
 from .engine.page_state import Pages
@@ -188,7 +188,7 @@ class Runtime:
         return RunSummary.of(
             self.tests,
             self.llm.usage,
-            self.engine.cache_writes,
+            self.engine.keeper.writes,
             obsolete,
             wall_time,
             costs=self.llm.costs,

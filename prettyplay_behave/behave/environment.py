@@ -25,7 +25,7 @@ from ..cache import CACHE_FOLDER
 from ..config import PrettyConfig, in_ci, resolve_config, shown
 from ..context_args import problem as context_args_problem
 from ..errors import CacheError, ConfigError, PrettyPlayError
-from ..events import record
+from ..events import LogEvent, record
 from ..report import attachments
 from ..report.artifacts import failure_picture
 from . import liveness
@@ -89,7 +89,7 @@ def run_config(context: Any) -> PrettyConfig:
     file_values = {key: value for key, value in userdata.items() if key not in defines}
     config = resolve_config(file_values=file_values, environ=os.environ, defines=defines)
     if config.interactive and in_ci():
-        record(logging.WARNING, "interactive_off", "CI is set: interactive steering is off")
+        record(LogEvent.INTERACTIVE_OFF, "CI is set: interactive steering is off")
         config = config.replace(interactive=False)
     return config
 
@@ -176,7 +176,7 @@ def before_scenario(
     context.prettyplay_scenario = None  # until this scenario's state stands
     tags = list(scenario.effective_tags)
     if "interactive" in tags and in_ci():
-        record(logging.WARNING, "interactive_off", "CI is set: @interactive is ignored")
+        record(LogEvent.INTERACTIVE_OFF, "CI is set: @interactive is ignored")
     name = test_name(context, scenario)
     config = runtime.config.for_test(tags, scenario.name)
     config = scenario_context_args(context, scenario, config, environment or {})
@@ -264,13 +264,11 @@ def after_all(context: Any) -> None:
         try:  # from the feature files themselves, whatever part of them ran
             obsolete = len(liveness.obsolete(runtime.cache, features))
         except CacheError as exc:  # the failing steps already reported it
-            record(logging.WARNING, "obsolete_unknown", "obsolete entries unknown: %s", exc)
+            record(LogEvent.OBSOLETE_UNKNOWN, "obsolete entries unknown: %s", exc)
         except Exception as exc:  # a feature file outside the run behave cannot parse, say
             # the count is a note; the run's summary must not be lost to it
             name = type(exc).__name__
-            record(
-                logging.WARNING, "obsolete_unknown", "obsolete entries unknown: %s: %s", name, exc
-            )
+            record(LogEvent.OBSOLETE_UNKNOWN, "obsolete entries unknown: %s: %s", name, exc)
         summary = runtime.summary(obsolete)
         stream = sys.__stdout__
         if stream is not None:

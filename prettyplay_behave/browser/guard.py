@@ -24,7 +24,6 @@ the URL check after each step takes a page that still got out back. docs/securit
 
 from __future__ import annotations
 
-import logging
 import re
 import time
 import weakref
@@ -36,12 +35,12 @@ from urllib.parse import urljoin
 from playwright.sync_api import Error as PlaywrightError
 
 from ..config import origin_of
+from ..events import LogEvent, record
 from ..vocabulary import words
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, CDPSession, Page, Route
 
-log = logging.getLogger("prettyplay")
 
 REDIRECTS = range(300, 400)
 BLANK = "about:blank"
@@ -117,11 +116,11 @@ class NavigationGuard:
         try:
             response = route.fetch(max_redirects=0)
         except Exception as exc:  # its redirect cannot be judged: the request does not go
-            log.info(
+            record(
+                LogEvent.REDIRECT_UNCHECKED,
                 "navigation to %s aborted: its redirect could not be checked (%s)",
                 request.url,
                 exc,
-                extra={"event": "guard"},
             )
             route.abort("failed")
             return
@@ -314,7 +313,7 @@ class DocumentWatch:
                 self.targets.closing(frame)
                 self._session.send("Target.closeTarget", {"targetId": frame})
         except Exception as exc:  # a closed page or a gone browser: nothing left to guard
-            log.debug("document request %s not answered: %s", url, exc, extra={"event": "guard"})
+            record(LogEvent.DOCUMENT_UNANSWERED, "document request %s not answered: %s", url, exc)
 
     def _refusing(self, frame: str, url: str) -> NavigationGuard | None:
         """The guard that refuses ``url`` as the document of ``frame`` (recording it), or None

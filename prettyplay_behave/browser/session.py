@@ -12,7 +12,6 @@ closes only that browser, leaving the Playwright running.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import shutil
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..config import origin_of
 from ..context_args import ORIGIN_BOUND
 from ..errors import ConfigError, PrettyPlayError
+from ..events import LogEvent, record
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 
     from ..config import RunConfig, TestConfig
 
-log = logging.getLogger("prettyplay")
 
 # Without the networking flags Chromium keeps dialling hosts a closed network cannot reach.
 # Chromium's sandbox is on unless it cannot run (see ``sandbox_problem``); Playwright passes
@@ -163,18 +162,18 @@ class BrowserSession:
         browser_type = getattr(self._playwright, self.config.browser)
         endpoint = self.config.browser_endpoint
         if endpoint:
-            log.info("connecting to the browser at %s", endpoint, extra={"event": "browser"})
+            record(LogEvent.BROWSER, "connecting to the browser at %s", endpoint)
             if endpoint.startswith(("ws://", "wss://")):
                 return browser_type.connect(
                     endpoint, slow_mo=self.config.slow_mo_ms, headers=self._server_launch_options()
                 )
             return browser_type.connect_over_cdp(endpoint, slow_mo=self.config.slow_mo_ms)
         executable = self._executable(browser_type.executable_path)
-        log.info(
+        record(
+            LogEvent.BROWSER,
             "launching %s (%s)",
             self.config.browser,
             executable or "Playwright's build",
-            extra={"event": "browser"},
         )
         options: dict[str, Any] = {
             "headless": self.config.headless,
@@ -209,10 +208,10 @@ class BrowserSession:
                 if not _refused_sandbox(exc):
                     raise
                 problem = f"it cannot start here ({_sandbox_line(exc)})"
-        log.warning(
+        record(
+            LogEvent.BROWSER_SANDBOX_OFF,
             "Chromium runs without its sandbox: %s; the bounds of step code hold all the same",
             problem,
-            extra={"event": "browser_sandbox_off"},
         )
         return browser_type.launch(**options, args=list(CHROMIUM_ARGS), chromium_sandbox=False)
 
@@ -273,7 +272,7 @@ class BrowserSession:
             if self._browser is None or self._browser.is_connected():
                 raise _context_error(config, exc) from exc
             if not self._handed_in:  # else ``browser`` says it is closed
-                log.warning("the browser was gone; launching it again", extra={"event": "browser"})
+                record(LogEvent.BROWSER_RELAUNCHED, "the browser was gone; launching it again")
             context = self.browser.new_context(**options)
         context.set_default_timeout(config.action_timeout_ms)
         try:

@@ -19,7 +19,6 @@ Playwright's own timeout, measured in its driver, ends it at the settle window.
 
 from __future__ import annotations
 
-import logging
 import time
 import weakref
 from contextlib import suppress
@@ -28,10 +27,11 @@ from typing import TYPE_CHECKING, ClassVar
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
+from ..events import LogEvent, record
+
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Page, Request
 
-log = logging.getLogger("prettyplay")
 
 QUIET_MS = 20
 POLL_MS = 25
@@ -183,11 +183,11 @@ class Settler:
         said: that is not a page that kept changing."""
         if self._check_failed is not None:
             text = str(self._check_failed).strip().splitlines()
-            log.warning(
+            record(
+                LogEvent.SETTLE_CHECK_FAILED,
                 "the page never settled within settle_ms=%d: its check kept failing (%s)",
                 window_ms,
                 text[0] if text else type(self._check_failed).__name__,
-                extra={"event": "settle_check_failed"},
             )
             self._check_failed = None
 

@@ -18,15 +18,15 @@ there, loudly.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
+from ..events import LogEvent, record
+
 if TYPE_CHECKING:
     from playwright.sync_api import Download, Page
 
-log = logging.getLogger("prettyplay")
 
 GRACE_S = 1.0
 
@@ -75,7 +75,7 @@ class ExecutionStop:
         for page in self._pages():
             self._closing.append(page)
             _schedule(page, lambda impl: impl.close(run_before_unload=False, reason=self.reason))
-        log.warning("%s", self.reason, extra={"event": "execution_stopped"})
+        record(LogEvent.EXECUTION_STOPPED, "%s", self.reason)
 
     def wait_closed(self, timeout_ms: float = 5_000) -> None:
         """After the stopped call returned: wait until the pages it closes are closed (the

@@ -10,7 +10,6 @@ request is rendered from its template and redacted of secret values before it le
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -23,7 +22,7 @@ from ..errors import (
     ProviderUnavailableError,
     StepFailedError,
 )
-from ..events import record
+from ..events import LogEvent, record
 from ..llm.answers import MAX_ANSWER_CHARS, GateVerdict, SameAs, UnparseableAnswer, Verdict
 from ..llm.purposes import Purpose, Unreadable
 from ..safety.limits import cut_text
@@ -150,8 +149,7 @@ class Advisor:
         )
         verdict = self._verdict(Purpose.CLASSIFY, run, answer.text, repr(run.sentence))
         record(
-            logging.INFO,
-            "classified",
+            LogEvent.CLASSIFIED,
             "%r classified %s: %s",
             run.sentence,
             verdict.label,
@@ -173,8 +171,7 @@ class Advisor:
         answer = self._send(Purpose.DIAGNOSE, failed, page=page, **context)
         verdict = self._verdict(Purpose.DIAGNOSE, failed, answer.text, f"group {prompt!r}")
         record(
-            logging.INFO,
-            "group_diagnosed",
+            LogEvent.GROUP_DIAGNOSED,
             "group %r diagnosed %s (root: %r): %s",
             prompt,
             verdict.label,
@@ -192,8 +189,8 @@ class Advisor:
         try:
             verdict = purpose.read(text)
         except UnparseableAnswer as exc:
+            assert purpose.degraded_event is not None
             record(
-                logging.WARNING,
                 purpose.degraded_event,
                 "unparseable %s of %s (%s); taken as incurable; raw answer:\n%s",
                 purpose.subject,
@@ -259,8 +256,7 @@ class Advisor:
         for finding in review.findings:
             if not finding.blocking:
                 record(
-                    logging.WARNING,
-                    "gate_finding",
+                    LogEvent.GATE_FINDING,
                     "compliance gate (%s, %s) on %r: %s",
                     finding.dimension,
                     finding.severity,
@@ -305,8 +301,7 @@ class Advisor:
             )
         except (ProviderUnavailableError, UnreadableReview) as exc:
             record(
-                logging.WARNING,
-                "rename_not_spread",
+                LogEvent.RENAME_NOT_SPREAD,
                 "the gate could not judge the rename of %r for %s (%s); they heal on their own",
                 run.sentence,
                 counted(len(batch), "other entry"),
@@ -326,8 +321,7 @@ class Advisor:
                 return review
             except UnparseableAnswer as exc:
                 record(
-                    logging.WARNING,
-                    "gate_unreadable",
+                    LogEvent.GATE_UNREADABLE,
                     "the gate's answer about %r cannot be read (%s)%s; the answer:\n%s",
                     run.sentence,
                     exc,

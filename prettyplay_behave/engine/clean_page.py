@@ -10,12 +10,11 @@ that instead.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..events import record
+from ..events import LogEvent, record
 from ..vocabulary import Outcome, StepStatus
 
 if TYPE_CHECKING:
@@ -25,7 +24,7 @@ if TYPE_CHECKING:
     from .state import TestState
     from .step import StepSpec
 
-# how the engine runs a step's code on the test's page (Engine.execute): the test, the step,
+# how the engine runs a step's code on the test's page (Parts.run): the test, the step,
 # the code, and whether it runs at once (a replay) or on a settled page (a candidate)
 Run = Callable[["TestState", "StepSpec", str, bool], "Attempt"]
 
@@ -83,8 +82,7 @@ def restore(test: TestState, run: Run) -> str:
         attempt = run(test, step_run.spec, step_run.code, True)
         if attempt.outcome is not Outcome.GREEN:
             record(
-                logging.WARNING,
-                "page_not_restored",
+                LogEvent.PAGE_NOT_RESTORED,
                 "the clean page could not be rebuilt: the earlier step %r went red when "
                 "replayed (%s)",
                 step_run.sentence,
@@ -96,8 +94,7 @@ def restore(test: TestState, run: Run) -> str:
                 "page below is where that replay stopped"
             )
     record(
-        logging.INFO,
-        "page_restored",
+        LogEvent.PAGE_RESTORED,
         "a clean page: a fresh context, the earlier steps replayed (%d) in %.0f ms",
         len(earlier),
         (time.monotonic() - started) * 1000,

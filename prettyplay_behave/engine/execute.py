@@ -13,7 +13,6 @@ every output and request that carries it gets the cut text.
 
 from __future__ import annotations
 
-import logging
 import time
 from contextlib import suppress
 from pathlib import Path
@@ -25,7 +24,7 @@ from ..browser.guard import BLANK
 from ..browser.stop import ExecutionStop
 from ..config import origin_of
 from ..errors import CodePolicyError, StepCodeError, StepTimeoutError, describe_exception
-from ..events import record
+from ..events import LogEvent, record
 from ..safety.frames import origin_url
 from ..safety.limits import MAX_TEXT, MEMORY_HEADROOM, Budget, cut_text
 from ..safety.policy import Reach
@@ -122,8 +121,7 @@ def execute(
             attempt_no = 1  # it waited as long as a settle would have: it was the first try
         if attempt_no < spec.tries and bound is None and not stop.fired:
             record(
-                logging.DEBUG,
-                "step_retry",
+                LogEvent.STEP_RETRY,
                 "%s went red: the page settles, the step runs again",
                 done,
             )
@@ -244,8 +242,7 @@ def late_blocks(test: TestState, secrets: Secrets, when: str, earlier: Reach) ->
     late = test.guard.take(catch_up=earlier >= Reach.NAVIGATES)
     for url in late:
         record(
-            logging.WARNING,
-            "late_block",
+            LogEvent.LATE_BLOCK,
             "%s, a navigation set off earlier was blocked: %s (outside allowed_origins)",
             when,
             secrets.redact(url),

@@ -11,7 +11,6 @@ that stays failed passes the steering gate with its group context before it prop
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 
 from ..config import pace_ms
@@ -23,7 +22,7 @@ from ..errors import (
     failure_kind,
     rendered,
 )
-from ..events import record
+from ..events import LogEvent, record
 from ..vocabulary import GroupLabel, StepStatus
 from .advisor import verdict_failure
 from .cycle import StepCycle, after_request, pause
@@ -32,7 +31,7 @@ from .step import GroupStepRecord, StepRun
 
 if TYPE_CHECKING:
     from ..llm.answers import Verdict
-    from .cycle import Engine
+    from .engine import Engine
     from .state import TestState
     from .step import StepSpec
 
@@ -121,7 +120,7 @@ class GroupBlock:
         except BaseException as final:
             failed.failure, failed.error = failure_kind(final), rendered(final)
             if isinstance(final, StepFailedError):
-                self.engine.remember(test, failed, final)
+                self.engine.keeper.remember(test, failed, final)
             raise
 
     # -- recovery ------------------------------------------------------------------------------
@@ -143,7 +142,7 @@ class GroupBlock:
         self._last_failed = failed
         while self.engine.next_recovery_cycle(test, self.prompt):
             try:
-                page = self.engine.pages.now(test)
+                page = self.engine.parts.pages.now(test)
                 verdict = self.engine.advisor.diagnose(test, self.prompt, self.traces, failed, page)
                 failed.verdicts.append(verdict)
             except ProviderUnavailableError as down:
@@ -184,12 +183,11 @@ class GroupBlock:
         """
         for run in row:
             try:
-                StepCycle(self.engine, test, run).heal(verdict)
+                StepCycle(self.engine.parts, test, run).heal(verdict)
             except IncurableStepError as repeat:
                 return run, repeat
             record(
-                logging.INFO,
-                "group_row_recovered",
+                LogEvent.GROUP_ROW_RECOVERED,
                 "group %r recovered step %r",
                 self.prompt,
                 run.sentence,

@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import difflib
 import inspect
-import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..events import log, record
+from ..events import LogEvent, record
 
 if TYPE_CHECKING:
     from ..llm.answers import Verdict
@@ -165,8 +164,7 @@ class Events(Hooks):
                 continue
             near = difflib.get_close_matches(name, HOOK_EVENTS, n=1)
             record(
-                logging.WARNING,
-                "hook_unknown",
+                LogEvent.HOOK_UNKNOWN,
                 "hook %s has %s, which no hook event calls%s; the events are: %s",
                 type(hook).__name__,
                 name,
@@ -186,11 +184,12 @@ class Events(Hooks):
                     self._plans[key] = plan_of(hook, event, method)
                 self._plans[key].call(method, event, values)
             except Exception:
-                log.exception(
+                record(
+                    LogEvent.HOOK_FAILED,
                     "hook %s.%s raised; the run goes on",
                     type(hook).__name__,
                     event,
-                    extra={"event": "hook_failed"},
+                    exc_info=True,
                 )
 
 

@@ -86,10 +86,6 @@ class RunMemory:
         """Code that went green for the step family: the same feature's first, newest first."""
         return sorted(self.green.get(family, []), key=lambda known: known.feature != feature)
 
-    def take_rename(self, place: Place) -> None:
-        """The rename of ``place`` went green there: it is written, and no longer waits."""
-        del self.renames[place]
-
     def next_recovery_cycle(self, test: str, prompt: str, cycles: int) -> bool:
         """Start one more recovery cycle of the group ``prompt`` in ``test``; False once
         ``cycles`` cycles for that prompt are spent."""

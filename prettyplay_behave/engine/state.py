@@ -1,7 +1,7 @@
-"""The state of one test while it runs, written through its own methods only, and only by two
-modules: the engine's step cycle (``engine/cycle.py``: the steps, what they met, the secrets
-they named) and the runtime (``runtime.py``: opening, renewing and closing the test, and what
-happened to it outside prettyplay's steps). Everyone else reads.
+"""The state of one test while it runs, written through its own methods only, and only by the
+engine's step cycle (``engine/engine.py`` and ``engine/cycle.py``: the steps, what they met,
+the secrets they named) and the runtime (``runtime.py``: opening, renewing and closing the
+test, and what happened to it outside prettyplay's steps). Everyone else reads.
 
 ``TestState`` owns a test's page and instruments (its tabs, its navigation guard), the scenario
 so far, the occurrence counts of the cache address, what the last execution met on the page,

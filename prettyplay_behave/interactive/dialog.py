@@ -12,7 +12,6 @@ and the original failure propagates. A green turn that passes the compliance gat
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import tempfile
 from typing import TYPE_CHECKING
@@ -21,7 +20,7 @@ from colorama import Fore
 
 from ..engine.history import Attempt
 from ..errors import IncurableStepError, ProviderUnavailableError
-from ..events import record
+from ..events import LogEvent, record
 from ..vocabulary import Outcome
 from .terminal import Terminal
 
@@ -141,7 +140,7 @@ class SteeringDialog:
     def turn(self, guidance: str) -> bool:
         """One guided regeneration; True when it went green, passed the gate and was kept."""
         stuck, history = self.stuck, self.stuck.step_run.history
-        record(logging.INFO, "guidance", "guidance for %r: %s", stuck.step_run.sentence, guidance)
+        record(LogEvent.GUIDANCE, "guidance for %r: %s", stuck.step_run.sentence, guidance)
         self.terminal.write(self.terminal.colour("⟳ regenerating with USER GUIDANCE", Fore.CYAN))
         code = stuck.ask(guidance)
         if isinstance(code, Attempt):

@@ -23,7 +23,6 @@ in the run; ``on`` always; ``off`` never). Code requests never do.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Mapping
@@ -31,6 +30,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderUnavailableError
+from ..events import LogEvent, record
 from .openai_provider import OpenAIProvider
 from .prices import Price, price_of
 from .provider import Answer, Completion, Provider, SchemaRefused
@@ -40,8 +40,6 @@ if TYPE_CHECKING:
     from ..config import PrettyConfig
 
 __all__ = ["Answer", "LLMClient", "Usage"]
-
-log = logging.getLogger("prettyplay")
 
 
 @dataclass(frozen=True)
@@ -161,14 +159,16 @@ class LLMClient:
             answer = self._complete(completion)
         finally:
             tokens = (answer.prompt_tokens + answer.completion_tokens) if answer else 0
-            log.debug(
+            record(
+                LogEvent.LLM_REQUEST,
                 "LLM request %s with %s: %s, %d tokens in %.1f s",
                 purpose,
                 completion.model,
                 answer.finish_reason if answer else "failed",
                 tokens,
                 time.monotonic() - started,
-                extra={"event": "llm_request", "purpose": str(purpose), "tokens": tokens},
+                purpose=str(purpose),
+                tokens=tokens,
             )
         with self._lock:
             self._add(purpose, Usage(0, answer.prompt_tokens, answer.completion_tokens))
@@ -200,12 +200,12 @@ class LLMClient:
     def _forget_schema(self, server_message: str) -> None:
         """structured_output=auto after a refused response_format: never send it again."""
         self.schema_refused = True
-        log.info(
+        record(
+            LogEvent.STRUCTURED_OUTPUT_REFUSED,
             "%s refused response_format (%s); verdict requests go without a JSON schema "
             "for the rest of the run",
             self.provider.where,
             server_message,
-            extra={"event": "structured_output_refused"},
         )
 
     def _add(self, purpose: Purpose, usage: Usage) -> None:

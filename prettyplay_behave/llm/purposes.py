@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..events import LogEvent
 from ..vocabulary import Word
 from .answers import Shape, extract_code, read_verdict
 from .verdicts import CLASSIFICATION, DIAGNOSIS, GATE_VERDICT
@@ -37,7 +38,7 @@ class Purpose(Word):
     shape: Shape | None  # a verdict's shape (its schema and reader, llm/verdicts.py); None: code
     unreadable: Unreadable
     subject: str  # what its answer is, in messages: "code", "classification", ...
-    degraded_event: str  # the log event of an answer taken as incurable
+    degraded_event: LogEvent | None  # the log event of an answer taken as incurable
     lists_closest: bool  # its request lists the library's closest steps; SAME AS names one
 
     def __new__(
@@ -47,7 +48,7 @@ class Purpose(Word):
         shape: Shape | None,
         unreadable: Unreadable,
         subject: str,
-        degraded_event: str = "",
+        degraded_event: LogEvent | None = None,
         lists_closest: bool = False,
     ) -> Purpose:
         member = str.__new__(cls, value)
@@ -66,9 +67,10 @@ class Purpose(Word):
     HEAL = ("heal", "rewrite a step's failed code, given a verdict", None, Unreadable.RECORDED,
             "code")
     CLASSIFY = ("classify", "label a red step product_defect, rot, fixable or incurable",
-                CLASSIFICATION, Unreadable.INCURABLE, "classification", "classification_degraded")
+                CLASSIFICATION, Unreadable.INCURABLE, "classification",
+                LogEvent.CLASSIFICATION_DEGRADED)
     DIAGNOSE = ("diagnose", "diagnose a failed group and name its root step", DIAGNOSIS,
-                Unreadable.INCURABLE, "diagnosis", "group_diagnosis_degraded")
+                Unreadable.INCURABLE, "diagnosis", LogEvent.GROUP_DIAGNOSIS_DEGRADED)
     GATE = ("gate", "review a green candidate (project rules and adequacy) before it is cached",
             GATE_VERDICT, Unreadable.FINAL, "gate verdict")
     STEER = ("steer", "rewrite a stuck step's code with an engineer's guidance", None,

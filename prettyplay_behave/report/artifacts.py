@@ -14,20 +14,18 @@ picture only when that picture's own policy is ``on`` (its trace stops at that s
 
 from __future__ import annotations
 
-import logging
 import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..events import LogEvent, record
+
 if TYPE_CHECKING:
     from playwright.sync_api import Page
 
     from ..engine.state import TestState
-
-
-log = logging.getLogger("prettyplay")
 
 
 def folder_name(test_name: str) -> str:
@@ -198,12 +196,12 @@ def failure_picture(test: TestState) -> bytes | None:
 
 def _lost(what: str, test: TestState, exc: Exception) -> None:
     """An artifact that could not be kept is said, never a failure of the test."""
-    log.warning(
+    record(
+        LogEvent.ARTIFACT_LOST,
         "%s of %s could not be kept: %s",
         what,
         test.name,
         str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
-        extra={"event": "artifact_lost"},
     )
 
 
@@ -212,5 +210,5 @@ def _video_of(page: Page) -> Path | None:
     try:
         return Path(page.video.path()) if page.video else None
     except Exception as exc:  # a page whose recording never started (it crashed at once)
-        log.warning("a video could not be found: %s", exc, extra={"event": "artifact_lost"})
+        record(LogEvent.ARTIFACT_LOST, "a video could not be found: %s", exc)
         return None

@@ -9,14 +9,13 @@ its control characters escaped, as the HTML report's do.
 
 from __future__ import annotations
 
-import logging
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import escape_controls
-from ..events import record
+from ..events import LogEvent, record
 from ..vocabulary import counted
 from .diffs import change_of
 
@@ -142,7 +141,7 @@ def _safely(call: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
     try:
         call(*args, **kwargs)
     except Exception as exc:
-        record(logging.WARNING, "attachment_failed", "an Allure attachment failed: %s", exc)
+        record(LogEvent.ATTACHMENT_FAILED, "an Allure attachment failed: %s", exc)
 
 
 def _parameters_reach_results() -> None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-import logging
 import operator
 import sys
 import time
@@ -32,6 +31,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..errors import CodePolicyError, StepTimeoutError
+from ..events import LogEvent, record
 
 MAX_INT_BITS = 4_096
 MAX_LENGTH = 1_000_000
@@ -360,11 +360,11 @@ def _headroom_unavailable(why: str) -> None:
     if why in _said:
         return
     _said.add(why)
-    logging.getLogger("prettyplay").warning(
+    record(
+        LogEvent.MEMORY_HEADROOM_UNAVAILABLE,
         "the memory headroom of step code does not hold: %s; only the size caps bound what a "
         "step may build",
         why,
-        extra={"event": "memory_headroom_unavailable"},
     )
 
 

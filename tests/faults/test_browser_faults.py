@@ -178,9 +178,8 @@ def test_a_browser_that_died_between_tests_is_launched_again(
     with PrettyPlay("next", runtime=runtime) as following:
         assert following.step("open the shop").origin == "replayed"
         following.expect("the heading says Demo Shop")
-    assert [r.getMessage() for r in caplog.records if getattr(r, "event", "") == "browser"] == [
-        "the browser was gone; launching it again"
-    ]
+    relaunched = [r for r in caplog.records if getattr(r, "event", "") == "browser_relaunched"]
+    assert [r.getMessage() for r in relaunched] == ["the browser was gone; launching it again"]
 
 
 def test_a_browser_that_died_after_the_last_step_does_not_fail_the_test(

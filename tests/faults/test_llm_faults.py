@@ -157,7 +157,7 @@ def test_a_transient_failure_is_retried_and_the_step_written_once(
     with PrettyPlay("visit", config=config, page=page) as t:
         run = t.step("open the shop")
         assert (run.origin, t.page.url) == ("generated", shop.url + "/")
-        assert t.runtime.engine.cache_writes == 1
+        assert t.runtime.engine.keeper.writes == 1
     assert [r.purpose for r in llm_env.requests] == ["generate", "generate", "gate", "gate"]
     assert writes == [tmp_path / "cache" / "steps" / file_name(("action", "open the shop", ""))]
     assert [e["sentence"] for e in steps(tmp_path / "cache")] == ["open the shop"]

@@ -56,7 +56,7 @@ def cycle_from(start: str) -> list[str] | None:
 
 
 def test_the_graph_sees_every_kind_of_import() -> None:
-    assert f"{PACKAGE}.engine.cycle" in GRAPH[f"{PACKAGE}.runtime"]  # at the top
+    assert f"{PACKAGE}.engine.engine" in GRAPH[f"{PACKAGE}.runtime"]  # at the top
     assert f"{PACKAGE}.runtime" in GRAPH[f"{PACKAGE}.behave.environment"]  # inside a function
     assert f"{PACKAGE}.engine.state" in GRAPH[f"{PACKAGE}.report.artifacts"]  # TYPE_CHECKING
 
@@ -159,7 +159,7 @@ def test_the_test_state_is_written_through_its_own_methods() -> None:
     assert found == []
 
 
-TEST_STATE_WRITERS = {f"{PACKAGE}.engine.cycle", f"{PACKAGE}.runtime"}
+TEST_STATE_WRITERS = {f"{PACKAGE}.engine.cycle", f"{PACKAGE}.engine.engine", f"{PACKAGE}.runtime"}
 
 
 def state_writers() -> set[str]:
@@ -267,3 +267,51 @@ def test_nothing_runs_back_up_from_the_foundation() -> None:
     for name in FOUNDATION:
         assert GRAPH[name] <= FOUNDATION | leaves, (name, GRAPH[name] - FOUNDATION - leaves)
         assert not [m for m in GRAPH[name] if m.startswith(rooms)], name
+
+
+def _calls_by_function(path: Path, attribute: str) -> set[str]:
+    """The functions (``Class.method``) of ``path`` that call a method named ``attribute``."""
+    callers: set[str] = set()
+
+    def visit(node: ast.AST, where: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.ClassDef, ast.FunctionDef)):
+                visit(child, f"{where}.{child.name}".lstrip("."))
+                continue
+            if (
+                isinstance(child, ast.Call)
+                and isinstance(child.func, ast.Attribute)
+                and child.func.attr == attribute
+            ):
+                callers.add(where)
+            visit(child, where)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")), "")
+    return callers
+
+
+def test_every_source_of_code_takes_the_one_path_to_the_library() -> None:
+    """New code for a step (a rename, a heal served again, locator repair, reuse, the generate,
+    heal and steer requests) is kept, and a rewrite told to the hooks, in one place:
+    ``StepCycle.keep``, which ``StepCycle.tried`` and the steering gate's keeper call."""
+    cycle = f"{PACKAGE}.engine.cycle"
+    writers = {
+        (name, caller)
+        for name, path in MODULES.items()
+        if name.startswith(f"{PACKAGE}.engine") and name != f"{PACKAGE}.engine.keeper"
+        for caller in _calls_by_function(path, "write")
+    }
+    assert writers == {(cycle, "StepCycle.keep")}
+    healed = {
+        (name, caller)
+        for name, path in MODULES.items()
+        for caller in _calls_by_function(path, "on_healed")
+    }
+    assert healed == {(cycle, "StepCycle.keep")}
+    keeps = {
+        (name, caller)
+        for name, path in MODULES.items()
+        if name.startswith(f"{PACKAGE}.engine")
+        for caller in _calls_by_function(path, "keep")
+    }
+    assert keeps == {(cycle, "StepCycle.tried"), (f"{PACKAGE}.engine.engine", "Engine.steer.keep")}
