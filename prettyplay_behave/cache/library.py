@@ -1,5 +1,5 @@
 """A step library: the entries of one cache file, the address of a step, and how a step finds
-its entry (see the package docstring).
+its entry (see the package docstring; the order is :mod:`..address`'s).
 
 Contract: everything here is in memory; :mod:`.format` reads and writes files of it and
 :mod:`.store` keeps them on disk.

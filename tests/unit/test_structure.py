@@ -330,8 +330,9 @@ CODE = {
 }
 
 
-def _strings(tree: ast.AST) -> list[ast.Constant]:
-    """The string constants of ``tree`` but its docstrings (where ``::`` opens a literal block)."""
+def _strings(tree: ast.AST) -> list[tuple[int, str]]:
+    """The string constants of ``tree`` (line, text) but its docstrings (where ``::`` opens a
+    literal block)."""
     docstrings = {
         id(node.body[0].value)
         for node in ast.walk(tree)
@@ -341,7 +342,7 @@ def _strings(tree: ast.AST) -> list[ast.Constant]:
         and isinstance(node.body[0].value, ast.Constant)
     }
     return [
-        node
+        (node.lineno, node.value)
         for node in ast.walk(tree)
         if isinstance(node, ast.Constant)
         and isinstance(node.value, str)
@@ -369,15 +370,15 @@ def test_a_test_name_is_spelt_only_by_the_address_module() -> None:
     """No code but the address module writes the ``::`` of a test's name, nor splits a name at
     it (the demo shop is an app under test, whose ``::`` is IPv6's any address)."""
     found = [
-        f"{name}:{node.lineno}"
+        f"{name}:{line}"
         for name, path in CODE.items()
         if name not in (ADDRESS, f"{PACKAGE}.demo.server")
-        for node in _strings(ast.parse(path.read_text(encoding="utf-8")))
-        if "::" in node.value
+        for line, text in _strings(ast.parse(path.read_text(encoding="utf-8")))
+        if "::" in text
     ]
     assert found == []
     spelt = _strings(ast.parse(MODULES[ADDRESS].read_text(encoding="utf-8")))
-    assert [node.value for node in spelt if "::" in node.value] == ["::"]
+    assert [text for _, text in spelt if "::" in text] == ["::"]
 
 
 def _counts_up(node: ast.AST) -> bool:
