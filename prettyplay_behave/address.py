@@ -11,8 +11,8 @@ scenario and occurrence; then the feature's own entries; then the entries every 
 shares; of the feature's own or of the shared ones, an entry specific to the step's values
 before a general one, which takes the values as parameters.
 
-This module imports the standard library alone and works on plain data of its own, so that
-the very same file serves where the package is not installed (an export's steps).
+This module imports the standard library alone and works on plain data of its own: the very
+same file, copied as it is, serves where the package is not installed.
 """
 
 from __future__ import annotations

@@ -11,11 +11,11 @@ needs; no LLM, no prettyplay.
 One step definition serves every entry of its (kind, template): it picks the entry with the
 lookup a run uses (the pin of the scenario and occurrence, then the feature's own entries, then
 the shared ones; an entry of the step's values before the general one), so one template is one
-pattern and behave sees no ambiguity. Actions match under
-Given and When, checks under Then. A red entry fails with its verdict. The copied feature
-files lose their steps' ``[tries=...]`` annotations (behave would read them as part of the
-sentence) and a ``@prettyplay.storage_state`` tag names its file relative to DIR. What the
-export leaves behind (healing, bounds, settle polling, the report) is in docs/export.md.
+pattern and behave sees no ambiguity. Actions match under Given and When, checks under Then. A
+red entry fails with its verdict. The copied feature files lose their steps' ``[tries=...]``
+annotations (behave would read them as part of the sentence) and a
+``@prettyplay.storage_state`` tag names its file relative to DIR. What the export leaves behind
+(healing, bounds, settle polling, the report) is in docs/export.md.
 """
 
 from __future__ import annotations

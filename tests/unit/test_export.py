@@ -15,6 +15,7 @@ import pytest
 from behave.matchers import register_type
 from behave.step_registry import AmbiguousStep, StepRegistry
 
+from prettyplay_behave import address
 from prettyplay_behave.cache import RedVerdict, StepEntry
 from prettyplay_behave.cli import main
 from prettyplay_behave.export import (
@@ -354,6 +355,9 @@ def test_export_says_which_steps_have_no_cached_code_and_exits_1(tmp_path: Path)
         "steps/step_address.py",
         "steps/step_support.py",
     ]
+    # the package's own address module, as it is: an exported step finds its code as a run does
+    copied = (tmp_path / "out" / "steps" / "step_address.py").read_bytes()
+    assert copied == Path(address.__file__).read_bytes()
 
 
 def test_function_names_never_hide_an_import_a_keyword_or_each_other() -> None:
