@@ -2,21 +2,23 @@
 
 DIR becomes a behave features folder a team can keep: the feature files (and the other files of
 the features folder, but its cache, ``steps/`` and ``environment.py``), ``steps/`` with a step
-definition per kind and sentence template (``exported_steps.py``) and the names step code was
-given, in plain Playwright (``step_support.py``), and an ``environment.py`` that launches
+definition per kind and sentence template (``exported_steps.py``), the names step code was
+given, in plain Playwright (``step_support.py``) and the step address (``step_address.py``: the
+package's own :mod:`.address`, copied as it is), and an ``environment.py`` that launches
 Chromium with a fresh context and page per scenario. behave, parse and Playwright are all it
 needs; no LLM, no prettyplay.
 
-One step definition serves every entry of its (kind, template): it picks the entry the way a
-run does (the pin of the scenario and occurrence, then an entry of the step's values, then the
-general one), so one template is one pattern and behave sees no ambiguity. Actions match under
-Given and When, checks under Then. A red entry fails with its verdict. The copied feature
-files lose their steps' ``[tries=...]`` annotations (behave would read them as part of the
-sentence) and a ``@prettyplay.storage_state`` tag names its file relative to DIR. Each function
-is the cached code byte for byte but its name and its uploads, checked as written; a cache file
-that fails to load and an entry whose function would not be its code are left out by name, and
-the rest is written. What the export leaves behind (healing, bounds, settle polling, the report)
-is in docs/export.md.
+One step definition serves every entry of its (kind, template): it picks the entry with the
+lookup a run uses (the pin of the scenario and occurrence, then the feature's own entries, then
+the shared ones; an entry of the step's values before the general one), so one template is one
+pattern and behave sees no ambiguity. Actions match under Given and When, checks under Then. A
+red entry fails with its verdict. The copied feature files lose their steps' ``[tries=...]``
+annotations (behave would read them as part of the sentence) and a
+``@prettyplay.storage_state`` tag names its file relative to DIR. Each function is the cached
+code byte for byte but its name and its uploads, checked as written; a cache file that fails to
+load and an entry whose function would not be its code are left out by name, and the rest is
+written. What the export leaves behind (healing, bounds, settle polling, the report) is in
+docs/export.md.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, TextIO
 
+from . import address
 from .behave.liveness import scenarios_of, step_keys
 from .behave.mapping import split_annotation
 from .cache import CACHE_FOLDER, STEPS_FOLDER, CacheStore, Library, StepEntry, file_name, today
@@ -47,6 +50,7 @@ from .vocabulary import Kind, counted
 STEPS_MODULE = "exported_steps.py"
 FILES_FOLDER = "files"  # beside the features, where step code's uploads come from
 SUPPORT_MODULE = "step_support.py"
+ADDRESS_MODULE = "step_address.py"  # the address module, under the name the support imports
 # What the support module gives the step definitions (its ``__all__``).
 SUPPORTED = frozenset(
     ["Entry", "Number", "Quoted", "expect", "re", "recall", "remember", "run", "secret", "upload"]
@@ -520,14 +524,15 @@ def export(
     steps = target / "steps"
     steps.mkdir(exist_ok=True)
     (steps / STEPS_MODULE).write_text(steps_text, encoding="utf-8")
-    folder = Path(templates_folder()) / "export"
-    shutil.copyfile(folder / SUPPORT_MODULE, steps / SUPPORT_MODULE)
-    shutil.copyfile(folder / "environment.py", target / "environment.py")
+    write_support(steps)
+    shutil.copyfile(
+        Path(templates_folder()) / "export" / "environment.py", target / "environment.py"
+    )
     red = sum(v.entry.red for d in made for v in d.variants)
     written = [d for d in made if d.variants]
     counts = f"{counted(len(written), 'step definition')} of {counted(len(kept), 'entry')}"
     print(f"wrote steps/{STEPS_MODULE} ({counts}{f', {red} red' if red else ''})", file=out)
-    print(f"wrote steps/{SUPPORT_MODULE}, environment.py", file=out)
+    print(f"wrote steps/{SUPPORT_MODULE}, steps/{ADDRESS_MODULE}, environment.py", file=out)
     for error in broken:
         print(escape_controls(f"left out: {error}"), file=out)
     for variant in refused:
@@ -544,6 +549,12 @@ def export(
     summary = "".join(f"; {part}" for part in missing)
     print(f"exported {counted(features, 'feature file')} to {target}{summary}", file=out)
     return 1 if missing else 0
+
+
+def write_support(steps: Path) -> None:
+    """Write the modules the exported steps import into the folder ``steps``."""
+    shutil.copyfile(Path(templates_folder()) / "export" / SUPPORT_MODULE, steps / SUPPORT_MODULE)
+    shutil.copyfile(Path(address.__file__), steps / ADDRESS_MODULE)
 
 
 def _check_target(target: Path, features_dir: Path, force: bool) -> None:

@@ -37,6 +37,7 @@ JUDGMENT_TESTS = ("tests/integration/test_judgments.py",)
 ANSWER_TESTS = ("tests/unit/test_answers.py", "tests/unit/test_answers_tolerant.py")
 APP_NEEDS_TESTS = ("tests/integration/test_app_needs.py",)
 EXPORT_TESTS = ("tests/unit/test_export.py",)
+ADDRESS_TESTS = ("tests/unit/test_cache.py", "tests/unit/test_address.py")
 IN_PROCESS_TESTS = ("tests/integration/test_engine_in_process.py",)
 GREEN_TESTS = ("tests/integration/test_green_evidence.py",)
 
@@ -209,12 +210,6 @@ MUTANTS = (
     Mutant("cache: an outline row's placeholders forgotten", f"{PACKAGE}/behave/mapping.py",
            "                return str(written[index].name)", '                return ""',
            LIBRARY_TESTS),
-    Mutant("cache: a pin of one feature serves a namesake scenario of another",
-           f"{PACKAGE}/cache/library.py",
-           "            return (entry.feature, entry.scenario, entry.occurrence) == (\n"
-           "                feature,",
-           "            return (feature, entry.scenario, entry.occurrence) == (\n"
-           "                feature,", ("tests/unit/test_cache.py",)),
     Mutant("cache: a shared step kept per feature", f"{PACKAGE}/cache/library.py",
            'feature=key.feature if self.pinned or self.verdict or key.api else "",',
            "feature=key.feature,", ("tests/unit/test_cache.py", *LIBRARY_TESTS)),
@@ -226,22 +221,33 @@ MUTANTS = (
     Mutant("cache: an emptied file leaves its lock", f"{PACKAGE}/cache/store.py",
            "                    lock_path.unlink()", "                    pass",
            ("tests/unit/test_cache.py",)),
-    Mutant("cache: a pin serves every scenario", f"{PACKAGE}/cache/library.py",
-           "            return (entry.feature, entry.scenario, entry.occurrence) == (",
-           "            return True or (entry.feature, entry.scenario, entry.occurrence) == (",
-           ("tests/unit/test_cache.py",)),
-    Mutant("cache: code spelling its values out serves every value", f"{PACKAGE}/cache/library.py",
-           "                return entry.values == values", "                return True",
-           ("tests/unit/test_cache.py", *LIBRARY_TESTS)),
     Mutant("cache: red entries replayed as any other", f"{PACKAGE}/engine/cycle.py",
            "        if cached is not None and cached.red:", "        if False:", LIBRARY_TESTS),
     Mutant("cache: verdicts forgotten", f"{PACKAGE}/engine/keeper.py",
            "            or failure.label not in RED_LABELS", "            or True", LIBRARY_TESTS),
     Mutant("cache: a rename healed once per sentence", f"{PACKAGE}/engine/keeper.py",
            "        changes = locator_changes(old, new)", "        changes = []", LIBRARY_TESTS),
-    Mutant("cache: one occurrence for all", f"{PACKAGE}/engine/state.py",
-           "occurrence = self._seen[spec.identity]", "occurrence = 1",
-           ("tests/integration/test_generation.py",)),
+    # -- the step address and the order of lookup (the library's and the export's) ------------
+    Mutant("address: a pin of one feature serves a namesake scenario of another",
+           f"{PACKAGE}/address.py",
+           "return (self.feature, self.scenario, self.occurrence) == (",
+           "return (position.feature, self.scenario, self.occurrence) == (",
+           ADDRESS_TESTS),
+    Mutant("address: a pin serves every scenario", f"{PACKAGE}/address.py",
+           "return (self.feature, self.scenario, self.occurrence) == (",
+           "return True or (self.feature, self.scenario, self.occurrence) == (", ADDRESS_TESTS),
+    Mutant("address: code spelling its values out serves every value", f"{PACKAGE}/address.py",
+           "            return self.values == values", "            return True",
+           (*ADDRESS_TESTS, *LIBRARY_TESTS)),
+    Mutant("address: one occurrence for all", f"{PACKAGE}/address.py",
+           "        return self._seen[step]", "        return 1",
+           ("tests/unit/test_address.py", "tests/integration/test_generation.py")),
+    Mutant("address: a scenario's pin is not preferred", f"{PACKAGE}/address.py",
+           "            if pins and scope.pins(position) and scope.fits(values):",
+           "            if False:", (*EXPORT_TESTS, *ADDRESS_TESTS)),
+    Mutant("address: the entries every feature shares before the feature's own",
+           f"{PACKAGE}/address.py", "        for feature in (position.feature, \"\"):",
+           "        for feature in (\"\", position.feature):", (*EXPORT_TESTS, *ADDRESS_TESTS)),
     # -- the bounds of step code -----------------------------------------------------------------
     Mutant("bounds: windows routed, not intercepted", f"{PACKAGE}/browser/guard.py",
            "            self.watch(browser, context, page, fresh)",
@@ -483,12 +489,6 @@ MUTANTS = (
     # -- the export -----------------------------------------------------------------------------
     Mutant("export: a wide pattern is registered before a narrow one", f"{PACKAGE}/export.py",
            "narrowest = next(ready, waiting[0])", "narrowest = waiting[0]", EXPORT_TESTS),
-    Mutant("export: a scenario's pin is not preferred", "templates/export/step_support.py",
-           "        if feature in entry.features and pinned:\n",
-           "        if False:\n", EXPORT_TESTS),
-    Mutant("export: the entries every feature shares before the feature's own",
-           "templates/export/step_support.py", "    for reach in (own, shared):",
-           "    for reach in (shared, own):", EXPORT_TESTS),
     Mutant("export: a red entry's step runs its code", "templates/export/step_support.py",
            "    if entry.code is None:\n        raise", "    if False:\n        raise",
            EXPORT_TESTS),

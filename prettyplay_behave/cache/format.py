@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..address import scenario_test
 from ..errors import CacheError, CodePolicyError, escape_controls
 from ..parameters import MARK
 from ..safety.step_code import step_code
@@ -22,7 +23,6 @@ from .library import (
     FORMAT,
     ORIGINS,
     RED_LABELS,
-    SEPARATOR,
     CacheKey,
     CacheWrite,
     Found,
@@ -361,7 +361,7 @@ def _parse_v1_entry(where: str, raw: Any) -> tuple[CacheKey, str, str]:
             f"{where}: 'occurrence' must be a whole number from 1, not {_quoted(occurrence)}"
         )
     key = CacheKey(
-        SEPARATOR,  # a scenario of a feature (named by the file); its key finds no pin
+        scenario_test("", ""),  # a scenario of a feature (named by the file); its key finds no pin
         _kind(where, _text(where, raw, "kind")),
         _text(where, raw, "sentence"),
         "\n".join(_texts(where, raw, "data")),

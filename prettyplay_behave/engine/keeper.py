@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..address import feature_of
 from ..cache import RED_LABELS, CacheStore, CacheWrite, RedVerdict, StepEntry, today
 from ..errors import CacheError
 from ..events import LogEvent, record
@@ -17,7 +18,7 @@ from ..safety.step_code import step_code
 from ..vocabulary import Origin, counted
 from .evidence import green_record
 from .renames import Proposal, Rename, apply, locator_changes
-from .run_memory import GreenCode, HealedCode, Place, RunMemory, feature_of
+from .run_memory import GreenCode, HealedCode, Place, RunMemory
 
 if TYPE_CHECKING:
     from ..errors import StepFailedError

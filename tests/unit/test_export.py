@@ -4,8 +4,8 @@ a browser; tests/integration/test_export.py runs an export with behave alone."""
 from __future__ import annotations
 
 import ast
-import importlib.util
 import io
+import tempfile
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
@@ -15,6 +15,7 @@ import pytest
 from behave.matchers import register_type
 from behave.step_registry import AmbiguousStep, StepRegistry
 
+from prettyplay_behave import address
 from prettyplay_behave.cache import RedVerdict, StepEntry, file_name, render_steps
 from prettyplay_behave.cli import main
 from prettyplay_behave.export import (
@@ -27,19 +28,15 @@ from prettyplay_behave.export import (
     steps_module,
     unfaithful,
 )
-from prettyplay_behave.resources import templates_folder
 from prettyplay_behave.safety.step_code import step_code
 from tests.support.caches import plant
+from tests.support.exported import support_module
 
 
 def support() -> ModuleType:
     """The support module an export writes beside its steps, loaded as behave would import it."""
-    path = Path(templates_folder()) / "export" / "step_support.py"
-    spec = importlib.util.spec_from_file_location("step_support", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    with tempfile.TemporaryDirectory() as folder:
+        return support_module(Path(folder) / "steps")
 
 
 STEP_SUPPORT = support()
@@ -318,6 +315,10 @@ def test_a_function_that_is_not_the_cached_code_renamed_and_wrapped_is_told_apar
 # -- which entry a step runs -----------------------------------------------------------------------
 
 
+def at(feature: str, scenario: str, occurrence: int) -> Any:
+    return STEP_SUPPORT.Position(feature, scenario, occurrence)
+
+
 def entry(**fields: Any) -> Any:
     return STEP_SUPPORT.Entry(code=lambda page: None, features=("a.feature",), **fields)
 
@@ -328,10 +329,10 @@ def test_a_pin_of_the_scenario_and_occurrence_comes_first_then_values_then_gener
     pinned = entry(takes=1, scenario="Pay", occurrence=2)
     entries = [general, specific, pinned]
     choose = STEP_SUPPORT.choose
-    assert choose(entries, "a.feature", "Pay", 2, ("tea",), "") is pinned
-    assert choose(entries, "a.feature", "Pay", 1, ("tea",), "") is specific
-    assert choose(entries, "a.feature", "Browse", 2, ("mug",), "") is general
-    assert choose(entries, "b.feature", "Pay", 2, ("tea",), "") is None  # another feature's
+    assert choose(entries, at("a.feature", "Pay", 2), ("tea",), "") is pinned
+    assert choose(entries, at("a.feature", "Pay", 1), ("tea",), "") is specific
+    assert choose(entries, at("a.feature", "Browse", 2), ("mug",), "") is general
+    assert choose(entries, at("b.feature", "Pay", 2), ("tea",), "") is None  # another feature's
 
 
 def test_a_features_own_entry_comes_before_the_one_every_feature_shares() -> None:
@@ -339,10 +340,10 @@ def test_a_features_own_entry_comes_before_the_one_every_feature_shares() -> Non
     shared = STEP_SUPPORT.Entry(code=lambda page: None, takes=1)
     shared_specific = STEP_SUPPORT.Entry(code=lambda page: None, values=("tea",))
     choose = STEP_SUPPORT.choose
-    assert choose([shared, own], "a.feature", "Pay", 1, ("mug",), "") is own
-    assert choose([shared_specific, own], "a.feature", "Pay", 1, ("tea",), "") is own
-    assert choose([shared, own], "b.feature", "Pay", 1, ("mug",), "") is shared
-    assert choose([shared_specific, shared], "b.feature", "Pay", 1, ("tea",), "") is (
+    assert choose([shared, own], at("a.feature", "Pay", 1), ("mug",), "") is own
+    assert choose([shared_specific, own], at("a.feature", "Pay", 1), ("tea",), "") is own
+    assert choose([shared, own], at("b.feature", "Pay", 1), ("mug",), "") is shared
+    assert choose([shared_specific, shared], at("b.feature", "Pay", 1), ("tea",), "") is (
         shared_specific
     )
 
@@ -351,9 +352,9 @@ def test_code_without_parameters_serves_only_its_values_and_its_data() -> None:
     table = "| field | value |\n| Email | ann@example.com |"
     spelled = entry(values=("tea",), data=table)
     choose = STEP_SUPPORT.choose
-    assert choose([spelled], "a.feature", "Pay", 1, ("tea",), table) is spelled
-    assert choose([spelled], "a.feature", "Pay", 1, ("mug",), table) is None
-    assert choose([spelled], "a.feature", "Pay", 1, ("tea",), "") is None
+    assert choose([spelled], at("a.feature", "Pay", 1), ("tea",), table) is spelled
+    assert choose([spelled], at("a.feature", "Pay", 1), ("mug",), table) is None
+    assert choose([spelled], at("a.feature", "Pay", 1), ("tea",), "") is None
 
 
 def behave_context(scenario: str = "Pay", table: Any = None) -> Any:
@@ -454,8 +455,12 @@ def test_export_says_which_steps_have_no_cached_code_and_exits_1(tmp_path: Path)
         "a.feature",
         "environment.py",
         "steps/exported_steps.py",
+        "steps/step_address.py",
         "steps/step_support.py",
     ]
+    # the package's own address module, as it is: an exported step finds its code as a run does
+    copied = (tmp_path / "out" / "steps" / "step_address.py").read_bytes()
+    assert copied == Path(address.__file__).read_bytes()
 
 
 def test_function_names_never_hide_an_import_a_keyword_or_each_other() -> None:
