@@ -25,9 +25,10 @@ compare (not a git repository, an unknown ref, a file that fails to load). ``pla
 features as behave does (PATH, ``--tags``, ``--name``, ``--include``, ``--exclude``, ``-D``, the
 config file of the working directory) and exits 1 under strict (``--strict``, the ``strict``
 setting or a ``@strict`` tag) when a step has no cached code, 2 when behave cannot read the
-features. ``export`` reads ``features/`` (``--features`` names another) and exits 1 when a step
-of the features has no cached code (the export is written all the same), 2 when DIR is not
-empty (without ``--force``) or lies in or around the features folder. Whatever a cache file
+features. ``export`` reads ``features/`` (``--features`` names another) and exits 1 when a cache
+file fails to load, an entry's function would not be its cached code (each named and left out)
+or a step of the features has no cached code (the rest is written all the same), 2 when DIR is
+not empty (without ``--force``) or lies in or around the features folder. Whatever a cache file
 holds is printed with its control characters escaped.
 """
 

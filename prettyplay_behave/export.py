@@ -2,18 +2,23 @@
 
 DIR becomes a behave features folder a team can keep: the feature files (and the other files of
 the features folder, but its cache, ``steps/`` and ``environment.py``), ``steps/`` with a step
-definition per kind and sentence template (``exported_steps.py``) and the names step code was
-given, in plain Playwright (``step_support.py``), and an ``environment.py`` that launches
+definition per kind and sentence template (``exported_steps.py``), the names step code was
+given, in plain Playwright (``step_support.py``) and the step address (``step_address.py``: the
+package's own :mod:`.address`, copied as it is), and an ``environment.py`` that launches
 Chromium with a fresh context and page per scenario. behave, parse and Playwright are all it
 needs; no LLM, no prettyplay.
 
-One step definition serves every entry of its (kind, template): it picks the entry the way a
-run does (the pin of the scenario and occurrence, then an entry of the step's values, then the
-general one), so one template is one pattern and behave sees no ambiguity. Actions match under
-Given and When, checks under Then. A red entry fails with its verdict. The copied feature
-files lose their steps' ``[tries=...]`` annotations (behave would read them as part of the
-sentence) and a ``@prettyplay.storage_state`` tag names its file relative to DIR. What the
-export leaves behind (healing, bounds, settle polling, the report) is in docs/export.md.
+One step definition serves every entry of its (kind, template): it picks the entry with the
+lookup a run uses (the pin of the scenario and occurrence, then the feature's own entries, then
+the shared ones; an entry of the step's values before the general one), so one template is one
+pattern and behave sees no ambiguity. Actions match under Given and When, checks under Then. A
+red entry fails with its verdict. The copied feature files lose their steps' ``[tries=...]``
+annotations (behave would read them as part of the sentence) and a
+``@prettyplay.storage_state`` tag names its file relative to DIR. Each function is the cached
+code byte for byte but its name and its uploads, checked as written; a cache file that fails to
+load and an entry whose function would not be its code are left out by name, and the rest is
+written. What the export leaves behind (healing, bounds, settle polling, the report) is in
+docs/export.md.
 """
 
 from __future__ import annotations
@@ -24,16 +29,19 @@ import keyword
 import re
 import shutil
 import sys
+import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any, TextIO
 
+from . import address
 from .behave.liveness import scenarios_of, step_keys
 from .behave.mapping import split_annotation
-from .cache import CACHE_FOLDER, CacheStore, Library, StepEntry, today
-from .errors import escape_controls
+from .cache import CACHE_FOLDER, STEPS_FOLDER, CacheStore, Library, StepEntry, file_name, today
+from .cache.source import LINE_BREAK
+from .errors import CacheError, escape_controls
 from .parameters import MARK, named_by
 from .resources import templates_folder
 from .safety.step_code import check_code, step_code
@@ -42,6 +50,7 @@ from .vocabulary import Kind, counted
 STEPS_MODULE = "exported_steps.py"
 FILES_FOLDER = "files"  # beside the features, where step code's uploads come from
 SUPPORT_MODULE = "step_support.py"
+ADDRESS_MODULE = "step_address.py"  # the address module, under the name the support imports
 # What the support module gives the step definitions (its ``__all__``).
 SUPPORTED = frozenset(
     ["Entry", "Number", "Quoted", "expect", "re", "recall", "remember", "run", "secret", "upload"]
@@ -59,21 +68,21 @@ class ExportError(Exception):
     """The export cannot start: the target folder or the features are wrong (exit status 2)."""
 
 
-def entries(cache_dir: Path) -> list[tuple[str, StepEntry]]:
+def entries(cache_dir: Path) -> tuple[list[tuple[str, StepEntry]], list[CacheError]]:
     """Every entry of the project's step library with the feature file it is kept for ("" for
-    an entry every feature shares); the one place the export reads the cache's storage. A
-    test of the Python API's own entries are left out: no feature file runs them."""
+    an entry every feature shares), and the errors of the cache files that fail to load (a run
+    replays none of their entries either); the one place the export reads the cache's storage.
+    A test of the Python API's own entries are left out: no feature file runs them."""
     if not cache_dir.is_dir():
-        return []
+        return [], []
     store = CacheStore(cache_dir, check_code)
-    broken = store.broken()
-    if broken:
-        raise next(iter(broken.values()))
-    return [
+    broken = list(store.broken().values())
+    found = [
         (entry.feature, entry)
         for entry in store.library().entries
         if not entry.feature or entry.feature.endswith(".feature")
     ]
+    return found, broken
 
 
 # -- the step definitions ------------------------------------------------------------------------
@@ -100,6 +109,9 @@ class Variant:
     entry: StepEntry
     function: str
     features: list[str] = field(default_factory=list)
+    members: list[StepEntry] = field(default_factory=list)  # the entries of its code
+    text: str = ""  # its function as the steps module has it (none for a red entry)
+    refused: str = ""  # why its function cannot be exported, when it cannot
 
 
 @dataclass
@@ -111,7 +123,8 @@ class Definition:
     name: str  # of its code's function (numbered when it has several)
     function: str  # of the step definition's function
     fields: list[Field]
-    variants: list[Variant] = field(default_factory=list)
+    variants: list[Variant] = field(default_factory=list)  # those it exports
+    refused: list[Variant] = field(default_factory=list)  # those left out, and why
 
     @property
     def pattern(self) -> str:
@@ -166,7 +179,9 @@ def registration_order(made: list[Definition]) -> list[Definition]:
 
 
 def definitions(found: Iterable[tuple[str, StepEntry]]) -> list[Definition]:
-    """The step definitions of the entries, in the order they are written."""
+    """The step definitions of the entries, in the order they are written. A code whose
+    function would not be the cached code (see :func:`unfaithful`) is left out of its
+    definition, and kept in its ``refused``; a definition left with no code is not written."""
     grouped: dict[tuple[str, str], list[tuple[str, StepEntry]]] = {}
     for feature, entry in found:
         grouped.setdefault((entry.kind, entry.sentence), []).append((feature, entry))
@@ -185,12 +200,19 @@ def definitions(found: Iterable[tuple[str, StepEntry]]) -> list[Definition]:
             same = (entry.code, entry.verdict, *entry.identity[2:])
             if same not in by_code:
                 by_code[same] = Variant(entry, name)
+            by_code[same].members.append(entry)
             if feature and feature not in by_code[same].features:
                 by_code[same].features.append(feature)
-        definition.variants = list(by_code.values())
-        if len(definition.variants) > 1:
-            for number, variant in enumerate(definition.variants, 1):
+        variants = list(by_code.values())
+        if len(variants) > 1:
+            for number, variant in enumerate(variants, 1):
                 variant.function = _unique(f"{name}_{number}", taken)
+        for variant in variants:
+            if not variant.entry.red:
+                variant.text = plain_code(variant.entry.code, variant.function)
+                variant.refused = unfaithful(variant.text, variant.entry.code, variant.function)
+        definition.variants = [v for v in variants if not v.refused]
+        definition.refused = [v for v in variants if v.refused]
         made.append(definition)
     return registration_order(made)
 
@@ -234,28 +256,112 @@ def _unique(name: str, taken: set[str]) -> str:
 
 def plain_code(code: str, name: str) -> str:
     """A cached ``def step(page, ...)`` as a module function ``name``, each file it uploads
-    named through ``upload`` (prettyplay took a bare name from its files folder)."""
-    lines = code.splitlines(keepends=True)
-    starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line.encode()))
-    text = code.encode()
-    for files in sorted(_uploads(code), key=lambda f: (f.lineno, f.col_offset), reverse=True):
-        assert files.end_lineno is not None and files.end_col_offset is not None
-        start = starts[files.lineno - 1] + files.col_offset
-        end = starts[files.end_lineno - 1] + files.end_col_offset
-        text = text[:start] + b"upload(" + text[start:end] + b")" + text[end:]
-    return re.sub(r"^def step\(", f"def {name}(", text.decode(), count=1)
+    named through ``upload`` (prettyplay took a bare name from its files folder). The places
+    are Python's own: the ``def`` of the tree and the name token after it (wherever comments,
+    blank lines or spaces put them), lines that end at a line break the parser counts (a U+2028
+    or U+001C in a string or a comment ends none)."""
+    read, lines = step_code(code), _Lines(code)
+    edits: list[tuple[int, int, str]] = []
+    named = _name_of(lines, read.step) if read.step is not None else None
+    if named is not None:
+        edits.append((*named, name))
+    for files in _uploads(read.tree):
+        start, end = lines.span(files)
+        edits += [(start, start, "upload("), (end, end, ")")]
+    return _edited(code, edits)
 
 
-def _uploads(code: str) -> list[ast.expr]:
-    found = (_uploaded(node) for node in ast.walk(_tree(code)))
+def unfaithful(text: str, code: str, name: str) -> str:
+    """Why ``text``, a function the export writes, is not the cached ``code`` renamed ``name``
+    with its uploads named through ``upload``; "" when it is. It must parse, define ``name`` and
+    nothing else, and give back ``code`` byte for byte once the rename and the wrapping are
+    undone where its own tree and tokens find them (not where the export put them). Bytes, not
+    trees: a tree leaves out the comments and the layout a team keeps, and a cut in the wrong
+    place inside a string or a comment can still parse."""
+    read = step_code(text)
+    if read.tree is None:
+        return f"it does not parse ({read.unparsed})"
+    body = read.tree.body
+    if len(body) != 1 or not isinstance(body[0], ast.FunctionDef) or body[0].name != name:
+        return f"it does not define the one function {name}"
+    lines = _Lines(text)
+    named = _name_of(lines, body[0])
+    if named is None or text[named[0] : named[1]] != name:
+        return f"the name {name} is not written after its def"
+    edits = [(*named, "step")]
+    for files in _uploads(read.tree):
+        wrapped = (
+            isinstance(files, ast.Call)
+            and isinstance(files.func, ast.Name)
+            and files.func.id == "upload"
+            and len(files.args) == 1
+            and not files.keywords
+        )
+        if not wrapped:
+            return f"a file it uploads is not named through upload ({ast.unparse(files)})"
+        assert isinstance(files, ast.Call)
+        (start, end), (inner, inner_end) = lines.span(files), lines.span(files.args[0])
+        if (text[start:inner], text[inner_end:end]) != ("upload(", ")"):
+            return f"a file it uploads is not named through upload ({ast.unparse(files)})"
+        edits += [(start, inner, ""), (inner_end, end, "")]
+    if _edited(text, edits) != code:
+        return "it differs from the cached code in more than its name and its uploads"
+    return ""
+
+
+class _Lines:
+    r"""The lines of a text as Python's parser counts them (``\r\n``, ``\r`` or ``\n`` ends
+    one; ``str.splitlines`` would also end one at U+2028, U+001C and the like), and the place in
+    the text of a position of its tree (whose columns count UTF-8 bytes)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts = [0, *(found.end() for found in LINE_BREAK.finditer(text))]
+
+    def lines(self) -> list[str]:
+        ends = [*self.starts[1:], len(self.text)]
+        return [
+            self.text[start:end]
+            for start, end in zip(self.starts, ends, strict=True)
+            if end > start
+        ]
+
+    def at(self, line: int, column: int) -> int:
+        start = self.starts[line - 1]
+        return start + len(self.text[start : start + column].encode()[:column].decode())
+
+    def span(self, node: ast.expr) -> tuple[int, int]:
+        assert node.end_lineno is not None and node.end_col_offset is not None
+        return self.at(node.lineno, node.col_offset), self.at(node.end_lineno, node.end_col_offset)
+
+
+def _name_of(lines: _Lines, function: ast.FunctionDef) -> tuple[int, int] | None:
+    """Where the name of ``function`` is written: the token after the ``def`` of its line (a
+    line continuation may stand between); None where the tokens cannot be read."""
+    pending = iter(lines.lines())
+    tokens = tokenize.generate_tokens(lambda: next(pending, ""))
+    try:
+        for token in tokens:
+            if token.string == "def" and token.start[0] == function.lineno:
+                name = next(tokens)
+                (row, column), (end_row, end_column) = name.start, name.end
+                return lines.starts[row - 1] + column, lines.starts[end_row - 1] + end_column
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return None
+
+
+def _edited(text: str, edits: list[tuple[int, int, str]]) -> str:
+    """``text`` with each (start, end) span replaced by its text; the spans do not overlap (an
+    upload nested in another's argument is two insertions inside the other's two)."""
+    for start, end, replacement in sorted(edits, reverse=True):
+        text = text[:start] + replacement + text[end:]
+    return text
+
+
+def _uploads(tree: ast.Module | None) -> list[ast.expr]:
+    found = (_uploaded(node) for node in ast.walk(tree)) if tree is not None else ()
     return [files for files in found if files is not None]
-
-
-def _tree(code: str) -> ast.Module:
-    """The tree of cached code (which the policy passed when the cache was read)."""
-    return step_code(code).tree or ast.Module(body=[], type_ignores=[])
 
 
 def _uploaded(node: ast.AST) -> ast.expr | None:
@@ -287,7 +393,6 @@ def steps_module(made: list[Definition]) -> str:
     environment.filters["comment"] = one_line
     environment.filters["tuple"] = tuple
     environment.filters["names"] = lambda names: python_literal(tuple(names)).replace('"', "")
-    environment.globals["plain_code"] = plain_code
     return environment.get_template("export/exported_steps.py.j2").render(
         definitions=made,
         day=today(),
@@ -320,12 +425,9 @@ def provided_names(made: list[Definition]) -> list[str]:
     for definition in made:
         used.update(f.type for f in definition.fields if f.type)
         for variant in definition.variants:
-            if variant.entry.red:
-                continue
-            tree = _tree(variant.entry.code)
-            used.update(node.id for node in ast.walk(tree) if isinstance(node, ast.Name))
-            if _uploads(variant.entry.code):
-                used.add("upload")
+            tree = step_code(variant.text).tree  # the function as written: uploads named
+            nodes = ast.walk(tree) if tree is not None else ()
+            used.update(node.id for node in nodes if isinstance(node, ast.Name))
     return sorted(used & SUPPORTED)
 
 
@@ -399,17 +501,21 @@ def export(
     files_dir: Path | None = None,
 ) -> int:
     """Write the export into ``target`` and say what it wrote and what it could not cover:
-    exit status 1 when a step of the features has no cached code."""
+    exit status 1 when a cache file fails to load, an entry's function would not be its cached
+    code (each left out, the rest written) or a step of the features has no cached code."""
     out = out or sys.stdout
     cache_dir = cache_dir or features_dir / CACHE_FOLDER
     _check_target(target, features_dir, force)
     if files_dir is not None and not files_dir.is_dir():
         raise ExportError(f"{files_dir}: no files folder")
-    found = entries(cache_dir)
+    found, broken = entries(cache_dir)
     made = definitions(found)
+    refused = [variant for definition in made for variant in definition.refused]
+    left_out = {id(entry) for variant in refused for entry in variant.members}
+    kept = [(feature, entry) for feature, entry in found if id(entry) not in left_out]
     # what can go wrong goes wrong before anything is written
     steps_text = steps_module(made)
-    uncovered = _uncovered(features_dir, found)
+    uncovered = _uncovered(features_dir, kept)
     target.mkdir(parents=True, exist_ok=True)
     features = copy_features(features_dir, target, out)
     if files_dir is not None and files_dir.resolve() != (features_dir / FILES_FOLDER).resolve():
@@ -418,18 +524,37 @@ def export(
     steps = target / "steps"
     steps.mkdir(exist_ok=True)
     (steps / STEPS_MODULE).write_text(steps_text, encoding="utf-8")
-    folder = Path(templates_folder()) / "export"
-    shutil.copyfile(folder / SUPPORT_MODULE, steps / SUPPORT_MODULE)
-    shutil.copyfile(folder / "environment.py", target / "environment.py")
+    write_support(steps)
+    shutil.copyfile(
+        Path(templates_folder()) / "export" / "environment.py", target / "environment.py"
+    )
     red = sum(v.entry.red for d in made for v in d.variants)
-    written = f"{counted(len(made), 'step definition')} of {counted(len(found), 'entry')}"
-    print(f"wrote steps/{STEPS_MODULE} ({written}{f', {red} red' if red else ''})", file=out)
-    print(f"wrote steps/{SUPPORT_MODULE}, environment.py", file=out)
+    written = [d for d in made if d.variants]
+    counts = f"{counted(len(written), 'step definition')} of {counted(len(kept), 'entry')}"
+    print(f"wrote steps/{STEPS_MODULE} ({counts}{f', {red} red' if red else ''})", file=out)
+    print(f"wrote steps/{SUPPORT_MODULE}, steps/{ADDRESS_MODULE}, environment.py", file=out)
+    for error in broken:
+        print(escape_controls(f"left out: {error}"), file=out)
+    for variant in refused:
+        held = cache_dir / STEPS_FOLDER / file_name(variant.entry.step)
+        problem = f"its function would not be its cached code: {variant.refused}"
+        print(
+            escape_controls(f"left out: {held} ({variant.entry.describe()}): {problem}"), file=out
+        )
     for where, sentence in uncovered:
         print(escape_controls(f"no cached code: {where}: {sentence}"), file=out)
-    missing = f"; {counted(len(uncovered), 'step')} without cached code" if uncovered else ""
-    print(f"exported {counted(features, 'feature file')} to {target}{missing}", file=out)
-    return 1 if uncovered else 0
+    missing = [counted(len(broken), "cache file") + " left out"] if broken else []
+    missing += [counted(len(refused), "entry") + " left out"] if refused else []
+    missing += [counted(len(uncovered), "step") + " without cached code"] if uncovered else []
+    summary = "".join(f"; {part}" for part in missing)
+    print(f"exported {counted(features, 'feature file')} to {target}{summary}", file=out)
+    return 1 if missing else 0
+
+
+def write_support(steps: Path) -> None:
+    """Write the modules the exported steps import into the folder ``steps``."""
+    shutil.copyfile(Path(templates_folder()) / "export" / SUPPORT_MODULE, steps / SUPPORT_MODULE)
+    shutil.copyfile(Path(address.__file__), steps / ADDRESS_MODULE)
 
 
 def _check_target(target: Path, features_dir: Path, force: bool) -> None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..address import feature_path, scenario_test
 from ..cache import CACHE_FOLDER
 from ..config import PrettyConfig, in_ci, resolve_config, shown
 from ..context_args import problem as context_args_problem
@@ -31,7 +32,7 @@ from ..report.artifacts import failure_picture
 from . import liveness
 from .app import check_app
 from .lines import keep_log_lines_whole
-from .mapping import outline_of, scenario_namespace, step_spec
+from .mapping import outline_of, step_spec
 
 if TYPE_CHECKING:
     from ..authoring import Group, PrettyPlay
@@ -270,7 +271,7 @@ def after_scenario(context: Any, scenario: Any) -> None:
 
 def test_name(context: Any, scenario: Any) -> str:
     base_dir = context.config.base_dir or "features"
-    return scenario_namespace(scenario.filename, base_dir, scenario.name)
+    return scenario_test(feature_path(scenario.filename, base_dir), scenario.name)
 
 
 def after_all(context: Any) -> None:

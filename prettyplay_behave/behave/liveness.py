@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..address import Occurrences, feature_path, scenario_test
 from ..cache import CacheKey, CacheStore, StepEntry
-from .mapping import outline_of, scenario_namespace, step_spec
+from .mapping import outline_of, step_spec
 
 
 @dataclass(frozen=True)
@@ -41,14 +42,13 @@ def scenario_keys(feature_file: Path, features_dir: Path) -> Iterator[CacheKey]:
 def step_keys(scenario: Any, features_dir: Path) -> Iterator[tuple[Any, CacheKey]]:
     """Each step of a scenario (its Background's first) with its cache address, as a run
     turns it."""
-    name = scenario_namespace(scenario.filename, str(features_dir), scenario.name)
-    seen: dict[tuple[str, str, str], int] = {}
+    name = scenario_test(feature_path(scenario.filename, str(features_dir)), scenario.name)
+    occurrences = Occurrences()
     for step in [*scenario.background_steps, *scenario.steps]:
         spec = step_spec(step.step_type, step.name, step.text, step.table)
-        identity = (str(spec.kind), spec.sentence, spec.data)
-        seen[identity] = seen.get(identity, 0) + 1
+        occurrence = occurrences.count(spec.identity)
         outline = outline_of(scenario, step)
-        yield step, CacheKey(name, spec.kind, spec.sentence, spec.data, seen[identity], outline)
+        yield step, CacheKey(name, spec.kind, spec.sentence, spec.data, occurrence, outline)
 
 
 def scenarios_of(feature: Any) -> Iterator[Any]:

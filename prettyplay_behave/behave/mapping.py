@@ -1,8 +1,7 @@
-"""From Gherkin to prettyplay: test names, step kinds, trailing parameters, data."""
+"""From Gherkin to prettyplay: step kinds, trailing parameters, data."""
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -13,12 +12,6 @@ from ..vocabulary import Kind
 # A trailing "[tries=2, delay=0.5]" annotation.
 _ANNOTATION = re.compile(r"\s*\[\s*(\w+\s*=\s*[^\]=,]+(?:\s*,\s*\w+\s*=\s*[^\]=,]+)*)\s*\]\s*$")
 _PARAMETERS = {"tries": int, "delay": float}
-
-
-def scenario_namespace(feature_file: str, features_dir: str, scenario_name: str) -> str:
-    """``<feature path relative to the features dir>::<scenario name>``: the cache namespace."""
-    relative = os.path.relpath(os.path.abspath(feature_file), os.path.abspath(features_dir))
-    return f"{relative.replace(os.sep, '/')}::{scenario_name.strip()}"
 
 
 def split_annotation(sentence: str) -> tuple[str, dict[str, Any]]:

@@ -35,7 +35,7 @@ from ..errors import escape_controls
 from ..safety.step_code import check_code, step_code
 from ..vocabulary import Word, counted
 from .liveness import scenarios_of, step_keys
-from .mapping import scenario_namespace, step_spec
+from .mapping import step_spec
 
 # requests of one step that generates: its generation and the gate's review of it
 REQUESTS_PER_GENERATION = 2
@@ -165,8 +165,7 @@ def plan_features(
             )
             planned.append(PlannedScenario(scenario.name.strip(), test_strict, steps))
         if planned:
-            cache_file = store.path_for(scenario_namespace(feature.filename, str(base_dir), ""))
-            yield PlannedFeature(feature.filename, cache_file, tuple(planned))
+            yield PlannedFeature(feature.filename, store.library_dir, tuple(planned))
 
 
 class _Run:

@@ -33,11 +33,11 @@ An entry may be narrower:
   ``incurable``; a replay that is still red fails with the stored verdict, with no LLM request,
   and a green one turns the entry green.
 
-A step finds its entry in this order: its scenario's pin, its feature's own entry, an entry
-specific to its values, the template's entry, and an entry of its sentence as written (a
-format-1 entry of an Outline row). A file is read with :mod:`ast`, never imported: only the
-decorator's literal keyword values are evaluated, the function's text is the entry's code and
-the code policy checks it; anything else at the top of the file is refused.
+A step finds its entry in this order (:func:`..address.lookup`): its scenario's pin, its
+feature's own entry, an entry specific to its values, the template's entry, and an entry of its
+sentence as written (a format-1 entry of an Outline row). A file is read with :mod:`ast`, never
+imported: only the decorator's literal keyword values are evaluated, the function's text is the
+entry's code and the code policy checks it; anything else at the top of the file is refused.
 
 The per-feature JSON files of formats 1 and 2 (``<cache_dir>/shop/checkout.feature.json``) are
 read as the library they migrate to, and moved into it, nothing lost, by the first write of a
@@ -61,7 +61,6 @@ from .library import (
     FORMAT,
     ORIGINS,
     RED_LABELS,
-    SEPARATOR,
     CacheKey,
     CacheWrite,
     Found,
@@ -93,7 +92,6 @@ __all__ = [
     "ORIGINS",
     "READS",
     "RED_LABELS",
-    "SEPARATOR",
     "STEPS_FOLDER",
     "CacheKey",
     "CacheStore",

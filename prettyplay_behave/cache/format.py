@@ -14,14 +14,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..address import scenario_test
 from ..errors import CacheError, CodePolicyError, escape_controls
+from ..parameters import MARK
 from ..safety.step_code import step_code
-from ..vocabulary import Kind
+from ..vocabulary import Kind, counted
 from .library import (
     FORMAT,
     ORIGINS,
     RED_LABELS,
-    SEPARATOR,
     CacheKey,
     CacheWrite,
     Found,
@@ -214,7 +215,28 @@ def _checked(where: str, entry: StepEntry, validate: Validate) -> StepEntry:
             f"{where} ({entry.describe()}): 'parameters' {list(entry.parameters)} are not what "
             f"its code takes after page ({list(names)})"
         )
+    problem = _unmarked(entry)
+    if problem:
+        raise CacheError(f"{where} ({entry.describe()}): {problem}")
     return entry
+
+
+def _unmarked(entry: StepEntry) -> str:
+    """What of an entry disagrees with the marks (``{}``) of its sentence, which a lookup and
+    the export read it by: a value a mark, code that takes no parameter or one a mark, and
+    every wording as many marks. '' when nothing does."""
+    marks = entry.sentence.count(MARK)
+    spelled = f"its sentence has {counted(marks, 'mark')} ({MARK})"
+    if entry.values is not None and len(entry.values) != marks:
+        return f"'values' holds {counted(len(entry.values), 'value')}, but {spelled}"
+    if len(entry.parameters) not in (0, marks):
+        taken = counted(len(entry.parameters), "parameter")
+        return f"its code takes {taken} after page, but {spelled}: none, or one a mark"
+    for wording in entry.wordings:
+        if wording.count(MARK) != marks:
+            has = counted(wording.count(MARK), "mark")
+            return f"the wording {_quoted(wording)} has {has}, but {spelled}"
+    return ""
 
 
 def parse_entry(where: str, raw: Any, validate: Validate, library: bool = False) -> StepEntry:
@@ -339,7 +361,7 @@ def _parse_v1_entry(where: str, raw: Any) -> tuple[CacheKey, str, str]:
             f"{where}: 'occurrence' must be a whole number from 1, not {_quoted(occurrence)}"
         )
     key = CacheKey(
-        SEPARATOR,  # a scenario of a feature (named by the file); its key finds no pin
+        scenario_test("", ""),  # a scenario of a feature (named by the file); its key finds no pin
         _kind(where, _text(where, raw, "kind")),
         _text(where, raw, "sentence"),
         "\n".join(_texts(where, raw, "data")),

@@ -1,5 +1,5 @@
 """A step library: the entries of one cache file, the address of a step, and how a step finds
-its entry (see the package docstring).
+its entry (see the package docstring; the order is :mod:`..address`'s).
 
 Contract: everything here is in memory; :mod:`.format` reads and writes files of it and
 :mod:`.store` keeps them on disk.
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from ..address import Position, Scope, feature_of, lookup, of_a_feature, scenario_of
 from ..errors import CacheError, escape_controls
 from ..parameters import Parameters, parameterize
 from ..safety.step_code import step_code
@@ -24,7 +25,6 @@ FORMAT = 3  # the format the library is written in
 NEAR = 0.6  # how alike two sentences must be (difflib's ratio) to be near
 ORIGINS = tuple(str(origin) for origin in Origin if origin.stored)
 RED_LABELS = ("product_defect", "incurable")
-SEPARATOR = "::"
 # Characters Windows (or a shell) refuses in file names; `/` is kept as the folder separator.
 _HOSTILE = re.compile(r'[<>:"\\|?*\x00-\x1f]')
 
@@ -62,19 +62,24 @@ class CacheKey:
     @property
     def scenario(self) -> str:
         """The test's scenario: the scenario name, or the test's own name."""
-        return self.test.partition(SEPARATOR)[2] if SEPARATOR in self.test else self.test
+        return scenario_of(self.test)
 
     @property
     def api(self) -> bool:
         """Whether it is a step of a test of the Python API: no feature file to share with, so
         its entries are its own (their ``feature`` is the test's name)."""
-        return SEPARATOR not in self.test
+        return not of_a_feature(self.test)
 
     @property
     def feature(self) -> str:
         """What a pin names beside the scenario: the test's feature file (relative to the
         features folder), or the test's own name for a test of the Python API."""
-        return self.test.partition(SEPARATOR)[0] if SEPARATOR in self.test else self.test
+        return feature_of(self.test)
+
+    @property
+    def position(self) -> Position:
+        """Where the step stands, as its entries are found."""
+        return Position.of(self.test, self.occurrence)
 
 
 @dataclass(frozen=True)
@@ -164,6 +169,13 @@ class StepEntry:
         """The step it is an entry of, as its library file holds it."""
         return f"{self.kind} {_quoted(self.sentence)}" + (" (with its data)" if self.data else "")
 
+    @property
+    def scope(self) -> Scope:
+        """The steps it serves, as a lookup reads them."""
+        return Scope(
+            self.feature, self.scenario, self.occurrence, self.values, len(self.parameters)
+        )
+
     def says(self, template: str) -> bool:
         """Whether ``template`` is its sentence or one of its wordings."""
         return template == self.sentence or template in self.wordings
@@ -246,39 +258,17 @@ class Library:
         return list(self._entries.values())
 
     def find(self, key: CacheKey, pins: bool = True) -> StepEntry | None:
-        """The entry that serves ``key``, in the order the module tells (``pins=False``: the
-        entry it would find without its scenario's pin)."""
-        parameters, scenario, feature = key.parameters, key.scenario, key.feature
+        """The entry that serves ``key``, in the order of a lookup (``pins=False``: the entry
+        it would find without its scenario's pin): its template's entries, then the entries of
+        its sentence as written (a format-1 entry of an Outline row), which take no values."""
+        parameters = key.parameters
         templated = self._at(key.kind, key.data, parameters.template)
         literal = [e for e in self._at(key.kind, key.data, key.sentence) if not e.parameters]
-
-        def fits(entry: StepEntry, values: tuple[str, ...]) -> bool:
-            if entry.values is not None:
-                return entry.values == values
-            return len(entry.parameters) in (0, len(values)) if values else not entry.parameters
-
-        def pinned(entry: StepEntry) -> bool:
-            return (entry.feature, entry.scenario, entry.occurrence) == (
-                feature,
-                scenario,
-                key.occurrence,
-            )
-
-        for candidates, values in ((templated, parameters.values), (literal, ())):
-            for entry in candidates:
-                if pins and pinned(entry) and fits(entry, values):
-                    return entry
-        for candidates, values in ((templated, parameters.values), (literal, ())):
-            for reach in (feature, ""):  # the feature's own entries before the project's
-                shared = [
-                    e
-                    for e in candidates
-                    if e.scenario is None and e.feature == reach and fits(e, values)
-                ]
-                specific = [e for e in shared if e.values is not None]
-                if specific or shared:
-                    return (specific or shared)[0]
-        return None
+        tiers = [
+            ([(entry, entry.scope) for entry in templated], parameters.values),
+            ([(entry, entry.scope) for entry in literal], ()),
+        ]
+        return lookup(key.position, tiers, pins)
 
     def get(self, identity: tuple[object, ...]) -> StepEntry | None:
         return self._entries.get(identity)
@@ -328,9 +318,9 @@ def closest(template: str, entries: Iterable[StepEntry], floor: float = NEAR) ->
 def locate(cache_dir: Path, test_name: str) -> tuple[Path, str]:
     """The per-feature file (formats 1 and 2) a test's entries were in, and the test's key
     inside it (its scenario)."""
-    if SEPARATOR in test_name:
-        feature, _, test_key = test_name.partition(SEPARATOR)
-        parts = _path_parts(test_name, feature)
+    if of_a_feature(test_name):
+        test_key = scenario_of(test_name)
+        parts = _path_parts(test_name, feature_of(test_name))
     else:
         test_key = test_name
         parts = _path_parts(test_name, _HOSTILE.sub("_", test_name))

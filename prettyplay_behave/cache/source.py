@@ -27,7 +27,7 @@ STEPS_FOLDER = "steps"  # under the cache folder
 SUFFIX = ".py"
 HEADER = f"# prettyplay step library (format {FORMAT}): read by prettyplay without importing it."
 _HEADER = re.compile(r"# prettyplay step library \(format (\d{1,9})\)")
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what Python's parser counts as the end of a line
+LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what Python's parser counts as the end of a line
 _SLUG_LENGTH = 60
 
 # The decorator's keywords, in the order a file shows them.
@@ -82,7 +82,7 @@ def parse_steps(path: Path, raw: bytes, validate: Validate, named: bool = True) 
     """Parse and check the bytes of one library file; ``path`` names it in errors and (unless
     not ``named``: a text shown on its own) its name must be the one its step has."""
     text = decode(path, raw)
-    lines = _LINE_BREAK.split(text)
+    lines = LINE_BREAK.split(text)
     header = _HEADER.match(lines[0])
     if header is None:
         _refuse_conflicts(path, lines)

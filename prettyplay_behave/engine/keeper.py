@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..address import feature_of
 from ..cache import RED_LABELS, CacheStore, CacheWrite, RedVerdict, StepEntry, today
 from ..errors import CacheError
 from ..events import LogEvent, record
@@ -18,7 +19,7 @@ from ..safety.step_code import step_code
 from ..vocabulary import Origin, counted
 from .evidence import green_record
 from .renames import Proposal, Rename, apply, locator_changes
-from .run_memory import GreenCode, HealedCode, Place, RunMemory, feature_of
+from .run_memory import GreenCode, HealedCode, Place, RunMemory
 
 if TYPE_CHECKING:
     from ..errors import StepFailedError

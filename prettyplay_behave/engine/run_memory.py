@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from ..address import feature_of, scenario_of
 from .renames import Rename
 from .step import StepIdentity
 
@@ -102,12 +103,3 @@ class RunMemory:
             return False
         self.recovery_cycles[test, prompt] += 1
         return True
-
-
-def feature_of(test_name: str) -> str:
-    return test_name.partition("::")[0]
-
-
-def scenario_of(test_name: str) -> str:
-    """The scenario of a behave test (the test's own name for a test of the Python API)."""
-    return test_name.rpartition("::")[2]

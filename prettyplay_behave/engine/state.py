@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING
 
 from playwright.sync_api import Error as PlaywrightError
 
+from ..address import Occurrences
 from ..cache import CacheKey
 from ..safety.policy import Reach
 from ..safety.scenario_memory import ScenarioMemory
-from ..vocabulary import Kind, StepStatus
+from ..vocabulary import StepStatus
 
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Page
@@ -62,7 +63,7 @@ class TestState:
     _touched_elsewhere: bool = False
     _uses_secrets: bool = False
     _secret_listeners: list[Callable[[], None]] = field(default_factory=list)
-    _seen: dict[tuple[Kind, str, str], int] = field(default_factory=dict)
+    _occurrences: Occurrences = field(default_factory=Occurrences)
 
     @property
     def page(self) -> Page:
@@ -76,8 +77,7 @@ class TestState:
 
     def key_for(self, spec: StepSpec) -> CacheKey:
         """The cache address: identical earlier steps of this test count as occurrences."""
-        self._seen[spec.identity] = self._seen.get(spec.identity, 0) + 1
-        occurrence = self._seen[spec.identity]
+        occurrence = self._occurrences.count(spec.identity)
         return CacheKey(self.name, spec.kind, spec.sentence, spec.data, occurrence, spec.outline)
 
     def add_step(self, run: StepRun) -> None:

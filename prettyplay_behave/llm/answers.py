@@ -281,6 +281,9 @@ class SameAs:
 # Read in two unambiguous steps, so that a long line costs its length, not its square.
 _SAME_AS = re.compile(r"[\s*_>#`]*SAME\s+AS\b(?P<rest>.*)", re.IGNORECASE)
 _LISTED_NUMBER = re.compile(r"(?:step\s*)?#?(?P<number>\d{1,9})", re.IGNORECASE)
+# A line that starts a definition of step, in a fence or not: beside a SAME AS, which one the
+# model meant cannot be told.
+_DEFINES_STEP = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+step\b", re.MULTILINE)
 
 
 def _named_number(line: str) -> int | None:
@@ -327,7 +330,7 @@ def extract_code(text: str, listed: int = 0) -> str | SameAs:
     same = _same_as(answer, listed)
     blocks = [b for b in _fenced_blocks(answer) if b.closed or b.body.strip()]
     if same is not None:
-        if any(_read(b.body).step is not None for b in blocks):
+        if _DEFINES_STEP.search(answer):
             raise UnparseableAnswer(
                 f"the answer both names a listed step (SAME AS {same.number}) and gives code "
                 "that defines step; expected one of them"

@@ -7,9 +7,11 @@ reads it back with ``recall(name)``, as a behave step keeps it on ``context``:
 - a value is JSON-like: a string, a number, a boolean or None, or lists and string-keyed dicts
   of them, at most ``MAX_VALUE_CHARS`` characters as JSON; ``MAX_NAMES`` names a scenario;
 - a name is a few words (``NAME``): letters, digits, spaces, ``_``, ``-`` and ``.``;
-- a secret never enters it: a value that holds a secret's value in any spelling, or a
-  ``${NAME}`` placeholder (what a value read back from the page, or a cookie, becomes once
-  redacted), is refused;
+- a secret never enters it: a value that holds a secret's value or a ``${NAME}`` placeholder
+  (what a value read back from the page, or a cookie, becomes once redacted), in any spelling
+  the redactor knows (letter by letter, spaced, reversed, in any case, escaped), is refused; so
+  is one that spells either with the values the scenario remembered before it (in the order
+  they were remembered, the new value last or first);
 - what an execution remembers counts only when it goes green (a red try leaves nothing behind),
   and a step run again (a replay, a clean page rebuilt, a group's recovery) remembers again;
 - it lives and dies with its test: it is never written to the cache.
@@ -20,6 +22,7 @@ message that names the name, and for an unknown one what the earlier steps remem
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import re
@@ -31,7 +34,10 @@ MAX_VALUE_CHARS = 4_000
 MAX_NAMES = 50
 MAX_DEPTH = 8
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _.\-]{0,62}")
-_PLACEHOLDER = re.compile(r"\$\{[^}]+\}")
+# A placeholder once its escapes are read and all but its letters, digits, $, { and } are gone.
+_JOINED = re.compile(r"\$\{\w+\}")
+_NO_LETTER = re.compile(r"[^\w${}]|_")
+_ESCAPED = re.compile(r"\\+(?:u([0-9a-f]{4})|x([0-9a-f]{2}))|%(?:25)?([0-9a-f]{2})", re.IGNORECASE)
 
 
 class MemoryUseError(Exception):
@@ -86,10 +92,18 @@ class Execution:
         """Keep ``value`` under ``name`` for the later steps of the scenario."""
         name = _checked_name(name)
         text = _json(name, value)
-        if self.holds_secret(text) or _PLACEHOLDER.search(text):
+        if self._holds_secret(text):
             raise MemoryUseError(
                 f"remember({name!r}, ...): the value holds a secret (or a placeholder such as "
                 "${NAME} that stands for one); a secret is never remembered"
+            )
+        # a secret or a placeholder split between this value and those kept before it
+        kept = [r.shown for r in {**self.memory._values, **self.pending}.values() if r.name != name]
+        if kept and any(self._holds_secret(joined) for joined in _joined(text, kept)):
+            raise MemoryUseError(
+                f"remember({name!r}, ...): the value and the values remembered before it hold "
+                "a secret (or a placeholder such as ${NAME} that stands for one) between them; "
+                "a secret is never remembered"
             )
         known = {*self.memory._values, *self.pending}
         if name not in known and len(known) >= MAX_NAMES:
@@ -97,6 +111,9 @@ class Execution:
                 f"remember({name!r}, ...): a scenario remembers at most {MAX_NAMES} names"
             )
         self.pending[name] = Remembered(name, json.loads(text), self.step)
+
+    def _holds_secret(self, text: str) -> bool:
+        return self.holds_secret(text) or holds_placeholder(text)
 
     def recall(self, name: object) -> Any:
         """The value remembered under ``name`` (a copy: changing it changes nothing kept)."""
@@ -114,6 +131,30 @@ class Execution:
         """Keep what this execution remembered (it went green)."""
         self.memory._keep(self.pending)
         self.pending = {}
+
+
+def holds_placeholder(text: str) -> bool:
+    """Whether ``text`` holds a ``${NAME}`` placeholder (a secret's, a cookie's: what a value
+    becomes once redacted), whatever its name, in any spelling the redactor knows for a secret's
+    value (``safety/secrets.py``): as written, its characters with any run of others than
+    letters and digits between them (``str(list(p))``, halves in two items of a list, spaced;
+    its name's own separators dropped or changed), in any case, reversed, and escaped as a URL,
+    HTML, XML, JSON or Python escapes it, once or twice. Linear in the text."""
+    plain = text
+    for _ in range(2):  # escaped twice: %2524, &amp;#36;
+        plain = _ESCAPED.sub(_unescaped, html.unescape(plain))
+    joined = _NO_LETTER.sub("", plain)
+    return bool(_JOINED.search(joined) or _JOINED.search(joined[::-1]))
+
+
+def _unescaped(found: re.Match[str]) -> str:
+    return chr(int(found[1] or found[2] or found[3], 16))
+
+
+def _joined(text: str, kept: list[str]) -> tuple[str, str]:
+    """The scenario's memory as one text, the new value last and first: a secret spelled in
+    pieces across values is spelled there, in the order they were remembered."""
+    return "\n".join([*kept, text]), "\n".join([text, *kept])
 
 
 def _checked_name(name: object) -> str:

@@ -10,7 +10,9 @@ The code was written for prettyplay, which gave it a few names; they mean the sa
 - ``upload("name.pdf")``: a file of the ``files/`` folder beside the features.
 
 ``run`` picks the code of a step and runs it; a tab the code opens becomes the page of the
-next step, as a browser focuses a new tab.
+next step, as a browser focuses a new tab. Which code a step runs follows the step's address
+(its feature file, scenario and occurrence) and one order of lookup, both in
+``step_address.py``, exactly as prettyplay found the code.
 """
 
 import json
@@ -26,6 +28,7 @@ import parse
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect as playwright_expect
+from step_address import Occurrences, Position, Scope, feature_path, lookup, scenario_test
 
 __all__ = [
     "Entry",
@@ -88,37 +91,20 @@ class Entry:
     scenario: str | None = None  # only in this scenario, when set
     occurrence: int = 1  # ... at this occurrence of the step in it
 
-    def fits(self, values: tuple[str, ...], data: str) -> bool:
-        if data != self.data:
-            return False
-        if self.values is not None:
-            return self.values == values
-        return self.takes in (0, len(values)) if values else not self.takes
+    def scopes(self) -> list[Scope]:
+        """The steps it serves: one scope for each feature file it is kept for."""
+        return [
+            Scope(feature, self.scenario, self.occurrence, self.values, self.takes)
+            for feature in self.features or ("",)
+        ]
 
 
 def choose(
-    entries: list[Entry],
-    feature: str,
-    scenario: str,
-    occurrence: int,
-    values: tuple[str, ...],
-    data: str,
+    entries: list[Entry], position: Position, values: tuple[str, ...], data: str
 ) -> Entry | None:
-    """The entry a step runs: its scenario's pin, then the feature's own entries, then the
-    ones every feature shares; of those, an entry of its values before the general one."""
-    fitting = [e for e in entries if e.fits(values, data)]
-    for entry in fitting:
-        pinned = (entry.scenario, entry.occurrence) == (scenario, occurrence)
-        if feature in entry.features and pinned:
-            return entry
-    unpinned = [e for e in fitting if e.scenario is None]
-    own = [e for e in unpinned if feature in e.features]
-    shared = [e for e in unpinned if not e.features]
-    for reach in (own, shared):
-        specific = [e for e in reach if e.values is not None]
-        if specific or reach:
-            return (specific or reach)[0]
-    return None
+    """The entry the step at ``position`` with ``values`` and ``data`` runs."""
+    candidates = [(e, scope) for e in entries if e.data == data for scope in e.scopes()]
+    return lookup(position, [(candidates, values)])
 
 
 def run(
@@ -128,15 +114,13 @@ def run(
     of its ``values``)."""
     global _running
     data = step_data(context)
-    feature = os.path.relpath(os.path.abspath(context.feature.filename), context.config.base_dir)
-    feature = feature.replace(os.sep, "/")
-    scenario = context.scenario.name.strip()
-    # identical steps earlier in the scenario; kept on the context's scenario layer
+    feature = feature_path(context.feature.filename, context.config.base_dir)
+    test = scenario_test(feature, context.scenario.name)
+    # identical steps earlier in the scenario; counted on the context's scenario layer
     if not hasattr(context, "step_occurrences"):
-        context.step_occurrences = {}
-    identity = (kind, template, values, data)
-    occurrence = context.step_occurrences[identity] = context.step_occurrences.get(identity, 0) + 1
-    entry = choose(entries, feature, scenario, occurrence, values, data)
+        context.step_occurrences = Occurrences()
+    occurrence = context.step_occurrences.count((kind, template, values, data))
+    entry = choose(entries, Position.of(test, occurrence), values, data)
     if entry is None:
         raise AssertionError(f"no exported code fits {template!r} {values} in {feature}")
     if entry.code is None:

@@ -17,7 +17,15 @@ from typing import Any
 import pytest
 
 from prettyplay_behave.behave.liveness import scenarios_of
-from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite, RedVerdict
+from prettyplay_behave.cache import (
+    CacheKey,
+    CacheStore,
+    CacheWrite,
+    RedVerdict,
+    StepEntry,
+    file_name,
+    render_steps,
+)
 from prettyplay_behave.cli import main
 from prettyplay_behave.demo.server import DemoShop
 from prettyplay_behave.safety.step_code import check_code
@@ -268,3 +276,89 @@ def test_each_step_runs_the_entry_a_prettyplay_run_finds(picks_run: PlainRun) ->
     failing = re.search(r"Failing scenarios:\n(.*?)\n\n", behave.stdout, re.DOTALL)
     assert failing is not None
     assert [line.split("  ")[-1] for line in failing.group(1).splitlines()] == ["Forget", "Red"]
+
+
+ODD = """\
+Feature: Odd code
+  Scenario: Odd code
+    Given I note the line separators
+    And I open the shop after a comment
+    And I open the shop spaced
+    And I open the shop after a blank line
+    When I attach the receipt
+"""
+# Code a hand edit or a merge may leave in the library (each passes the policy), by sentence.
+ODD_CODE = {
+    "I note the line separators": (
+        'def step(page) -> None:\n    note = "a\u2028b\x1cc"  # d\u2028e\x1cf\n    page.goto("/")\n'
+    ),
+    "I open the shop after a comment": (
+        '# opens the shop\ndef step(page) -> None:\n    page.goto("/")\n'
+    ),
+    "I open the shop spaced": 'def step (page) -> None:\n    page.goto("/")\n',
+    "I open the shop after a blank line": '\ndef  step(page) -> None:\n    page.goto("/")\n',
+    "I attach the receipt": (
+        "def step(page) -> None:\n"
+        '    page.goto("/")  # \u2028\x1c\n'
+        '    note = "\u2028\x1c\x1d\x1e\x85\u2029"\n'
+        '    page.set_input_files("#receipt", "receipt.pdf")\n'
+    ),
+}
+
+
+def test_odd_code_is_exported_as_it_is_and_plain_behave_loads_it(
+    tmp_path: Path, python: Path
+) -> None:
+    """Line separators Python does not count, a comment or a blank line before the def, spaces
+    around the name: each function is the cached code renamed (its upload named through
+    upload), byte for byte; an entry whose values do not fit its sentence's marks is left out
+    by name, and behave loads the rest."""
+    features = tmp_path / "features"
+    features.mkdir()
+    (features / "odd.feature").write_text(ODD, encoding="utf-8")
+    store = CacheStore(features / ".prettyplay", validate=check_code)
+    for sentence, code in ODD_CODE.items():
+        store.write(
+            CacheWrite(CacheKey("odd.feature::Odd code", "action", sentence), code, "generated")
+        )
+    short = StepEntry("action", 'I pay "{}" for "{}"', ODD_CODE["I open the shop spaced"],
+                      "generated", values=("tea",))  # fmt: skip
+    short_file = features / ".prettyplay" / "steps" / file_name(short.step)
+    short_file.write_bytes(render_steps([short]))
+    kept = {e.sentence: e.code for e in CacheStore(store.cache_dir, check_code).library().entries}
+    assert kept == ODD_CODE  # the library holds each code as it was written
+
+    output = io.StringIO()
+    here = Path.cwd()
+    os.chdir(tmp_path)
+    try:
+        with redirect_stdout(output):
+            status = main(["export", "exported"])
+    finally:
+        os.chdir(here)
+    assert status == 1, output.getvalue()
+    assert (
+        f"left out: features/.prettyplay/steps/{short_file.name}: line 10 (action 'I pay "
+        "\"{}\" for \"{}\"' for 'tea'): 'values' holds 1 value, but its sentence has 2 marks ({})\n"
+    ) in output.getvalue()
+    assert "no cached code" not in output.getvalue()
+
+    module = (tmp_path / "exported" / "steps" / "exported_steps.py").read_text(encoding="utf-8")
+    for sentence, code in ODD_CODE.items():
+        name = "_".join(sentence.lower().split())
+        function = code.replace("step", name, 1).replace('"receipt.pdf"', 'upload("receipt.pdf")')
+        assert f"\n\n\n{function}\n\n" in module, sentence  # whole, as it is, but the two
+        assert f"                code={name},\n" in module
+
+    loaded = subprocess.run(
+        [str(python), "-m", "behave", "--dry-run", "--no-color", "--format", "pretty",
+         str(tmp_path / "exported")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )  # fmt: skip
+    assert loaded.returncode == 0, loaded.stdout[-3000:] + loaded.stderr[-3000:]
+    # every step found its definition (none undefined), and none ran
+    assert "\n0 steps passed, 0 failed, 0 skipped, 5 untested\n" in loaded.stdout
+    located = re.findall(r"# (\S+):\d+$", loaded.stdout, re.MULTILINE)
+    steps = [place for place in located if not place.endswith(".feature")]
+    assert len(steps) == 5 and all(place.endswith("steps/exported_steps.py") for place in steps)

@@ -5,9 +5,7 @@ behave's context that holds what behave's would."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import shutil
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
@@ -17,23 +15,15 @@ from playwright.sync_api import Browser, expect
 
 from prettyplay_behave.demo.server import DemoShop
 from prettyplay_behave.export import plain_code
-from prettyplay_behave.resources import templates_folder
+from tests.support.exported import support_module
 
 
 @pytest.fixture
 def support(tmp_path: Path) -> ModuleType:
     """The support module as an export writes it, beside a files folder with a receipt."""
-    (tmp_path / "steps").mkdir()
-    shutil.copy(Path(templates_folder()) / "export" / "step_support.py", tmp_path / "steps")
     (tmp_path / "files").mkdir()
     (tmp_path / "files" / "receipt.pdf").write_bytes(b"%PDF-1.4\n")
-    spec = importlib.util.spec_from_file_location(
-        "step_support", tmp_path / "steps" / "step_support.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return support_module(tmp_path / "steps")
 
 
 @pytest.fixture

@@ -133,8 +133,11 @@ def test_a_recall_of_an_unknown_name_fails_naming_it_and_what_was_remembered(
         'page.get_by_label("Code").input_value()',  # read back after a secret was typed
         'page.get_by_label("Code").input_value().upper()',
         '"-".join(["tea", "for", "two", "42"])',  # spelled out of pieces of its value
+        # the placeholder the value read back became, spelled past its own shape
+        'list(page.get_by_label("Code").input_value())',
+        'page.get_by_label("Code").input_value()[::-1]',
     ],
-    ids=["read back", "another spelling", "spelled in pieces"],
+    ids=["read back", "another spelling", "spelled in pieces", "letter by letter", "reversed"],
 )
 def test_a_secret_is_never_remembered(
     value: str, tmp_path: Path, browser, monkeypatch: pytest.MonkeyPatch

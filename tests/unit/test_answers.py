@@ -136,6 +136,9 @@ def test_an_empty_answer():
         "**SAME AS: 2**",
         "Step 2 already does this: it checks the list.\n\nSAME AS step 2.",
         "<think>SAME AS 1 or 2?</think>\nSAME AS #2",
+        # a draft in the reasoning, code named in prose: no code given beside the line
+        f"<think>\n{CODE}</think>\nSAME AS 2",
+        "Step 2 already does it (its def step(page) clicks Checkout).\n\nSAME AS 2",
     ],
 )
 def test_a_line_naming_a_listed_step_is_its_number(answer: str) -> None:
@@ -149,7 +152,6 @@ def test_a_line_naming_a_listed_step_is_its_number(answer: str) -> None:
         ("SAME AS 0", 3, "the answer names step 0 (SAME AS 0), but the request listed 3"),
         ("SAME AS 1", 0, "the answer names a listed step (SAME AS 1), but the request listed none"),
         ("SAME AS 1\n\nSAME AS 2", 3, "the answer names 2 listed steps (SAME AS 1, SAME AS 2)"),
-        (f"SAME AS 1\n{fenced(CODE)}", 3, "the answer both names a listed step (SAME AS 1) and"),
     ],
 )
 def test_a_same_as_answer_that_names_no_single_listed_step_is_unparseable(
@@ -157,6 +159,28 @@ def test_a_same_as_answer_that_names_no_single_listed_step_is_unparseable(
 ) -> None:
     with pytest.raises(UnparseableAnswer, match=re.escape(reason)):
         extract_code(answer, listed)
+
+
+BOTH = "the answer both names a listed step (SAME AS 1) and gives code that defines step"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        f"SAME AS 1\n{fenced(CODE)}",
+        f"{fenced(CODE, '')}\n\nSAME AS 1",
+        f"SAME AS 1\n{CODE}",  # no fence: the code was dropped without a word
+        f"{CODE}\nSAME AS 1",
+        f"SAME AS 1\n\nOr, written out:\n\n{CODE.replace('def step(', 'def  step (')}",
+        "SAME AS 1\n~~~\ndef step(page) -> None\n    pass\n~~~\n",  # does not parse
+    ],
+    ids=["fenced after", "fenced before", "after", "before", "in prose", "broken"],
+)
+def test_a_same_as_beside_code_that_defines_step_is_unparseable_saying_both_were_given(
+    answer: str,
+) -> None:
+    with pytest.raises(UnparseableAnswer, match=re.escape(BOTH)):
+        extract_code(answer, listed=3)
 
 
 def test_a_same_as_in_prose_or_code_is_no_answer_of_its_own() -> None:

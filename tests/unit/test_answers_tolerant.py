@@ -316,6 +316,7 @@ ADVERSARIAL = {
     "closing tags": "</think>" * (NEAR_LIMIT // 8),
     "almost tags": "<|think" * (NEAR_LIMIT // 7),
     "a same-as line of blanks": "SAME AS" + " " * (NEAR_LIMIT - 9) + "x",
+    "a same-as and lines of blanks": "SAME AS 1\n" + (" " * 99 + "\n") * (NEAR_LIMIT // 101),
 }
 
 
@@ -324,7 +325,7 @@ def test_reading_an_answer_at_the_size_limit_ends(shape: str) -> None:
     text = ADVERSARIAL[shape]
     assert len(text) <= MAX_ANSWER_CHARS
     started = time.monotonic()
-    for read in (extract_code, lambda t: read_answer(t, "gate")):
+    for read in (extract_code, lambda t: extract_code(t, 1), lambda t: read_answer(t, "gate")):
         with contextlib.suppress(UnparseableAnswer):
             read(text)
     # generous: the figures are in bench/answer_reading.py; this shows that reading ends

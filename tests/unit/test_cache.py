@@ -619,6 +619,11 @@ CORRUPT = {
     "occurrence boolean": (document(raw_entry(scenario="S", occurrence=True)), "must be a whole"),
     "unknown kind": (document(raw_entry(kind="given")), "unknown kind 'given'"),
     "unknown origin": (document(raw_entry(origin="manual")), "unknown origin 'manual'"),
+    "values fewer than the marks": (
+        document(raw_entry(sentence='pay "{}" for "{}"', values=["tea"])),
+        r"entry 1 \(action 'pay \"\{\}\" for \"\{\}\"' for 'tea'\): 'values' holds 1 value, "
+        r"but its sentence has 2 marks \(\{\}\)",
+    ),
     "refused code": (
         document(raw_entry(), raw_entry(scenario="S", occurrence=2, code=["import os"])),
         r"entry 2 \(action 'open the shop' in 'S' #2\): "
@@ -737,6 +742,28 @@ CORRUPT_LIBRARY = {
         LIBRARY + PIN.replace("pass  # pinned", "import os"),
         r"line 15 \(action 'open the shop' in 'S' #2 of 'a.feature'\): the code is refused: "
         "line 1: imports are not allowed",
+    ),
+    # what a lookup and the export read by the sentence's marks ({}) agrees with them
+    "values fewer than the marks": (
+        LIBRARY.replace('sentence="open the shop"', 'sentence="open {} at {}"', 1)
+        + PIN.replace('sentence="open the shop"', 'sentence="open {} at {}", values=("a",)'),
+        r"line 15 \(action 'open \{\} at \{\}' for 'a' in 'S' #2 of 'a.feature'\): 'values' "
+        r"holds 1 value, but its sentence has 2 marks \(\{\}\)",
+    ),
+    "values more than the marks": (
+        keyword('values=("a",),'),
+        r"'values' holds 1 value, but its sentence has 0 marks",
+    ),
+    "parameters neither none nor one a mark": (
+        LIBRARY.replace('sentence="open the shop"', 'sentence="open {} at {}"').replace(
+            "def step(page):", "def step(page, place):"
+        ),
+        r"its code takes 1 parameter after page, but its sentence has 2 marks \(\{\}\): "
+        "none, or one a mark",
+    ),
+    "a wording of other marks": (
+        keyword('wordings=("open the {} shop",),'),
+        r"the wording 'open the \{\} shop' has 1 mark, but its sentence has 0 marks",
     ),
     "an entry of another step": (
         LIBRARY + PIN.replace('sentence="open the shop"', 'sentence="close the shop"'),

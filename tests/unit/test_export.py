@@ -4,8 +4,8 @@ a browser; tests/integration/test_export.py runs an export with behave alone."""
 from __future__ import annotations
 
 import ast
-import importlib.util
 import io
+import tempfile
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
@@ -15,7 +15,8 @@ import pytest
 from behave.matchers import register_type
 from behave.step_registry import AmbiguousStep, StepRegistry
 
-from prettyplay_behave.cache import RedVerdict, StepEntry
+from prettyplay_behave import address
+from prettyplay_behave.cache import RedVerdict, StepEntry, file_name, render_steps
 from prettyplay_behave.cli import main
 from prettyplay_behave.export import (
     SUPPORTED,
@@ -25,19 +26,17 @@ from prettyplay_behave.export import (
     plain_code,
     plain_feature,
     steps_module,
+    unfaithful,
 )
-from prettyplay_behave.resources import templates_folder
+from prettyplay_behave.safety.step_code import step_code
 from tests.support.caches import plant
+from tests.support.exported import support_module
 
 
 def support() -> ModuleType:
     """The support module an export writes beside its steps, loaded as behave would import it."""
-    path = Path(templates_folder()) / "export" / "step_support.py"
-    spec = importlib.util.spec_from_file_location("step_support", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    with tempfile.TemporaryDirectory() as folder:
+        return support_module(Path(folder) / "steps")
 
 
 STEP_SUPPORT = support()
@@ -212,7 +211,112 @@ def test_upload_names_come_from_the_files_folder() -> None:
     )
 
 
+# Characters that end a line for str.splitlines and none for Python's parser.
+NO_LINE_BREAKS = "\u2028\x1c\x1d\x1e\x85\u2029\x0b\x0c"
+
+
+def test_an_upload_after_characters_python_ends_no_line_at_is_named_where_it_stands() -> None:
+    odd = NO_LINE_BREAKS
+    code = (
+        "def step(page) -> None:\n"
+        f'    note = "a{odd}b"  # c{odd}d\n'
+        '    page.set_input_files("#receipt", "receipt.pdf")\n'
+        f'    page.get_by_label("Scan").set_input_files(["a.png", "b{odd}.png"])  # {odd}\n'
+    )
+    assert step_code(code).passes
+    exported = plain_code(code, "attach")
+    assert exported == (
+        "def attach(page) -> None:\n"
+        f'    note = "a{odd}b"  # c{odd}d\n'
+        '    page.set_input_files("#receipt", upload("receipt.pdf"))\n'
+        f'    page.get_by_label("Scan").set_input_files(upload(["a.png", "b{odd}.png"]))  # {odd}\n'
+    )
+    assert unfaithful(exported, code, "attach") == ""
+
+
+@pytest.mark.parametrize(
+    ("code", "exported"),
+    [
+        ("# opens it\ndef step(page) -> None:\n", "# opens it\ndef open_it(page) -> None:\n"),
+        ("def step (page) -> None:\n", "def open_it (page) -> None:\n"),
+        ("\ndef  step(page) -> None:\n", "\ndef  open_it(page) -> None:\n"),
+        ("def \\\n    step(page) -> None:\n", "def \\\n    open_it(page) -> None:\n"),
+        # the line endings a code of an old JSON file may hold
+        ("# step\r\ndef step(page) -> None:\r", "# step\r\ndef open_it(page) -> None:\r"),
+    ],
+    ids=["a comment first", "a space before (", "a blank line first", "continued", "CR"],
+)
+def test_the_def_of_step_is_renamed_wherever_comments_blank_lines_or_spaces_put_it(
+    code: str, exported: str
+) -> None:
+    body = '    page.goto("/step")  # step(page)\n'
+    assert step_code(code + body).passes
+    assert plain_code(code + body, "open_it") == exported + body
+    assert unfaithful(exported + body, code + body, "open_it") == ""
+
+
+def test_an_upload_in_the_argument_of_another_is_named_through_upload_too() -> None:
+    code = (
+        "def step(page) -> None:\n"
+        '    page.set_input_files("#a", page.set_input_files("#b", "b.pdf"))\n'
+    )
+    exported = plain_code(code, "attach")
+    assert exported == (
+        "def attach(page) -> None:\n"
+        '    page.set_input_files("#a", upload(page.set_input_files("#b", upload("b.pdf"))))\n'
+    )
+    assert unfaithful(exported, code, "attach") == ""
+
+
+CODE = (
+    "# attaches it\n"
+    "def step(page) -> None:\n"
+    '    note = "a\u2028b"  # c\x1cd\n'
+    '    page.set_input_files("#receipt", "receipt.pdf")\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("exported", "problem"),
+    [
+        (  # upload( and ) put where str.splitlines has the lines
+            CODE.replace("def step", "def attach").replace(
+                'page.set_input_files("#receipt", "receipt.pdf")',
+                'page.set_input_fiupload(les("#receipt", "rece)ipt.pdf")',
+            ),
+            "it does not parse (line 4: ",
+        ),
+        (CODE, "it does not define the one function attach"),  # not renamed
+        (CODE.replace("def step", "def attach") + "def attach_2(page):\n    pass\n", "one"),
+        (CODE.replace("def step", "def attach"), "not named through upload ('receipt.pdf')"),
+        (
+            CODE.replace("def step", "def attach").replace(
+                '"receipt.pdf"', 'upload( "receipt.pdf")'
+            ),
+            "a file it uploads is not named through upload",
+        ),
+        (
+            CODE.replace("def step", "def attach")
+            .replace('"receipt.pdf"', 'upload("receipt.pdf")')
+            .replace("\x1c", "\n#"),
+            "it differs from the cached code in more than its name and its uploads",
+        ),
+    ],
+    ids=["cut elsewhere", "not renamed", "another function", "not wrapped", "spaced", "other"],
+)
+def test_a_function_that_is_not_the_cached_code_renamed_and_wrapped_is_told_apart(
+    exported: str, problem: str
+) -> None:
+    assert problem in unfaithful(exported, CODE, "attach")
+    right = plain_code(CODE, "attach")
+    assert unfaithful(right, CODE, "attach") == ""
+
+
 # -- which entry a step runs -----------------------------------------------------------------------
+
+
+def at(feature: str, scenario: str, occurrence: int) -> Any:
+    return STEP_SUPPORT.Position(feature, scenario, occurrence)
 
 
 def entry(**fields: Any) -> Any:
@@ -225,10 +329,10 @@ def test_a_pin_of_the_scenario_and_occurrence_comes_first_then_values_then_gener
     pinned = entry(takes=1, scenario="Pay", occurrence=2)
     entries = [general, specific, pinned]
     choose = STEP_SUPPORT.choose
-    assert choose(entries, "a.feature", "Pay", 2, ("tea",), "") is pinned
-    assert choose(entries, "a.feature", "Pay", 1, ("tea",), "") is specific
-    assert choose(entries, "a.feature", "Browse", 2, ("mug",), "") is general
-    assert choose(entries, "b.feature", "Pay", 2, ("tea",), "") is None  # another feature's
+    assert choose(entries, at("a.feature", "Pay", 2), ("tea",), "") is pinned
+    assert choose(entries, at("a.feature", "Pay", 1), ("tea",), "") is specific
+    assert choose(entries, at("a.feature", "Browse", 2), ("mug",), "") is general
+    assert choose(entries, at("b.feature", "Pay", 2), ("tea",), "") is None  # another feature's
 
 
 def test_a_features_own_entry_comes_before_the_one_every_feature_shares() -> None:
@@ -236,10 +340,10 @@ def test_a_features_own_entry_comes_before_the_one_every_feature_shares() -> Non
     shared = STEP_SUPPORT.Entry(code=lambda page: None, takes=1)
     shared_specific = STEP_SUPPORT.Entry(code=lambda page: None, values=("tea",))
     choose = STEP_SUPPORT.choose
-    assert choose([shared, own], "a.feature", "Pay", 1, ("mug",), "") is own
-    assert choose([shared_specific, own], "a.feature", "Pay", 1, ("tea",), "") is own
-    assert choose([shared, own], "b.feature", "Pay", 1, ("mug",), "") is shared
-    assert choose([shared_specific, shared], "b.feature", "Pay", 1, ("tea",), "") is (
+    assert choose([shared, own], at("a.feature", "Pay", 1), ("mug",), "") is own
+    assert choose([shared_specific, own], at("a.feature", "Pay", 1), ("tea",), "") is own
+    assert choose([shared, own], at("b.feature", "Pay", 1), ("mug",), "") is shared
+    assert choose([shared_specific, shared], at("b.feature", "Pay", 1), ("tea",), "") is (
         shared_specific
     )
 
@@ -248,9 +352,9 @@ def test_code_without_parameters_serves_only_its_values_and_its_data() -> None:
     table = "| field | value |\n| Email | ann@example.com |"
     spelled = entry(values=("tea",), data=table)
     choose = STEP_SUPPORT.choose
-    assert choose([spelled], "a.feature", "Pay", 1, ("tea",), table) is spelled
-    assert choose([spelled], "a.feature", "Pay", 1, ("mug",), table) is None
-    assert choose([spelled], "a.feature", "Pay", 1, ("tea",), "") is None
+    assert choose([spelled], at("a.feature", "Pay", 1), ("tea",), table) is spelled
+    assert choose([spelled], at("a.feature", "Pay", 1), ("mug",), table) is None
+    assert choose([spelled], at("a.feature", "Pay", 1), ("tea",), "") is None
 
 
 def behave_context(scenario: str = "Pay", table: Any = None) -> Any:
@@ -351,8 +455,12 @@ def test_export_says_which_steps_have_no_cached_code_and_exits_1(tmp_path: Path)
         "a.feature",
         "environment.py",
         "steps/exported_steps.py",
+        "steps/step_address.py",
         "steps/step_support.py",
     ]
+    # the package's own address module, as it is: an exported step finds its code as a run does
+    copied = (tmp_path / "out" / "steps" / "step_address.py").read_bytes()
+    assert copied == Path(address.__file__).read_bytes()
 
 
 def test_function_names_never_hide_an_import_a_keyword_or_each_other() -> None:
@@ -446,3 +554,74 @@ def test_what_a_cache_file_holds_reaches_the_steps_module_as_data_never_as_code(
     ]
     assert [ast.unparse(call.func) for call in calls] == ["register_type"]
     assert "# -- action: I pay\\nimport os;" in steps_module(definitions(entries))
+
+
+def plant_entries(cache_dir: Path, *planted: StepEntry) -> list[Path]:
+    """Library files holding ``planted`` as they are, unchecked (a hand edit, a bad merge)."""
+    folder = cache_dir / "steps"
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for entry in planted:
+        paths.append(folder / file_name(entry.step))
+        paths[-1].write_bytes(render_steps([entry]))
+    return paths
+
+
+def feature(features: Path, *steps: str) -> None:
+    features.mkdir(parents=True, exist_ok=True)
+    lines = "".join(f"    Given {step}\n" for step in steps)
+    (features / "a.feature").write_text(f"Feature: A\n  Scenario: A\n{lines}", encoding="utf-8")
+
+
+def test_values_that_are_not_one_a_mark_leave_their_file_out_by_name_and_the_rest_loads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    features = tmp_path / "features"
+    feature(features, "I open the shop", 'I pay "tea" for "two"')
+    short, _ = plant_entries(
+        features / ".prettyplay",
+        action('I pay "{}" for "{}"', values=("tea",)),
+        action("I open the shop"),
+    )
+    refusal = (
+        f"{short}: line 10 (action 'I pay \"{{}}\" for \"{{}}\"' for 'tea'): 'values' holds 1 "
+        "value, but its sentence has 2 marks ({})"
+    )
+    assert main(["check", str(features / ".prettyplay")]) == 1
+    assert f"REFUSED {refusal}" in capsys.readouterr().out
+    out = io.StringIO()
+    assert export(tmp_path / "out", features, out=out) == 1
+    said = out.getvalue()
+    assert f"left out: {refusal}\n" in said
+    assert 'no cached code: a.feature:4: I pay "tea" for "two"' in said
+    assert "; 1 cache file left out; 1 step without cached code" in said
+    module = (tmp_path / "out" / "steps" / "exported_steps.py").read_text(encoding="utf-8")
+    tree = ast.parse(module)
+    assert [n.name for n in tree.body if isinstance(n, ast.FunctionDef)] == [
+        "i_open_the_shop",
+        "step_i_open_the_shop",
+    ]
+
+
+def test_an_entry_whose_function_would_not_be_its_cached_code_is_left_out_by_name(
+    tmp_path: Path,
+) -> None:
+    """The export checks each function it writes: ſtep (a long s) is step to Python, so
+    the code passes the policy, but no rename of it undoes to the cached code byte for byte."""
+    features = tmp_path / "features"
+    feature(features, "I open the shop", "I open the cart")
+    odd = action("I open the cart", "def \u017ftep(page) -> None:\n    page.goto('/cart')")
+    _, path = plant_entries(features / ".prettyplay", action("I open the shop"), odd)
+    out = io.StringIO()
+    assert export(tmp_path / "out", features, out=out) == 1
+    said = out.getvalue()
+    assert (
+        f"left out: {path} (action 'I open the cart'): its function would not be its cached "
+        "code: it differs from the cached code in more than its name and its uploads\n"
+    ) in said
+    assert "no cached code: a.feature:4: I open the cart" in said
+    assert "wrote steps/exported_steps.py (1 step definition of 1 entry)" in said
+    assert "; 1 entry left out; 1 step without cached code" in said
+    module = (tmp_path / "out" / "steps" / "exported_steps.py").read_text(encoding="utf-8")
+    compile(module, "exported_steps.py", "exec")
+    assert "cart" not in module

@@ -1,24 +1,13 @@
-"""Gherkin to prettyplay: names, kinds, trailing parameters, data and group tags."""
+"""Gherkin to prettyplay: kinds, trailing parameters, data and group tags."""
 
 from __future__ import annotations
 
 import pytest
 from behave.model import Table
 
-from prettyplay_behave.behave.mapping import (
-    scenario_namespace,
-    split_annotation,
-    step_spec,
-)
+from prettyplay_behave.behave.mapping import split_annotation, step_spec
 from prettyplay_behave.config import PrettyConfig
 from prettyplay_behave.errors import ConfigError
-
-
-def test_test_name_is_the_feature_path_and_scenario_name() -> None:
-    name = scenario_namespace(
-        "/p/features/shop/checkout.feature", "/p/features", "Buy a mug -- @1.1 "
-    )
-    assert name == "shop/checkout.feature::Buy a mug -- @1.1"
 
 
 @pytest.mark.parametrize(

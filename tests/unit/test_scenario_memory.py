@@ -13,6 +13,7 @@ from prettyplay_behave.safety.scenario_memory import (
     MemoryUseError,
     ScenarioMemory,
 )
+from prettyplay_behave.safety.secrets import Secrets
 
 NO_SECRETS = lambda text: False  # noqa: E731
 
@@ -64,6 +65,84 @@ def test_what_cannot_be_remembered_is_refused_with_its_reason(
         execution.remember(name, value)
     execution.commit()
     assert memory.items() == []
+
+
+REDACTED = "${SHOP_PASSWORD}"  # what a password field read back gives step code
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        list(REDACTED),  # letter by letter: ["$", "{", "S", ...]
+        ["${SHOP_PASS", "WORD}"],  # split in halves
+        {"start": "${SHOP", "rest": ["PASS", "WORD}"]},
+        " ".join(REDACTED),
+        REDACTED[::-1],
+        list(REDACTED.lower())[::-1],
+        "$-{-SHOP-PASSWORD-}",  # its name's own separators changed
+        "${cookie sid (2)}",  # a session cookie's
+        "\\u0024\\u007bSHOP_PASSWORD\\u007d",  # escaped as JSON writes it, then quoted
+        "%24%7BSHOP_PASSWORD%7D",
+        "%2524%257BSHOP_PASSWORD%257D",
+        "&#36;&lbrace;SHOP_PASSWORD&amp;#125;",
+    ],
+    ids=lambda value: repr(value)[:40],
+)
+def test_a_placeholder_is_refused_whatever_its_spelling(value: object) -> None:
+    memory = ScenarioMemory()
+    execution = memory.execution("I note", NO_SECRETS)
+    with pytest.raises(MemoryUseError, match="the value holds a secret"):
+        execution.remember("password", value)
+    assert execution.pending == {}
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["$12.50", {"total": "$5", "note": "{x}"}, "a {b} c", ["$", "12"], "{PASSWORD}", "$PASSWORD"],
+)
+def test_dollars_and_braces_that_spell_no_placeholder_are_remembered(value: object) -> None:
+    memory = ScenarioMemory()
+    execution = memory.execution("I note", NO_SECRETS)
+    execution.remember("price", value)
+    assert execution.recall("price") == value
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("${SHOP_", "PASSWORD}"),
+        ("PASSWORD}", "${SHOP_"),
+        ("tea-for", "two-42"),
+        ("42", "tea-for-two"),
+    ],
+    ids=["placeholder", "placeholder, second half first", "secret", "secret, second half first"],
+)
+def test_a_secret_or_a_placeholder_split_between_two_values_of_the_scenario_is_refused(
+    first: str, second: str
+) -> None:
+    """The memory is checked as a whole: the values in the order they were remembered, the new
+    one last or first. A value under the same name replaces the one before, and joins nothing."""
+    secrets = Secrets({"CODE": "tea-for-two-42"})
+    secrets.require(["CODE"], "I type ${CODE}")
+
+    def holds_secret(text: str) -> bool:
+        return secrets.redact(text) != text
+
+    memory = ScenarioMemory()
+    noted = memory.execution("I note", holds_secret)
+    noted.remember("first", first)
+    noted.commit()
+    later = memory.execution("I note more", holds_secret)
+    with pytest.raises(MemoryUseError) as caught:
+        later.remember("second", second)
+    assert str(caught.value) == (
+        "remember('second', ...): the value and the values remembered before it hold a secret "
+        "(or a placeholder such as ${NAME} that stands for one) between them; a secret is never "
+        "remembered"
+    )
+    later.remember("first", second)
+    later.commit()
+    assert [(r.name, r.value) for r in memory.items()] == [("first", second)]
 
 
 def test_a_scenario_remembers_a_bounded_number_of_names() -> None:

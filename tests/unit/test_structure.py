@@ -308,10 +308,174 @@ def test_every_source_of_code_takes_the_one_path_to_the_library() -> None:
         for caller in _calls_by_function(path, "on_healed")
     }
     assert healed == {(cycle, "StepCycle.keep")}
-    keeps = {
+    keeps = {  # the keeper's own calls of keep are the cache's: the library written
         (name, caller)
         for name, path in MODULES.items()
-        if name.startswith(f"{PACKAGE}.engine")
+        if name.startswith(f"{PACKAGE}.engine") and name != f"{PACKAGE}.engine.keeper"
         for caller in _calls_by_function(path, "keep")
     }
     assert keeps == {(cycle, "StepCycle.tried"), (f"{PACKAGE}.engine.engine", "Engine.steer.keep")}
+
+
+# -- the step address ---------------------------------------------------------------------------
+
+ADDRESS = f"{PACKAGE}.address"
+EXPORT_SUPPORT = ROOT.parent / "templates" / "export" / "step_support.py"
+# Where the package or the export may read text of code; the export's own modules are
+# written into a project without prettyplay, and must follow the same rules.
+CODE = {
+    **MODULES,
+    "templates.export.environment": EXPORT_SUPPORT.parent / "environment.py",
+    "templates.export.step_support": EXPORT_SUPPORT,
+}
+
+
+def _strings(tree: ast.AST) -> list[tuple[int, str]]:
+    """The string constants of ``tree`` (line, text) but its docstrings (where ``::`` opens a
+    literal block)."""
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+    ]
+
+
+def test_the_address_module_needs_the_standard_library_alone() -> None:
+    """The export copies it as it is into a project where prettyplay is not installed."""
+    import sys
+
+    assert GRAPH[ADDRESS] == set()
+    tree = ast.parse(MODULES[ADDRESS].read_text(encoding="utf-8"))
+    names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    tops = {name.partition(".")[0] for name in names}
+    assert tops <= set(sys.stdlib_module_names) | {"__future__"}, tops
+    support = ast.parse(EXPORT_SUPPORT.read_text(encoding="utf-8"))
+    assert any(
+        isinstance(node, ast.ImportFrom) and node.module == "step_address" for node in support.body
+    )
+
+
+def test_a_test_name_is_spelt_only_by_the_address_module() -> None:
+    """No code but the address module writes the ``::`` of a test's name, nor splits a name at
+    it (the demo shop is an app under test, whose ``::`` is IPv6's any address)."""
+    found = [
+        f"{name}:{line}"
+        for name, path in CODE.items()
+        if name not in (ADDRESS, f"{PACKAGE}.demo.server")
+        for line, text in _strings(ast.parse(path.read_text(encoding="utf-8")))
+        if "::" in text
+    ]
+    assert found == []
+    spelt = _strings(ast.parse(MODULES[ADDRESS].read_text(encoding="utf-8")))
+    assert [text for _, text in spelt if "::" in text] == ["::"]
+
+
+def _counts_up(node: ast.AST) -> bool:
+    """``seen.get(key, 0) + 1``: one more of ``key``."""
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add)):
+        return False
+    call, one = node.left, node.right
+    return (
+        isinstance(one, ast.Constant)
+        and one.value == 1
+        and isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == "get"
+        and len(call.args) == 2
+        and isinstance(call.args[1], ast.Constant)
+        and call.args[1].value == 0
+    )
+
+
+def test_the_occurrences_of_a_step_are_counted_only_by_the_address_module() -> None:
+    """Every step's occurrence comes from ``address.Occurrences``; the elements of a page
+    (``browser/change.py``) and the demo shop's cart count other things."""
+    others = (f"{PACKAGE}.browser.change", f"{PACKAGE}.demo.server")
+    found = {
+        name
+        for name, path in CODE.items()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if _counts_up(node)
+    }
+    assert found == {ADDRESS, *others}
+
+
+def _classes(tree: ast.Module) -> dict[str, dict[str, ast.FunctionDef]]:
+    """Each class of a module with the functions it defines, by name."""
+    return {
+        node.name: {f.name: f for f in node.body if isinstance(f, ast.FunctionDef)}
+        for node in tree.body
+        if isinstance(node, ast.ClassDef)
+    }
+
+
+def _returned_class(function: ast.FunctionDef) -> str:
+    """The class a property says it returns (``-> "WebStorage"``)."""
+    returns = function.returns
+    if isinstance(returns, ast.Constant) and isinstance(returns.value, str):
+        return returns.value
+    return returns.id if isinstance(returns, ast.Name) else ""
+
+
+def test_the_exports_support_module_gives_step_code_every_capability_the_policy_admits() -> None:
+    """What the code policy admits on ``page``, and on what the page proxy's properties return
+    (web storage, cookies, the clock, the keyboard, the mouse), exists in the export: on its
+    ``StepPage`` (and the class its property returns), or on Playwright's own page, to which
+    ``StepPage`` hands every other name; the names step code is provided are the support
+    module's. A capability added to the policy and its proxy fails here until the export has
+    it."""
+    import inspect
+    import typing
+
+    from playwright.sync_api import Page
+
+    from prettyplay_behave.safety import policy
+    from prettyplay_behave.safety.proxy import PageProxy
+
+    support = ast.parse(EXPORT_SUPPORT.read_text(encoding="utf-8"))
+    classes = _classes(support)
+    step_page = classes["StepPage"]
+    assert "__getattr__" in step_page  # the names it does not define are Playwright's page's
+    assert set(step_page) >= policy.PROXY_ONLY  # its own, whatever Playwright's page calls so
+    on_page = policy.PAGE_ATTRIBUTES | policy.LISTENERS
+    forwarded = [name for name in sorted(on_page) if name not in step_page]
+    assert [name for name in forwarded if not hasattr(Page, name)] == []
+    lists = [sorted(names) for names in policy.contract().values() if isinstance(names, list)]
+    capabilities = 0
+    for name in sorted(on_page):
+        proxied = inspect.getattr_static(PageProxy, name, None)
+        if not isinstance(proxied, property):
+            continue
+        proxy = typing.get_type_hints(proxied.fget)["return"]
+        admitted = getattr(proxy, "_ALLOWED", None) or {
+            method for method in vars(proxy) if not method.startswith("_")
+        }
+        assert sorted(admitted) in lists, (name, "the contract lists what its proxy admits")
+        if name in step_page:
+            exported = set(classes[_returned_class(step_page[name])])
+        else:
+            playwright_class = typing.get_type_hints(inspect.getattr_static(Page, name).fget)
+            exported = set(dir(playwright_class["return"]))
+        assert sorted(admitted - exported) == [], f"page.{name} in the export"
+        capabilities += 1
+    assert capabilities >= 6  # the storages, the cookies, the clock, the keyboard, the mouse
+    exported_names = next(
+        node.value
+        for node in support.body
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
+    )
+    assert isinstance(exported_names, ast.List)
+    provided = {e.value for e in exported_names.elts if isinstance(e, ast.Constant)}
+    assert policy.PROVIDED_NAMES - {"page"} <= provided  # page: the step's argument
