@@ -73,7 +73,8 @@ from .library import (
     closest,
     locate,
 )
-from .source import STEPS_FOLDER, file_name, load_file, parse, parse_steps, render_steps
+from .paths import STEPS_FOLDER, files_in, unlinked
+from .source import file_name, load_file, parse, parse_steps, render_steps
 from .store import (
     CACHE_FOLDER,
     DEFAULT_CACHE_DIR,
@@ -107,6 +108,7 @@ __all__ = [
     "cache_files",
     "closest",
     "file_name",
+    "files_in",
     "library_files",
     "load_file",
     "locate",
@@ -116,5 +118,6 @@ __all__ = [
     "parse_steps",
     "render_steps",
     "today",
+    "unlinked",
     "update",
 ]
