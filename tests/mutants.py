@@ -471,7 +471,7 @@ MUTANTS = (
     # -- links: nothing read, written or deleted through one that leaves the project ------------
     Mutant("links: a folder on the way to a file (the library folder, the export's steps/) "
            "is not looked at", f"{PACKAGE}/safety/links.py",
-           '    for part in ("", *relative.parts):', '    for part in ("", *relative.parts[-1:]):',
+           "    for depth in range(len(parts) + 1):", "    for depth in (0, len(parts)):",
            (*LINK_TESTS, *EXPORT_TESTS)),
     Mutant("links: the cache folder is listed through a link", f"{PACKAGE}/cache/paths.py",
            "    unlinked(cache_dir, folder)\n    if not folder.is_dir():",

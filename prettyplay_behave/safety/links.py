@@ -23,12 +23,11 @@ def first_link(root: Path, path: Path) -> Path | None:
     in ``root``, or is it) that is a symbolic link, or None. A name that is not there yet is no
     link, nor is anything below it. The folders above ``root`` are not looked at: they are where
     the caller was told to work."""
-    relative = path.relative_to(root)
-    if ".." in relative.parts:
+    parts = path.relative_to(root).parts
+    if ".." in parts:
         raise ValueError(f"{path} names a folder above {root}")
-    here = root
-    for part in ("", *relative.parts):
-        here = here / part if part else root
+    for depth in range(len(parts) + 1):  # root itself, then each name below it
+        here = root.joinpath(*parts[:depth])
         try:
             if stat.S_ISLNK(os.lstat(here).st_mode):
                 return here
