@@ -27,8 +27,10 @@ config file of the working directory) and exits 1 under strict (``--strict``, th
 setting or a ``@strict`` tag) when a step has no cached code, 2 when behave cannot read the
 features. ``export`` reads ``features/`` (``--features`` names another) and exits 1 when a step
 of the features has no cached code (the export is written all the same), 2 when DIR is not
-empty (without ``--force``) or lies in or around the features folder. Whatever a cache file
-holds is printed with its control characters escaped.
+empty (without ``--force``), lies in or around the features folder, or when a link leads out of
+what it copies or lies where it writes. No command goes through a symbolic link in the cache
+(it stops, naming it: exit 1, and 2 for ``cache diff``). Whatever a cache file holds is printed
+with its control characters escaped.
 """
 
 from __future__ import annotations
