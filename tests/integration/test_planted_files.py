@@ -1,6 +1,8 @@
 """Cache files planted by an attacker (a pull request, an unpacked archive): whatever they hold,
 no output shows a control character raw, any structure gives a CacheError naming the file (and a
-run still ends with its summary), and a lock file that is a link never reaches what it points to.
+run still ends with its summary), and a link in the cache (a lock file, the library folder, the
+cache folder itself) never reaches what it points to: no command or run reads, writes, lists or
+deletes anything there.
 
 Each hostile text is tried as a planted entry replayed strictly with no API key and, where the
 LLM could say it, as the LLM's answer."""
