@@ -28,7 +28,9 @@ setting or a ``@strict`` tag) when a step has no cached code, 2 when behave cann
 features. ``export`` reads ``features/`` (``--features`` names another) and exits 1 when a cache
 file fails to load, an entry's function would not be its cached code (each named and left out)
 or a step of the features has no cached code (the rest is written all the same), 2 when DIR is
-not empty (without ``--force``) or lies in or around the features folder. Whatever a cache file
+not empty (without ``--force``), lies in or around the features folder, or when a link leads
+out of what it copies or lies where it writes. No command goes through a symbolic link in the
+cache (it stops, naming it: exit 1, and 2 for ``cache diff``). Whatever a cache file
 holds is printed with its control characters escaped.
 """
 
@@ -42,7 +44,15 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from .cache import DEFAULT_CACHE_DIR, CacheStore, StepEntry, library_files, load_file
+from .cache import (
+    DEFAULT_CACHE_DIR,
+    STEPS_FOLDER,
+    CacheStore,
+    StepEntry,
+    files_in,
+    library_files,
+    load_file,
+)
 from .cache_diff import DiffError, diff
 from .errors import CacheError, ConfigError, escape_controls
 from .export import ExportError, export
@@ -53,13 +63,15 @@ from .vocabulary import counted
 
 
 def cache_files(paths: Sequence[Path]) -> Iterator[Path]:
-    """The library files (``.py``) and old per-feature files (``.json``) under each path."""
+    """The library files (``.py``) and old per-feature files (``.json``) under each path; a
+    CacheError when a folder named or met is a symbolic link (a file that is one is listed, and
+    its read refuses it by name)."""
     for path in paths:
-        if path.is_file():
+        if path.is_dir():
+            yield from files_in(path, path, ".py", deep=True)
+            yield from files_in(path, path, ".json", deep=True)
+        elif path.is_file() or path.is_symlink():
             yield path
-        elif path.is_dir():
-            yield from sorted(path.rglob("*.py"))
-            yield from sorted(path.rglob("*.json"))
         else:
             raise CacheError(f"{path}: no such file or folder")
 
@@ -139,7 +151,8 @@ def _by_file(store: CacheStore, entries: Sequence[StepEntry], note: str = "") ->
 
 def prune_obsolete(cache_dir: Path, features_dir: Path | None, dry_run: bool) -> int:
     """Delete the entries no step of the feature files finds (liveness from the features), and
-    the lock files left of files that are gone."""
+    the lock files left in the library folder of files that are gone (never through a link:
+    the library folder and the cache folder are checked as for any write)."""
     from .behave.liveness import obsolete
 
     features = features_dir or cache_dir.parent
@@ -152,8 +165,8 @@ def prune_obsolete(cache_dir: Path, features_dir: Path | None, dry_run: bool) ->
         print(f"{counted(len(dead), 'obsolete entry')} (dry run: nothing deleted)")
         return 0
     store.drop(dead)
-    for lock in sorted(cache_dir.rglob("*.lock")) if cache_dir.is_dir() else []:
-        if not Path(str(lock).removesuffix(".lock")).exists():
+    for lock in files_in(cache_dir, cache_dir / STEPS_FOLDER, ".lock"):
+        if not os.path.lexists(str(lock).removesuffix(".lock")):
             lock.unlink()  # a link is deleted, never what it points to
     print(f"{counted(len(dead), 'obsolete entry')} deleted (steps of {features} read)")
     return 0
