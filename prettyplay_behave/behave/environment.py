@@ -263,10 +263,9 @@ def after_all(context: Any) -> None:
         features = Path(context.config.base_dir or "features")
         try:  # from the feature files themselves, whatever part of them ran
             obsolete = len(liveness.obsolete(runtime.cache, features))
-        except CacheError as exc:  # the failing steps already reported it
+        except (CacheError, liveness.UnreadableFeature) as exc:  # a file outside the run, say
             record(LogEvent.OBSOLETE_UNKNOWN, "obsolete entries unknown: %s", exc)
-        except Exception as exc:  # a feature file outside the run behave cannot parse, say
-            # the count is a note; the run's summary must not be lost to it
+        except Exception as exc:  # the count is a note; the run's summary must not be lost to it
             name = type(exc).__name__
             record(LogEvent.OBSOLETE_UNKNOWN, "obsolete entries unknown: %s: %s", name, exc)
         summary = runtime.summary(obsolete)
