@@ -1,6 +1,6 @@
 """The extension points, as a project uses them: a steering part of its own handed to a test and
-to a behave run, hooks whose misspelt methods are warned about, and the failures that used to
-pass without a word now logged."""
+to a behave run, hooks whose misspelt methods are warned about, and failures of the run's own
+parts (a settle check, a screenshot) logged, never passed over in silence."""
 
 from __future__ import annotations
 

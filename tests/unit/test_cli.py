@@ -3,29 +3,29 @@ its version, and a feature file behave cannot read is one line, the same from ev
 
 from __future__ import annotations
 
+import argparse
 import re
 from importlib import metadata
 from pathlib import Path
 
 import pytest
 
-from prettyplay_behave.cli import main
+from prettyplay_behave.cli import main, parser
 from tests.support.behave_runs import run_prettyplay
 from tests.support.caches import plant, steps
 
-COMMANDS = [
-    [],
-    ["check"],
-    ["cache"],
-    ["cache", "list"],
-    ["cache", "prune"],
-    ["cache", "drop"],
-    ["cache", "migrate"],
-    ["cache", "diff"],
-    ["init"],
-    ["export"],
-    ["plan"],
-]
+
+def commands(of: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> list[list[str]]:
+    """Every command of the command line (the top one too), as its words."""
+    found = [list(path)]
+    for action in of._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, command in action.choices.items():
+                found += commands(command, (*path, name))
+    return found
+
+
+COMMANDS = commands(parser())
 # what each command's arguments are called in its usage line
 NAMED = {
     "check": "[PATH ...]",
@@ -35,9 +35,15 @@ NAMED = {
     "cache migrate": "[CACHE_DIR ...]",
     "cache diff": "[--cache-dir CACHE_DIR] [REF]",
     "init": "[--base-url URL] [DIR]",
-    "plan": "[PATH ...]",
+    "export": "[--features DIR] [--cache-dir CACHE_DIR] [--files-dir DIR] [--force] DIR",
+    "plan": "[-D NAME=VALUE] [--strict] [PATH ...]",
 }
 BROKEN = "Scenario: Pay\n  Given I pay\n"  # no Feature line: behave's parser refuses it
+
+
+def test_the_commands_are_found_at_every_level() -> None:
+    found = {" ".join(command) for command in COMMANDS}
+    assert {"", "check", "cache", "cache prune", "cache diff", "plan"} <= found, found
 
 
 def help_of(command: list[str], capsys: pytest.CaptureFixture[str]) -> str:
