@@ -239,7 +239,7 @@ def parser() -> argparse.ArgumentParser:
     list_parser = command(
         cache_commands,
         "list",
-        "the entries of every step file: origin, reach, red ones",
+        "the entries of every step file: origin, what narrows them, red ones",
         lambda args: list_entries(args.paths),
         about="Each file of the library (one a step) with its entries, then each old "
         "per-feature file, then the library's totals.",
