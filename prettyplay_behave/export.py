@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import address
-from .behave.liveness import scenarios_of, step_keys
+from .behave.liveness import scenarios_in, step_keys
 from .behave.mapping import split_annotation
 from .cache import CACHE_FOLDER, STEPS_FOLDER, CacheStore, Library, StepEntry, file_name, today
 from .cache.source import LINE_BREAK
@@ -69,7 +69,8 @@ _STORAGE_TAG = re.compile(r"(@prettyplay\.storage_state=)(\S+)")
 
 
 class ExportError(Exception):
-    """The export cannot start: the target folder or the features are wrong (exit status 2)."""
+    """The export cannot start: the target, files or features folder is wrong (exit status 2;
+    a feature file that cannot be read is an ``UnreadableFeature``, also 2)."""
 
 
 def entries(cache_dir: Path) -> tuple[list[tuple[str, StepEntry]], list[CacheError]]:
@@ -679,24 +680,9 @@ def _uncovered(
     missing: list[tuple[str, str]] = []
     for copied in features:
         path, relative = copied.source, copied.relative
-        try:
-            for scenario in scenarios_in(path):
-                for step, key in step_keys(scenario, features_dir):
-                    where = f"{relative.as_posix()}:{step.line}"
-                    if library.find(key) is None and (where, step.name) not in missing:
-                        missing.append((where, step.name))
-        except ValueError as exc:  # a step annotation prettyplay does not know
-            raise ExportError(f"{path}: {exc}") from None
+        for scenario in scenarios_in(path):
+            for step, key in step_keys(scenario, features_dir):
+                where = f"{relative.as_posix()}:{step.line}"
+                if library.find(key) is None and (where, step.name) not in missing:
+                    missing.append((where, step.name))
     return missing
-
-
-def scenarios_in(path: Path) -> list[Any]:
-    """The scenarios of a feature file as a run has them; a file behave cannot read stops the
-    export (an empty one has none)."""
-    from behave.parser import ParserError, parse_file
-
-    try:
-        feature = parse_file(str(path))
-    except ParserError as exc:
-        raise ExportError(f"{path}: behave cannot read it ({exc})") from None
-    return list(scenarios_of(feature)) if feature is not None else []
