@@ -23,7 +23,8 @@ from typing import TextIO
 
 from colorama import Fore, Style
 
-from .cache import STEPS_FOLDER, Library, StepEntry, file_name, merged, parse
+from .cache import STEPS_FOLDER, Library, StepEntry, cache_files, file_name, merged, parse, unlinked
+from .cache.format import read
 from .errors import CacheError, escape_controls
 from .report.diffs import unified_diff
 from .safety.step_code import check_code, dropped_assertions
@@ -55,6 +56,10 @@ class Repository:
 
     @classmethod
     def around(cls, cache_dir: Path) -> Repository:
+        try:
+            unlinked(cache_dir)  # the working tree's side is read as a run reads it
+        except CacheError as exc:
+            raise DiffError(str(exc)) from None
         absolute = cache_dir.resolve()
         existing = next(p for p in (absolute, *absolute.parents) if p.is_dir())
         try:
@@ -99,10 +104,21 @@ class Repository:
         return [path for path in paths if _cached(path, self.folder)]
 
     def files_here(self) -> list[PurePosixPath]:
-        folder = self.top / self.folder
-        paths = [p for p in sorted(folder.rglob("*")) if p.is_file()]
+        """The cache files of the working tree, found as a run finds them (never through a
+        link)."""
+        try:
+            paths = cache_files(self.top / self.folder)
+        except CacheError as exc:
+            raise DiffError(f"{WORKING_TREE}: {exc}") from None
         relative = [PurePosixPath(path.relative_to(self.top).as_posix()) for path in paths]
-        return [path for path in relative if _cached(path, self.folder)]
+        return sorted(path for path in relative if _cached(path, self.folder))
+
+    def read(self, path: PurePosixPath) -> bytes:
+        """A cache file of the working tree, read as a run reads it (a link refused unread)."""
+        try:
+            return read(self.top / path)
+        except CacheError as exc:
+            raise DiffError(f"{WORKING_TREE}: {exc}") from None
 
     def show(self, ref: str, path: PurePosixPath) -> bytes:
         return git(self.top, "show", f"{ref}:{path}")
@@ -264,7 +280,7 @@ def diff(cache_dir: Path, ref: str, out: TextIO | None = None) -> int:
     if not at_ref and not here and not (repo.top / repo.folder).is_dir():
         raise DiffError(f"{cache_dir}: no such folder, neither in the working tree nor at {ref}")
     old_raw = {path: repo.show(ref, path) for path in at_ref}
-    new_raw = {path: (repo.top / path).read_bytes() for path in here}
+    new_raw = {path: repo.read(path) for path in here}
     printer = Printer(out, colour=out.isatty(), ref=ref)
     counts = {"added": 0, "removed": 0, "changed": 0}
     files: dict[PurePosixPath, list[EntryChange]] = {}

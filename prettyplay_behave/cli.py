@@ -1,35 +1,9 @@
 """The ``prettyplay`` command: review and keep the cache, the project's step library.
 
-    prettyplay check [PATH ...]          validate every cache file under PATH with the code policy
-    prettyplay cache list [PATH]         the entries of every library file (a step each) and old
-                                         per-feature file: origin, reach, red ones
-    prettyplay cache prune [DIR]         delete the entries no step of the feature files uses
-    prettyplay cache drop SENTENCE       delete the entries of one sentence (the next run writes
-                                         them again)
-    prettyplay cache migrate [DIR]       move the per-feature files of formats 1 and 2 into the
-                                         project's step library
-    prettyplay cache diff [REF]          the code that changed in the cache against a git ref
-    prettyplay init [DIR]                set up a behave project for prettyplay
-    prettyplay export DIR [--force]      the cache as plain behave step definitions in DIR,
-                                         to run with behave and Playwright alone (no LLM)
-    prettyplay plan [PATH ...] [--tags ...] [--strict]
-                                         what a run would replay, reuse, generate or replay
-                                         red, and the LLM requests that would cost; no browser
-
-PATH and DIR default to ``features/.prettyplay``; ``prune`` reads the feature files of the folder
-that holds the cache folder (``--features`` names another). ``check`` exits 1 when any file or
-entry is refused, so it can guard pull requests that touch the cache. ``prune`` and ``drop``
-show what they delete (``--dry-run`` only shows it); ``drop`` exits 1 when no entry has the
-sentence. ``cache diff`` exits 0 when nothing changed, 1 when entries did and 2 when it cannot
-compare (not a git repository, an unknown ref, a file that fails to load). ``plan`` selects the
-features as behave does (PATH, ``--tags``, ``--name``, ``--include``, ``--exclude``, ``-D``, the
-config file of the working directory) and exits 1 under strict (``--strict``, the ``strict``
-setting or a ``@strict`` tag) when a step has no cached code, 2 when behave cannot read the
-features. ``export`` reads ``features/`` (``--features`` names another) and exits 1 when a cache
-file fails to load, an entry's function would not be its cached code (each named and left out)
-or a step of the features has no cached code (the rest is written all the same), 2 when DIR is
-not empty (without ``--force``) or lies in or around the features folder. Whatever a cache file
-holds is printed with its control characters escaped.
+Each command is declared once, in :func:`parser`: its arguments, its help and the function that
+runs it (``set_defaults(run=...)``). ``prettyplay --help`` and ``prettyplay COMMAND --help``
+say what each does and what its exit status means. Whatever a cache file holds is printed with
+its control characters escaped.
 """
 
 from __future__ import annotations
@@ -38,11 +12,21 @@ import argparse
 import os
 import sys
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
+from importlib import metadata
 from pathlib import Path
 
-from .cache import DEFAULT_CACHE_DIR, CacheStore, StepEntry, library_files, load_file
+from .behave.liveness import UnreadableFeature
+from .cache import (
+    DEFAULT_CACHE_DIR,
+    STEPS_FOLDER,
+    CacheStore,
+    StepEntry,
+    files_in,
+    library_files,
+    load_file,
+)
 from .cache_diff import DiffError, diff
 from .errors import CacheError, ConfigError, escape_controls
 from .export import ExportError, export
@@ -53,13 +37,15 @@ from .vocabulary import counted
 
 
 def cache_files(paths: Sequence[Path]) -> Iterator[Path]:
-    """The library files (``.py``) and old per-feature files (``.json``) under each path."""
+    """The library files (``.py``) and old per-feature files (``.json``) under each path; a
+    CacheError when a folder named or met is a symbolic link (a file that is one is listed, and
+    its read refuses it by name)."""
     for path in paths:
-        if path.is_file():
+        if path.is_dir():
+            yield from files_in(path, path, ".py", deep=True)
+            yield from files_in(path, path, ".json", deep=True)
+        elif path.is_file() or path.is_symlink():
             yield path
-        elif path.is_dir():
-            yield from sorted(path.rglob("*.py"))
-            yield from sorted(path.rglob("*.json"))
         else:
             raise CacheError(f"{path}: no such file or folder")
 
@@ -139,7 +125,8 @@ def _by_file(store: CacheStore, entries: Sequence[StepEntry], note: str = "") ->
 
 def prune_obsolete(cache_dir: Path, features_dir: Path | None, dry_run: bool) -> int:
     """Delete the entries no step of the feature files finds (liveness from the features), and
-    the lock files left of files that are gone."""
+    the lock files left in the library folder of files that are gone (never through a link:
+    the library folder and the cache folder are checked as for any write)."""
     from .behave.liveness import obsolete
 
     features = features_dir or cache_dir.parent
@@ -152,8 +139,8 @@ def prune_obsolete(cache_dir: Path, features_dir: Path | None, dry_run: bool) ->
         print(f"{counted(len(dead), 'obsolete entry')} (dry run: nothing deleted)")
         return 0
     store.drop(dead)
-    for lock in sorted(cache_dir.rglob("*.lock")) if cache_dir.is_dir() else []:
-        if not Path(str(lock).removesuffix(".lock")).exists():
+    for lock in files_in(cache_dir, cache_dir / STEPS_FOLDER, ".lock"):
+        if not os.path.lexists(str(lock).removesuffix(".lock")):
             lock.unlink()  # a link is deleted, never what it points to
     print(f"{counted(len(dead), 'obsolete entry')} deleted (steps of {features} read)")
     return 0
@@ -222,118 +209,275 @@ def plan_run(args: argparse.Namespace) -> int:
         return 2
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="prettyplay", description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    check_parser = commands.add_parser("check", help="validate cache files with the code policy")
-    check_parser.add_argument("paths", nargs="*", type=Path, default=[DEFAULT_CACHE_DIR])
-    cache_parser = commands.add_parser("cache", help="look after the cache files")
-    cache_commands = cache_parser.add_subparsers(dest="cache_command", required=True)
-    list_parser = cache_commands.add_parser("list", help="entries per feature, with origins")
-    list_parser.add_argument("paths", nargs="*", type=Path, default=[DEFAULT_CACHE_DIR])
-    prune_parser = cache_commands.add_parser(
-        "prune", help="delete the entries no step of the feature files uses"
+Run = Callable[[argparse.Namespace], int]
+
+
+def parser() -> argparse.ArgumentParser:
+    """The ``prettyplay`` command line: every command, its arguments and what runs it."""
+    top = argparse.ArgumentParser(
+        prog="prettyplay",
+        description=f"Review and keep the project's step library (the cache, {DEFAULT_CACHE_DIR}).",
+        epilog="prettyplay COMMAND --help says more of each command. A cache file that fails "
+        "to load stops a command with exit status 1.",
     )
-    prune_parser.add_argument("cache_dir", nargs="?", type=Path, default=DEFAULT_CACHE_DIR)
+    top.add_argument(
+        "--version",
+        action="version",
+        version=f"%(prog)s {_version()}",
+        help="show prettyplay's version and exit",
+    )
+    commands = top.add_subparsers(title="commands", metavar="COMMAND", required=True)
+
+    check_parser = command(
+        commands,
+        "check",
+        "validate cache files with the code policy",
+        lambda args: check(args.paths),
+        exits="0 when every file and entry passes; 1 when one is refused or no cache file is "
+        "found, so it can guard pull requests that touch the cache",
+    )
+    _paths(check_parser, "PATH", "a cache folder or file")
+
+    cache_parser = command(
+        commands,
+        "cache",
+        "look after the step library: list, prune, drop, migrate, diff",
+        about="The step library is one Python file per step in the cache folder's steps/; "
+        "older projects have one JSON file per feature, which migrate moves into it.",
+    )
+    cache_commands = cache_parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+
+    list_parser = command(
+        cache_commands,
+        "list",
+        "the entries of every step file: origin, what narrows them, red ones",
+        lambda args: list_entries(args.paths),
+        about="Each file of the library (one a step) with its entries, then each old "
+        "per-feature file, then the library's totals.",
+    )
+    _paths(list_parser, "PATH", "a cache folder or file")
+
+    prune_parser = command(
+        cache_commands,
+        "prune",
+        "delete the entries no step of the feature files uses",
+        lambda args: prune_obsolete(args.cache_dir, args.features, args.dry_run),
+        about="Reads every feature file, as a run reads it, and deletes the entries none of "
+        "their steps finds; it shows each (--dry-run shows them and deletes nothing).",
+        exits="2 when a feature file cannot be read (nothing is deleted)",
+    )
     prune_parser.add_argument(
-        "--features", type=Path, default=None, help="the features folder (default: the cache's)"
+        "cache_dir",
+        nargs="?",
+        type=Path,
+        default=DEFAULT_CACHE_DIR,
+        metavar="CACHE_DIR",
+        help=f"the cache folder (default: {DEFAULT_CACHE_DIR})",
     )
-    prune_parser.add_argument("--dry-run", action="store_true", help="show, delete nothing")
-    drop_parser = cache_commands.add_parser(
-        "drop", help="delete the entries of one sentence; the next run writes them again"
+    prune_parser.add_argument(
+        "--features",
+        type=Path,
+        metavar="DIR",
+        help="the features folder (default: the folder that holds CACHE_DIR)",
     )
-    drop_parser.add_argument("sentence", help="the step's sentence, as a feature file has it")
+    _dry_run(prune_parser)
+
+    drop_parser = command(
+        cache_commands,
+        "drop",
+        "delete the entries of one sentence; the next run writes them again",
+        lambda args: drop_sentence(args.cache_dir, args.sentence, args.dry_run),
+        exits="1 when no entry has the sentence",
+    )
     drop_parser.add_argument(
-        "--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help=f"default {DEFAULT_CACHE_DIR}"
+        "sentence", metavar="SENTENCE", help="the step's sentence, as a feature file has it"
     )
-    drop_parser.add_argument("--dry-run", action="store_true", help="show, delete nothing")
-    migrate_parser = cache_commands.add_parser(
-        "migrate", help="move the per-feature files (formats 1 and 2) into the library"
+    _cache_dir(drop_parser)
+    _dry_run(drop_parser)
+
+    migrate_parser = command(
+        cache_commands,
+        "migrate",
+        "move the per-feature files (formats 1 and 2) into the step library",
+        lambda args: migrate(args.paths),
+        about="Nothing is lost: an old file is deleted once the library serves all it held.",
     )
-    migrate_parser.add_argument("paths", nargs="*", type=Path, default=[DEFAULT_CACHE_DIR])
-    diff_parser = cache_commands.add_parser(
-        "diff", help="the code that changed in the cache files against a git ref"
+    _paths(migrate_parser, "CACHE_DIR", "a cache folder")
+
+    diff_parser = command(
+        cache_commands,
+        "diff",
+        "the code that changed in the cache against a git ref",
+        lambda args: diff(args.cache_dir, args.ref),
+        exits="0 when nothing changed, 1 when entries did, 2 when it cannot compare (not a git "
+        "repository, an unknown ref, a file that fails to load)",
     )
-    diff_parser.add_argument("ref", nargs="?", default="HEAD", help="a git ref (default HEAD)")
     diff_parser.add_argument(
-        "--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help=f"default {DEFAULT_CACHE_DIR}"
+        "ref", nargs="?", default="HEAD", metavar="REF", help="a git ref (default: HEAD)"
     )
-    init_parser = commands.add_parser("init", help="set up a behave project for prettyplay")
+    _cache_dir(diff_parser)
+
+    init_parser = command(
+        commands,
+        "init",
+        "set up a behave project for prettyplay",
+        lambda args: init(args.root, args.base_url),
+        about="Writes what is missing (environment.py, a steps module, base_url in the behave "
+        "config, a sample feature, the files folder, .gitignore lines) and never overwrites.",
+        exits="2 when DIR is no folder or the URL is not http(s)",
+    )
     init_parser.add_argument(
-        "root", nargs="?", type=Path, default=Path("."), help="the project folder (default .)"
+        "root",
+        nargs="?",
+        type=Path,
+        default=Path("."),
+        metavar="DIR",
+        help="the project folder (default: .)",
     )
     init_parser.add_argument(
-        "--base-url", default=DEFAULT_BASE_URL, help=f"the app under test ({DEFAULT_BASE_URL})"
+        "--base-url",
+        default=DEFAULT_BASE_URL,
+        metavar="URL",
+        help=f"the app under test (default: {DEFAULT_BASE_URL})",
     )
-    export_parser = commands.add_parser(
-        "export", help="the cache as plain behave step definitions: no prettyplay, no LLM"
+
+    export_parser = command(
+        commands,
+        "export",
+        "the cache as plain behave step definitions: no prettyplay, no LLM",
+        lambda args: export(
+            args.target, args.features, args.cache_dir, args.force, files_dir=args.files_dir
+        ),
+        about="Writes a features folder that runs with behave and Playwright alone.",
+        exits="1 when a step of the features has no cached code (the export is written all the "
+        "same); 2 when DIR is not empty (without --force), lies in or around the features "
+        "folder, or a feature file cannot be read",
     )
-    export_parser.add_argument("target", type=Path, help="the folder to write (new or empty)")
     export_parser.add_argument(
-        "--features", type=Path, default=Path("features"), help="the features folder (features)"
+        "target", type=Path, metavar="DIR", help="the folder to write (new or empty)"
     )
     export_parser.add_argument(
-        "--cache-dir", type=Path, default=None, help="default <features>/.prettyplay"
+        "--features",
+        type=Path,
+        default=Path("features"),
+        metavar="DIR",
+        help="the features folder (default: features)",
+    )
+    export_parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        metavar="CACHE_DIR",
+        help="the cache folder (default: .prettyplay in the features folder)",
     )
     export_parser.add_argument(
         "--files-dir",
         type=Path,
-        default=None,
-        help="the uploads' folder, when it is not <features>/files",
+        metavar="DIR",
+        help="the uploads' folder (default: files in the features folder)",
     )
     export_parser.add_argument(
         "--force", action="store_true", help="write into a folder that is not empty"
     )
-    plan_parser = commands.add_parser(
-        "plan", help="what a run would replay, reuse, generate or replay red; no browser"
+
+    plan_parser = command(
+        commands,
+        "plan",
+        "what a run would replay, reuse, generate or replay red; no browser",
+        plan_run,
+        about="Selects the features as behave does (PATH, --tags, --name, --include, "
+        "--exclude, -D, the config file of the working directory) and reads each step's code "
+        "from the cache, with the LLM requests the run would cost.",
+        exits="1 under strict (--strict, the strict setting or a @strict tag) when a step has "
+        "no cached code; 2 when behave cannot read the features",
     )
-    plan_parser.add_argument("paths", nargs="*", help="feature files or folders, as for behave")
-    for flags, what in (
-        (("-t", "--tags"), "behave's tag expression (repeatable)"),
-        (("-n", "--name"), "only scenarios whose name matches (repeatable)"),
-        (("-i", "--include"), "only feature files matching this pattern"),
-        (("-e", "--exclude"), "no feature files matching this pattern"),
-        (("-D", "--define"), "a userdata value, e.g. -D prettyplay.cache_dir=… (repeatable)"),
+    plan_parser.add_argument(
+        "paths", nargs="*", metavar="PATH", help="feature files or folders, as for behave"
+    )
+    for flags, metavar, what in (
+        (("-t", "--tags"), "TAG_EXPRESSION", "behave's tag expression (repeatable)"),
+        (("-n", "--name"), "NAME", "only scenarios whose name matches (repeatable)"),
+        (("-i", "--include"), "PATTERN", "only feature files matching this pattern"),
+        (("-e", "--exclude"), "PATTERN", "no feature files matching this pattern"),
+        (("-D", "--define"), "NAME=VALUE", "a userdata value: prettyplay.strict=true (repeatable)"),
     ):
         repeated = flags[1] in ("--tags", "--name", "--define")
-        plan_parser.add_argument(*flags, action="append" if repeated else "store", help=what)
+        plan_parser.add_argument(
+            *flags, action="append" if repeated else "store", metavar=metavar, help=what
+        )
     plan_parser.add_argument(
         "--strict", action="store_true", help="plan a strict run: exit 1 when a step needs the LLM"
     )
-    args = parser.parse_args(argv)
+    return top
+
+
+def command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    summary: str,
+    run: Run | None = None,
+    about: str = "",
+    exits: str = "",
+) -> argparse.ArgumentParser:
+    """A command: its one-line ``summary`` (in its parent's list), what it does (``about``),
+    its exit status beyond 0 (``exits``), and the function that runs it (``run``)."""
+    described = f"{summary[0].upper()}{summary[1:]}." + (f" {about}" if about else "")
+    added = commands.add_parser(
+        name,
+        help=summary,
+        description=described,
+        epilog=f"Exit status: {exits}." if exits else None,
+    )
+    if run is not None:
+        added.set_defaults(run=run)
+    return added
+
+
+def _paths(command: argparse.ArgumentParser, metavar: str, what: str) -> None:
+    command.add_argument(
+        "paths",
+        nargs="*",
+        type=Path,
+        default=[DEFAULT_CACHE_DIR],
+        metavar=metavar,
+        help=f"{what} (default: {DEFAULT_CACHE_DIR})",
+    )
+
+
+def _cache_dir(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=DEFAULT_CACHE_DIR,
+        metavar="CACHE_DIR",
+        help=f"the cache folder (default: {DEFAULT_CACHE_DIR})",
+    )
+
+
+def _dry_run(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--dry-run", action="store_true", help="show, delete nothing")
+
+
+def _version() -> str:
     try:
+        return metadata.version("prettyplay-behave")
+    except metadata.PackageNotFoundError:  # a source tree that was never installed
+        return "(not installed)"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        run: Run = args.run
         return run(args)
     except CacheError as exc:
         print(f"prettyplay: {exc}", file=sys.stderr)
         return 1
-    except (DiffError, ScaffoldError, ConfigError, ExportError) as exc:
+    except (DiffError, ScaffoldError, ConfigError, ExportError, UnreadableFeature) as exc:
         print(f"prettyplay: {escape_controls(str(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the output went to a pager or ``head`` that stopped reading
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-
-
-def run(args: argparse.Namespace) -> int:
-    if args.command == "check":
-        return check(args.paths)
-    if args.command == "init":
-        return init(args.root, args.base_url)
-    if args.command == "plan":
-        return plan_run(args)
-    if args.command == "export":
-        return export(
-            args.target, args.features, args.cache_dir, args.force, files_dir=args.files_dir
-        )
-    if args.cache_command == "prune":
-        return prune_obsolete(args.cache_dir, args.features, args.dry_run)
-    if args.cache_command == "drop":
-        return drop_sentence(args.cache_dir, args.sentence, args.dry_run)
-    if args.cache_command == "migrate":
-        return migrate(args.paths)
-    if args.cache_command == "diff":
-        return diff(args.cache_dir, args.ref)
-    return list_entries(args.paths)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ SCREENSHOT_POLICIES = ("only-on-failure", "on", "off")
 VIDEO_POLICIES = ("off", "on", "retain-on-failure")
 COLOR_SCHEMES = ("light", "dark", "no-preference")
 TAG_SHORTHANDS = ("strict", "interactive")
-# The group block's tags (manual §3), each the short form of a setting.
+# The group block's tags (docs/groups.md), each the short form of a setting.
 TAG_ALIASES = {"group.speed": "group_speed", "group.delay": "group_delay"}
 STRUCTURED_OUTPUT = ("auto", "on", "off")
 

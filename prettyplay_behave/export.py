@@ -24,9 +24,12 @@ docs/export.md.
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import keyword
+import os
 import re
+import secrets
 import shutil
 import sys
 import tokenize
@@ -37,13 +40,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import address
-from .behave.liveness import scenarios_of, step_keys
+from .behave.liveness import scenarios_in, step_keys
 from .behave.mapping import split_annotation
 from .cache import CACHE_FOLDER, STEPS_FOLDER, CacheStore, Library, StepEntry, file_name, today
 from .cache.source import LINE_BREAK
 from .errors import CacheError, escape_controls
 from .parameters import MARK, named_by
 from .resources import templates_folder
+from .safety.links import first_link, leaves, points_to
 from .safety.step_code import check_code, step_code
 from .vocabulary import Kind, counted
 
@@ -65,7 +69,8 @@ _STORAGE_TAG = re.compile(r"(@prettyplay\.storage_state=)(\S+)")
 
 
 class ExportError(Exception):
-    """The export cannot start: the target folder or the features are wrong (exit status 2)."""
+    """The export cannot start: the target, files or features folder is wrong (exit status 2;
+    a feature file that cannot be read is an ``UnreadableFeature``, also 2)."""
 
 
 def entries(cache_dir: Path) -> tuple[list[tuple[str, StepEntry]], list[CacheError]]:
@@ -434,28 +439,104 @@ def provided_names(made: list[Definition]) -> list[str]:
 # -- the feature files ---------------------------------------------------------------------------
 
 
-def copy_features(features_dir: Path, target: Path, out: TextIO) -> int:
-    """Copy the features folder into ``target`` but prettyplay's own parts; a feature file
-    loses its steps' annotations. Returns the number of feature files."""
-    features = 0
-    for path in sorted(features_dir.rglob("*")):
-        relative = path.relative_to(features_dir)
-        hidden = any(part.startswith(".") or part == "__pycache__" for part in relative.parts)
-        if hidden or relative.parts[0] in LEFT_OUT:
+@dataclass(frozen=True)
+class Copied:
+    """A file or folder the export copies: where it is read (``source``, through the links
+    inside its folder that lead to it) and where it goes in DIR (``relative``)."""
+
+    source: Path
+    relative: Path
+    folder: bool = False
+    feature: bool = False  # a feature file, copied as plain behave reads it
+
+
+def to_copy(folder: Path, into: Path = Path(), everything: bool = False) -> list[Copied]:
+    """What the export copies of ``folder`` into ``into`` of DIR, a folder before what it
+    holds; of the features folder (unless ``everything``) all but prettyplay's own parts, hidden
+    names and Python's caches. A link is followed where what it reaches stays inside ``folder``,
+    as an upload's name may be; one that leads out of it, or back into a folder it lies in,
+    stops the export with an ExportError naming it, before anything is read or written."""
+    return list(_walk(folder, folder, into, {folder.resolve()}, everything))
+
+
+def _walk(
+    root: Path, folder: Path, into: Path, inside: set[Path], everything: bool
+) -> Iterable[Copied]:
+    for name in sorted(os.listdir(folder)):
+        path, relative = folder / name, into / name
+        if not everything and (name.startswith(".") or name == "__pycache__"):
             continue
-        destination = target / relative
+        if not everything and folder == root and name in LEFT_OUT:
+            continue
+        if path.is_symlink() and leaves(root, path):
+            raise ExportError(
+                f"{path}: a symbolic link out of {root} (to {points_to(path)}); the export "
+                "copies nothing through one, as prettyplay's uploads refuse it: delete the link, "
+                "or put the file itself there"
+            )
         if path.is_dir():
-            destination.mkdir(parents=True, exist_ok=True)
-        elif path.suffix == ".feature":
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            text, removed = plain_feature(path, features_dir)
-            destination.write_text(text, encoding="utf-8", newline="")
-            note = f" ({counted(removed, 'step annotation')} removed)" if removed else ""
-            print(f"wrote {relative.as_posix()}{note}", file=out)
-            features += 1
+            real = path.resolve()
+            if real in inside:
+                raise ExportError(
+                    f"{path}: a symbolic link back into a folder it lies in (to "
+                    f"{points_to(path)}); the export would copy it for ever: delete the link"
+                )
+            yield Copied(path, relative, folder=True)
+            yield from _walk(root, path, relative, inside | {real}, everything)
         elif path.is_file():
+            yield Copied(path, relative, feature=not everything and name.endswith(".feature"))
+
+
+def refuse_links(target: Path, relatives: Iterable[Path]) -> None:
+    """An ExportError before anything is written when DIR itself, a folder in it on the way to
+    a file the export writes, or that file is a symbolic link (a kept DIR may hold one a pull
+    request planted): the export never writes through one."""
+    for relative in relatives:
+        link = first_link(target, target / relative)
+        if link is not None:
+            what = "the export folder" if link == target else "a file or folder the export writes"
+            raise ExportError(
+                f"{link}: {what} is a symbolic link (to {points_to(link)}); the export never "
+                "writes through one: delete the link"
+            )
+
+
+def write_file(destination: Path, content: bytes, like: Path | None = None) -> None:
+    """Write a file of the export: a new file beside it (its mode and times those of ``like``),
+    renamed over the name. A name that was a hard link is a file of its own afterwards, and the
+    file it shared is not written."""
+    temp = destination.with_name(f".{destination.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        with open(fd, "wb") as handle:
+            handle.write(content)
+        if like is not None:
+            shutil.copystat(like, temp)
+        os.replace(temp, destination)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def copy_features(copies: list[Copied], features_dir: Path, target: Path, out: TextIO) -> int:
+    """Copy what :func:`to_copy` found into ``target``; a feature file loses its steps'
+    annotations. Returns the number of feature files."""
+    features = 0
+    for copied in copies:
+        destination = target / copied.relative
+        if copied.folder:
+            destination.mkdir(parents=True, exist_ok=True)
+        elif copied.feature:
             destination.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, destination)
+            text, removed = plain_feature(copied.source, features_dir)
+            write_file(destination, text.encode("utf-8"))
+            note = f" ({counted(removed, 'step annotation')} removed)" if removed else ""
+            print(f"wrote {copied.relative.as_posix()}{note}", file=out)
+            features += 1
+        else:
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            write_file(destination, copied.source.read_bytes(), like=copied.source)
     return features
 
 
@@ -515,19 +596,29 @@ def export(
     kept = [(feature, entry) for feature, entry in found if id(entry) not in left_out]
     # what can go wrong goes wrong before anything is written
     steps_text = steps_module(made)
-    uncovered = _uncovered(features_dir, kept)
-    target.mkdir(parents=True, exist_ok=True)
-    features = copy_features(features_dir, target, out)
+    copies = to_copy(features_dir)
+    uploads = None  # a files folder elsewhere, copied as the export's
     if files_dir is not None and files_dir.resolve() != (features_dir / FILES_FOLDER).resolve():
-        shutil.copytree(files_dir, target / FILES_FOLDER, dirs_exist_ok=True)
+        uploads = to_copy(files_dir, Path(FILES_FOLDER), everything=True)
+    uncovered = _uncovered(features_dir, kept, [c for c in copies if c.feature])
+    modules = {
+        Path("steps", STEPS_MODULE): steps_text.encode("utf-8"),
+        **support_modules(),
+        Path("environment.py"): (
+            Path(templates_folder()) / "export" / "environment.py"
+        ).read_bytes(),
+    }
+    uploaded = [] if uploads is None else [Path(FILES_FOLDER), *(c.relative for c in uploads)]
+    refuse_links(target, [*(c.relative for c in copies), *uploaded, *modules])
+    target.mkdir(parents=True, exist_ok=True)
+    features = copy_features(copies, features_dir, target, out)
+    if uploads is not None:
+        (target / FILES_FOLDER).mkdir(exist_ok=True)
+        copy_features(uploads, features_dir, target, out)
         print(f"copied {files_dir} to {FILES_FOLDER}/", file=out)
-    steps = target / "steps"
-    steps.mkdir(exist_ok=True)
-    (steps / STEPS_MODULE).write_text(steps_text, encoding="utf-8")
-    write_support(steps)
-    shutil.copyfile(
-        Path(templates_folder()) / "export" / "environment.py", target / "environment.py"
-    )
+    (target / "steps").mkdir(exist_ok=True)
+    for relative, content in modules.items():
+        write_file(target / relative, content)
     red = sum(v.entry.red for d in made for v in d.variants)
     written = [d for d in made if d.variants]
     counts = f"{counted(len(written), 'step definition')} of {counted(len(kept), 'entry')}"
@@ -551,13 +642,18 @@ def export(
     return 1 if missing else 0
 
 
-def write_support(steps: Path) -> None:
-    """Write the modules the exported steps import into the folder ``steps``."""
-    shutil.copyfile(Path(templates_folder()) / "export" / SUPPORT_MODULE, steps / SUPPORT_MODULE)
-    shutil.copyfile(Path(address.__file__), steps / ADDRESS_MODULE)
+def support_modules() -> dict[Path, bytes]:
+    """The modules the exported steps import, by their place in the export."""
+    return {
+        Path("steps", SUPPORT_MODULE): (
+            Path(templates_folder()) / "export" / SUPPORT_MODULE
+        ).read_bytes(),
+        Path("steps", ADDRESS_MODULE): Path(address.__file__).read_bytes(),
+    }
 
 
 def _check_target(target: Path, features_dir: Path, force: bool) -> None:
+    refuse_links(target, [Path()])  # DIR itself, before it is listed
     if not features_dir.is_dir():
         raise ExportError(f"{features_dir}: no features folder (name one with --features)")
     here, features = target.resolve(), features_dir.resolve()
@@ -575,32 +671,18 @@ def _check_target(target: Path, features_dir: Path, force: bool) -> None:
         )
 
 
-def _uncovered(features_dir: Path, found: list[tuple[str, StepEntry]]) -> list[tuple[str, str]]:
-    """The steps of the features that no entry serves, as (feature:line, sentence)."""
+def _uncovered(
+    features_dir: Path, found: list[tuple[str, StepEntry]], features: list[Copied]
+) -> list[tuple[str, str]]:
+    """The steps of the ``features`` (the feature files the export copies) that no entry
+    serves, as (feature:line, sentence)."""
     library = Library(entry for _, entry in found)
     missing: list[tuple[str, str]] = []
-    for path in sorted(features_dir.rglob("*.feature")):
-        relative = path.relative_to(features_dir)
-        if any(part.startswith(".") for part in relative.parts):
-            continue
-        try:
-            for scenario in scenarios_in(path):
-                for step, key in step_keys(scenario, features_dir):
-                    where = f"{relative.as_posix()}:{step.line}"
-                    if library.find(key) is None and (where, step.name) not in missing:
-                        missing.append((where, step.name))
-        except ValueError as exc:  # a step annotation prettyplay does not know
-            raise ExportError(f"{path}: {exc}") from None
+    for copied in features:
+        path, relative = copied.source, copied.relative
+        for scenario in scenarios_in(path):
+            for step, key in step_keys(scenario, features_dir):
+                where = f"{relative.as_posix()}:{step.line}"
+                if library.find(key) is None and (where, step.name) not in missing:
+                    missing.append((where, step.name))
     return missing
-
-
-def scenarios_in(path: Path) -> list[Any]:
-    """The scenarios of a feature file as a run has them; a file behave cannot read stops the
-    export (an empty one has none)."""
-    from behave.parser import ParserError, parse_file
-
-    try:
-        feature = parse_file(str(path))
-    except ParserError as exc:
-        raise ExportError(f"{path}: behave cannot read it ({exc})") from None
-    return list(scenarios_of(feature)) if feature is not None else []

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from playwright.sync_api import Error as PlaywrightError
 
@@ -24,7 +25,7 @@ from .events import log
 from .interactive import TerminalSteering
 from .llm.client import LLMClient
 from .llm.prompts import Prompts
-from .report.artifacts import Artifacts, folder_name
+from .report.artifacts import Artifacts
 from .report.html import REPORT_NAME, write_report
 from .report.summary import RunSummary
 from .safety.secrets import RedactingFilter, Secrets
@@ -38,6 +39,23 @@ if TYPE_CHECKING:
     from .llm.provider import Provider
 
 DEFAULT_FILES_DIR = Path("files")
+
+
+class TestListener(Protocol):
+    """What the runtime tells of each test's life: a context of the test opened (its first, or
+    a fresh one in place of the last), its context is about to close (``replaced`` by a fresh
+    one, or at the test's end), a step failed it, it ended (its context closed), a step named a
+    secret. The artifacts are one (``report/artifacts.py``)."""
+
+    def context_opened(self, test: TestState) -> None: ...
+
+    def context_closing(self, test: TestState, replaced: bool) -> None: ...
+
+    def step_failed(self, test: TestState) -> None: ...
+
+    def test_ended(self, test: TestState) -> None: ...
+
+    def secret_named(self, test: TestState) -> None: ...
 
 
 class Runtime:
@@ -83,6 +101,8 @@ class Runtime:
         self.started = time.monotonic()
         self.report_dir = Path(config.report_dir) if config.report_dir else None
         self.artifacts = Artifacts(self.report_dir) if self.report_dir else None
+        # what follows each test's life: its contexts, its failing steps, its end
+        self.listeners: list[TestListener] = [self.artifacts] if self.artifacts else []
         self.report_name = report_name or REPORT_NAME
 
     @property
@@ -105,23 +125,16 @@ class Runtime:
             guard=guard,
             renew=self._renew if context is not None else None,
             files_dir=Path(config.files_dir) if config.files_dir else self.default_files_dir,
-            downloads=(
-                self.artifacts.report_dir / folder_name(name) / "downloads"
-                if self.artifacts is not None
-                else None
-            ),
+            downloads=self.artifacts.downloads(name) if self.artifacts is not None else None,
         )
         self.tests.append(test)
-        if self.artifacts is not None:
-            artifacts = self.artifacts
-            test.on_secret(lambda: artifacts.secret_named(test))
-            artifacts.start(test)
+        for listener in self.listeners:
+            test.on_secret(functools.partial(listener.secret_named, test))
+            listener.context_opened(test)
         return test
 
     def _new_page(self, name: str, config: TestConfig) -> tuple[BrowserContext, Page]:
-        video = None
-        if self.artifacts is not None and config.video != "off":
-            video = self.artifacts.video_dir(name)
+        video = self.artifacts.video_dir(name, config) if self.artifacts is not None else None
         # the context's own options, with their ${NAME}s from the environment (and redacted)
         args = self.secrets.filled(
             config.context_args, "context_args", config.source_of("context_args")
@@ -148,35 +161,41 @@ class Runtime:
     def _renew(self, test: TestState) -> None:
         """A fresh context and page for ``test`` in place of its own: the clean page an attempt
         starts from once an earlier attempt changed the page (the engine replays the earlier
-        steps on it). The trace starts again on the new context; the old one's is dropped."""
-        if self.artifacts is not None:
-            self.artifacts.pause(test)
+        steps on it)."""
+        for listener in self.listeners:
+            listener.context_closing(test, replaced=True)
         context, page = self._new_page(test.name, test.config)
         guard, tabs = self._instruments(test.config, context, page, fresh=True)
         test.replace_context(context, tabs, guard)
-        if self.artifacts is not None:
-            self.artifacts.resume(test)
+        for listener in self.listeners:
+            listener.context_opened(test)
 
     def used_elsewhere(self, test: TestState) -> None:
         """Something outside prettyplay (a user's own step or hook) used the test's page: a
         clean page for a later attempt can no longer be rebuilt from the steps' code."""
         test.touched_elsewhere()
 
+    def step_failed(self, test: TestState) -> None:
+        """A step failed ``test`` as its runner saw it (behave's after_step), the page still
+        open: the listeners keep what they keep of a failure."""
+        for listener in self.listeners:
+            listener.step_failed(test)
+
     def finish_test(self, test: TestState, failed_elsewhere: bool = False) -> None:
-        """Keep a test's artifacts, close what the test opened, then keep its videos (which
-        Playwright writes as the context closes). ``failed_elsewhere``: something outside
-        prettyplay (a user's own step) failed the test."""
+        """Close what the test opened, the listeners told before and after (Playwright writes
+        the videos as the context closes). ``failed_elsewhere``: something outside prettyplay (a
+        user's own step) failed the test."""
         if failed_elsewhere:
             test.mark_failed()
         try:
             with suppress(PlaywrightError):  # a browser that is gone refuses nothing more
                 late_blocks(test, self.secrets, "as the test ended", test.reach)  # none unsaid
-            if self.artifacts is not None:
-                self.artifacts.finish(test)
+            for listener in self.listeners:
+                listener.context_closing(test, replaced=False)
         finally:
             test.conclude()
-        if self.artifacts is not None:
-            self.artifacts.keep_videos(test)
+        for listener in self.listeners:
+            listener.test_ended(test)
 
     @property
     def report_path(self) -> Path | None:

@@ -38,6 +38,7 @@ ANSWER_TESTS = ("tests/unit/test_answers.py", "tests/unit/test_answers_tolerant.
 APP_NEEDS_TESTS = ("tests/integration/test_app_needs.py",)
 EXPORT_TESTS = ("tests/unit/test_export.py",)
 ADDRESS_TESTS = ("tests/unit/test_cache.py", "tests/unit/test_address.py")
+LINK_TESTS = ("tests/unit/test_cache.py", "tests/integration/test_planted_files.py")
 IN_PROCESS_TESTS = ("tests/integration/test_engine_in_process.py",)
 GREEN_TESTS = ("tests/integration/test_green_evidence.py",)
 TRUST_TESTS = ("tests/integration/test_green_trust.py",)
@@ -209,6 +210,9 @@ MUTANTS = (
            ("tests/faults/test_disk_faults.py", "tests/faults/test_signals.py")),
     Mutant("cache: live entries pruned", f"{PACKAGE}/behave/liveness.py",
            "            if found is not None:", "            if False:", LIBRARY_TESTS),
+    Mutant("cache: prune passes over a feature it cannot read", f"{PACKAGE}/behave/liveness.py",
+           "        raise UnreadableFeature.parsing(exc, path) from None", "        return []",
+           ("tests/unit/test_cli.py",)),
     Mutant("cache: an outline row's placeholders forgotten", f"{PACKAGE}/behave/mapping.py",
            "                return str(written[index].name)", '                return ""',
            LIBRARY_TESTS),
@@ -508,6 +512,32 @@ MUTANTS = (
     Mutant("browser: a headless run launches the full browser", f"{PACKAGE}/browser/session.py",
            "(SYSTEM_HEADLESS_SHELLS if headless else ())", "()",
            ("tests/unit/test_browser_choice.py", "tests/integration/test_python_api.py")),
+    # -- links: nothing read, written or deleted through one that leaves the project ------------
+    Mutant("links: a folder on the way to a file (the library folder, the export's steps/) "
+           "is not looked at", f"{PACKAGE}/safety/links.py",
+           "    for depth in range(len(parts) + 1):", "    for depth in (0, len(parts)):",
+           (*LINK_TESTS, *EXPORT_TESTS)),
+    Mutant("links: the cache folder is listed through a link", f"{PACKAGE}/cache/paths.py",
+           "    unlinked(cache_dir, folder)\n    if not folder.is_dir():",
+           "    if not folder.is_dir():", LINK_TESTS),
+    Mutant("links: a folder of the cache that is a link is walked", f"{PACKAGE}/cache/paths.py",
+           "        if entry.is_symlink() and path.is_dir():", "        if False:", LINK_TESTS),
+    Mutant("links: a library file that is a link is read", f"{PACKAGE}/cache/format.py",
+           'os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | _NO_FOLLOW',
+           'os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)', LINK_TESTS),
+    Mutant("links: a hard-linked library file is read", f"{PACKAGE}/cache/format.py",
+           "        if found.st_nlink > 1:", "        if False:", LINK_TESTS),
+    Mutant("links: a lock file that is a link is opened", f"{PACKAGE}/cache/store.py",
+           "        unlinked(cache_dir, lock_path, file=True)", "        pass", LINK_TESTS),
+    Mutant("links: a link out of a folder counts as in it", f"{PACKAGE}/safety/links.py",
+           "    return reached != top and top not in reached.parents", "    return False",
+           EXPORT_TESTS),
+    Mutant("export: a link out of the features folder is copied", f"{PACKAGE}/export.py",
+           "        if path.is_symlink() and leaves(root, path):", "        if False:",
+           EXPORT_TESTS),
+    Mutant("export: a link planted in a kept folder is written through", f"{PACKAGE}/export.py",
+           "        if link is not None:\n            what =",
+           "        if False:\n            what =", EXPORT_TESTS),
     # -- the export -----------------------------------------------------------------------------
     Mutant("export: a wide pattern is registered before a narrow one", f"{PACKAGE}/export.py",
            "narrowest = next(ready, waiting[0])", "narrowest = waiting[0]", EXPORT_TESTS),

@@ -28,7 +28,6 @@ from ..context_args import problem as context_args_problem
 from ..errors import CacheError, ConfigError, PrettyPlayError
 from ..events import LogEvent, record
 from ..report import attachments
-from ..report.artifacts import failure_picture
 from . import liveness
 from .app import check_app
 from .lines import keep_log_lines_whole
@@ -233,20 +232,20 @@ def after_step(context: Any, step: Any) -> None:
         attachments.attach_steps(allure, test, state.unattached(), runtime.secrets.redact)
     if not step.status.has_failed():
         return
+    runtime.step_failed(test)
     if runtime.artifacts is None:  # no report_dir: the picture goes to the formatters alone
-        picture = failure_picture(test)
+        picture = attachments.failure_picture(test)
         if picture is not None:
             context.attach("image/png", picture)
             if allure is not None:
                 attachments.attach_picture(allure, picture)
         return
-    path = runtime.artifacts.screenshot(test)
-    trace = runtime.artifacts.keep_trace(test)  # the trace up to the failure, for this step
-    if path is not None:
-        context.attach("image/png", path.read_bytes())
+    kept = runtime.artifacts.of(test)  # the screenshot, and the trace up to the failure
+    if kept.screenshot is not None:
+        context.attach("image/png", kept.screenshot.read_bytes())
     if allure is not None:
-        attachments.attach_artifacts(allure, path, trace)
-        state.trace_attached = trace is not None
+        attachments.attach_artifacts(allure, kept.screenshot, kept.trace_file)
+        state.trace_attached = kept.trace_file is not None
 
 
 def after_scenario(context: Any, scenario: Any) -> None:
@@ -284,10 +283,9 @@ def after_all(context: Any) -> None:
         features = Path(context.config.base_dir or "features")
         try:  # from the feature files themselves, whatever part of them ran
             obsolete = len(liveness.obsolete(runtime.cache, features))
-        except CacheError as exc:  # the failing steps already reported it
+        except (CacheError, liveness.UnreadableFeature) as exc:  # a file outside the run, say
             record(LogEvent.OBSOLETE_UNKNOWN, "obsolete entries unknown: %s", exc)
-        except Exception as exc:  # a feature file outside the run behave cannot parse, say
-            # the count is a note; the run's summary must not be lost to it
+        except Exception as exc:  # the count is a note; the run's summary must not be lost to it
             name = type(exc).__name__
             record(LogEvent.OBSOLETE_UNKNOWN, "obsolete entries unknown: %s: %s", name, exc)
         summary = runtime.summary(obsolete)

@@ -5,6 +5,10 @@ Outline rows included) is turned into its cache address as a run turns it, and t
 address finds is live. An entry no step finds is obsolete: its step was removed or reworded,
 its scenario renamed (for an entry pinned to it), its feature file deleted. A listing left by
 an earlier run never decides: a failed or partial run cannot make a live entry look dead.
+
+A feature file behave cannot parse, or with a step annotation prettyplay does not know, is an
+:class:`UnreadableFeature`: one line naming the file, the same for every command that reads
+features.
 """
 
 from __future__ import annotations
@@ -19,6 +23,27 @@ from ..cache import CacheKey, CacheStore, StepEntry
 from .mapping import outline_of, step_spec
 
 
+class UnreadableFeature(Exception):
+    """A feature file behave cannot parse or prettyplay cannot take a step of, on one line."""
+
+    def __init__(self, path: Path | str, problem: str) -> None:
+        super().__init__(f"{shown(Path(path).resolve())}: {problem}")
+
+    @classmethod
+    def parsing(cls, error: Any, path: Path | str | None = None) -> UnreadableFeature:
+        """From behave's ``ParserError``: its lines (where, what, why) joined into one."""
+        lines = [line.strip() for line in str(error.args[0]).splitlines() if line.strip()]
+        return cls(path or error.filename, f"behave cannot read it ({'; '.join(lines)})")
+
+
+def shown(path: Path) -> str:
+    """A path relative to the working directory where it lies below it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 @dataclass(frozen=True)
 class Dead:
     """An obsolete entry and the file that holds it."""
@@ -27,14 +52,20 @@ class Dead:
     entry: StepEntry
 
 
+def scenarios_in(path: Path) -> list[Any]:
+    """The scenarios of a feature file as a run has them (an empty file has none)."""
+    from behave.parser import ParserError, parse_file
+
+    try:
+        feature = parse_file(str(path))
+    except ParserError as exc:
+        raise UnreadableFeature.parsing(exc, path) from None
+    return list(scenarios_of(feature)) if feature is not None else []
+
+
 def scenario_keys(feature_file: Path, features_dir: Path) -> Iterator[CacheKey]:
     """The cache address of every step of every scenario of one feature file."""
-    from behave.parser import parse_file
-
-    feature = parse_file(str(feature_file))
-    if feature is None:
-        return
-    for scenario in scenarios_of(feature):
+    for scenario in scenarios_in(feature_file):
         for _, key in step_keys(scenario, features_dir):
             yield key
 
@@ -45,7 +76,10 @@ def step_keys(scenario: Any, features_dir: Path) -> Iterator[tuple[Any, CacheKey
     name = scenario_test(feature_path(scenario.filename, str(features_dir)), scenario.name)
     occurrences = Occurrences()
     for step in [*scenario.background_steps, *scenario.steps]:
-        spec = step_spec(step.step_type, step.name, step.text, step.table)
+        try:
+            spec = step_spec(step.step_type, step.name, step.text, step.table)
+        except ValueError as exc:  # a step annotation prettyplay does not know
+            raise UnreadableFeature(scenario.filename, str(exc)) from None
         occurrence = occurrences.count(spec.identity)
         outline = outline_of(scenario, step)
         yield step, CacheKey(name, spec.kind, spec.sentence, spec.data, occurrence, outline)
@@ -60,7 +94,8 @@ def scenarios_of(feature: Any) -> Iterator[Any]:
 def obsolete(store: CacheStore, features_dir: Path) -> list[Dead]:
     """The entries of the library that no step of the features finds; the entries of tests of
     the Python API (their ``feature`` no feature file) are left alone. A CacheError when a file
-    of the cache fails to load: what it holds might be what a step finds."""
+    of the cache fails to load: what it holds might be what a step finds; an UnreadableFeature
+    when a feature file cannot be read: its steps might find any entry."""
     for error in store.broken().values():
         raise error
     library = store.library()

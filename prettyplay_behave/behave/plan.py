@@ -34,7 +34,7 @@ from ..config import PrettyConfig, TestConfig
 from ..errors import escape_controls
 from ..safety.step_code import check_code, step_code
 from ..vocabulary import Word, counted
-from .liveness import scenarios_of, step_keys
+from .liveness import UnreadableFeature, scenarios_of, shown, step_keys
 from .mapping import step_spec
 
 # requests of one step that generates: its generation and the gate's review of it
@@ -81,7 +81,7 @@ class PlannedFeature:
 
 
 class PlanError(Exception):
-    """The features cannot be read as behave would read them."""
+    """behave cannot select the features: its configuration or the paths are wrong."""
 
 
 def plan(behave_args: Sequence[str], strict: bool, out: TextIO) -> int:
@@ -93,7 +93,7 @@ def plan(behave_args: Sequence[str], strict: bool, out: TextIO) -> int:
     ]
     for feature in planned:
         # names and notes come from feature and cache files: their control characters escaped
-        out.write(escape_controls(f"{feature.filename}  (library: {_shown(feature.cache_file)})\n"))
+        out.write(escape_controls(f"{feature.filename}  (library: {shown(feature.cache_file)})\n"))
         for scenario in feature.scenarios:
             strict_note = "  (strict)" if scenario.strict else ""
             out.write(escape_controls(f"  {scenario.name}{strict_note}") + "\n")
@@ -103,8 +103,8 @@ def plan(behave_args: Sequence[str], strict: bool, out: TextIO) -> int:
                 out.write(escape_controls(line) + "\n")
     scenarios = sum(len(feature.scenarios) for feature in planned)
     counts = Counter(step.fate for step in steps)
-    shown = (Fate.REPLAY, Fate.REUSE, Fate.GENERATE, Fate.REPLAY_RED)
-    tally = ", ".join(f"{counts[fate]} {fate}" for fate in Fate if counts[fate] or fate in shown)
+    always = (Fate.REPLAY, Fate.REUSE, Fate.GENERATE, Fate.REPLAY_RED)
+    tally = ", ".join(f"{counts[fate]} {fate}" for fate in Fate if counts[fate] or fate in always)
     out.write(
         f"plan: {counted(len(planned), 'feature')}, {counted(scenarios, 'scenario')}, "
         f"{counted(len(steps), 'step')}: {tally}\n"
@@ -138,7 +138,9 @@ def read_features(behave_args: Sequence[str]) -> tuple[list[Any], PrettyConfig, 
             runner.load_step_definitions()
             locations = [f for f in runner.feature_locations() if not behave_config.exclude(f)]
             features = parse_features(locations, language=behave_config.lang)
-    except (BehaveConfigError, ParserError, OSError) as exc:
+    except ParserError as exc:
+        raise UnreadableFeature.parsing(exc) from None
+    except (BehaveConfigError, OSError) as exc:
         raise PlanError(str(exc)) from exc
     # the settings as a run reads them: -D, the environment, the config file's userdata
     config = run_config(SimpleNamespace(config=behave_config))
@@ -238,14 +240,6 @@ def _serves(other: StepEntry, family: tuple[object, ...], key: CacheKey) -> bool
     if (other.kind, other.data) != (kind, data) or not other.says(str(template)):
         return False
     return other.values is None or other.values == key.parameters.values
-
-
-def _shown(path: Path) -> str:
-    """A path relative to the working directory where it lies below it."""
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
 
 
 def estimate(steps: Sequence[PlannedStep]) -> str:

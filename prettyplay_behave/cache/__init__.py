@@ -51,9 +51,11 @@ marker, a value too big or too deep to print in the message), and a named pipe o
 its place is refused unread. The text an entry only describes itself with (a red verdict's
 explanation and recommendation, ``model``, ``written``) is read with its control characters
 escaped, so no output shows them raw; the text a step is matched by (sentence, data, values,
-scenario) is kept as written and escaped where it is shown. A lock file is never followed
-through a symbolic link (nor opened when another name shares its file): such a lock is refused
-with a CacheError naming it, and the file it points to is untouched.
+scenario) is kept as written and escaped where it is shown. Nothing of the cache is listed,
+read, written or deleted through a symbolic link, the cache folder's own name included, and no
+cache or lock file is opened when another name shares its file: such a path is refused with a
+CacheError naming the link and where it points, and what it points to is untouched
+(:mod:`.paths`).
 """
 
 from .format import READS
@@ -72,7 +74,8 @@ from .library import (
     closest,
     locate,
 )
-from .source import STEPS_FOLDER, file_name, load_file, parse, parse_steps, render_steps
+from .paths import STEPS_FOLDER, files_in, unlinked
+from .source import file_name, load_file, parse, parse_steps, render_steps
 from .store import (
     CACHE_FOLDER,
     DEFAULT_CACHE_DIR,
@@ -105,6 +108,7 @@ __all__ = [
     "cache_files",
     "closest",
     "file_name",
+    "files_in",
     "library_files",
     "load_file",
     "locate",
@@ -114,5 +118,6 @@ __all__ = [
     "parse_steps",
     "render_steps",
     "today",
+    "unlinked",
     "update",
 ]

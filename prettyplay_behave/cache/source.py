@@ -23,7 +23,6 @@ from ..safety.step_code import step_code
 from .format import CONFLICT_MARKERS, decode, parse_entry, parse_json, read, unknown_format
 from .library import FORMAT, Library, StepEntry, Validate, _quoted
 
-STEPS_FOLDER = "steps"  # under the cache folder
 SUFFIX = ".py"
 HEADER = f"# prettyplay step library (format {FORMAT}): read by prettyplay without importing it."
 _HEADER = re.compile(r"# prettyplay step library \(format (\d{1,9})\)")

@@ -1,7 +1,8 @@
 """The cache on disk: locked, atomic writes of a library file, and the store a run reads the
 project's step library through (loaded lazily, once).
 
-Writes are locked (``<file>.lock``) and atomic; a lock file is never followed through a link.
+Writes are locked (``<file>.lock``) and atomic. Nothing of the cache is listed, read, written or
+deleted through a symbolic link, the cache folder's own name included (see :mod:`.paths`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import contextlib
 import datetime
 import os
 import secrets
-import stat
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
@@ -19,28 +19,34 @@ from pathlib import Path
 from ..errors import CacheError
 from .format import _checked, read
 from .library import CacheKey, CacheWrite, Library, StepEntry, Validate, locate
-from .source import STEPS_FOLDER, SUFFIX, file_name, load_file, parse, render_steps
+from .paths import STEPS_FOLDER, files_in, unlinked
+from .source import SUFFIX, file_name, load_file, parse, render_steps
 
 CACHE_FOLDER = ".prettyplay"  # beside the features, by default
 DEFAULT_CACHE_DIR = Path("features") / CACHE_FOLDER
 
 
 def update(
+    cache_dir: Path,
     path: Path,
     change: Callable[[Library], None],
     validate: Validate,
     lock_timeout: float = 30.0,
 ) -> tuple[bool, Library]:
-    """Apply ``change`` to the library file's entries under its lock; write only when the bytes
-    differ. Returns whether the file changed and its entries afterwards. A file without entries
-    left is deleted, and its lock with it (a writer waiting on that lock sees it went, and takes
-    a new one)."""
+    """Apply ``change`` to the entries of the library file ``path`` of ``cache_dir`` under its
+    lock; write only when the bytes differ. Returns whether the file changed and its entries
+    afterwards. A file without entries left is deleted, and its lock with it (a writer waiting
+    on that lock sees it went, and takes a new one). Nothing is written, and no folder made, when
+    the way to the file or its lock goes through a link, or either is no file of its own."""
     import filelock  # loaded only when a file is written, never on a plain replay
 
     lock_path = Path(f"{path}.lock")
     try:
+        unlinked(cache_dir, path, file=True)
+        # the lock: filelock truncates it as it opens it, which would reach a file outside the
+        # cache; its floor opens lock files without following links, this holds whatever runs
+        unlinked(cache_dir, lock_path, file=True)
         path.parent.mkdir(parents=True, exist_ok=True)
-        _refuse_shared(lock_path)
         with filelock.FileLock(lock_path, timeout=lock_timeout):
             old = read(path) if path.exists() else None
             library = parse(path, old, validate) if old is not None else Library()
@@ -65,26 +71,6 @@ def update(
         ) from exc
     except OSError as exc:
         raise CacheError(f"{path}: cannot write: {exc}") from exc
-
-
-def _refuse_shared(lock_path: Path) -> None:
-    """Refuse a lock file that is a symbolic link or shares its file with another name: opening
-    it to lock (filelock truncates it) would reach a file outside the cache. The dependency's
-    floor opens lock files without following links; this check holds whatever version runs."""
-    try:
-        found = os.lstat(lock_path)
-    except FileNotFoundError:
-        return
-    if stat.S_ISLNK(found.st_mode):
-        raise CacheError(
-            f"{lock_path}: the lock file is a symbolic link (to {os.readlink(lock_path)}); "
-            "prettyplay never follows one: delete the link"
-        )
-    if not stat.S_ISREG(found.st_mode) or found.st_nlink > 1:
-        raise CacheError(
-            f"{lock_path}: the lock file is not a file of its own (a hard link or not a regular "
-            "file); prettyplay never opens one: delete it"
-        )
 
 
 def _replace(path: Path, content: bytes) -> None:
@@ -117,15 +103,16 @@ def _fsync_folder(folder: Path) -> None:
 
 
 def library_files(cache_dir: Path) -> list[Path]:
-    """The step library's files (format 3)."""
-    folder = cache_dir / STEPS_FOLDER
-    # anything but a folder: a named pipe or a device planted there is refused by name on load
-    return sorted(path for path in folder.glob(f"*{SUFFIX}") if not path.is_dir())
+    """The step library's files (format 3): anything but a folder, so a link, a named pipe or a
+    device planted there is refused by name on load; a CacheError when the cache folder or the
+    library folder is a link."""
+    return files_in(cache_dir, cache_dir / STEPS_FOLDER, SUFFIX)
 
 
 def old_files(cache_dir: Path) -> list[Path]:
-    """The per-feature JSON files of formats 1 and 2 under the cache folder."""
-    return sorted(path for path in cache_dir.rglob("*.json") if not path.is_dir())
+    """The per-feature JSON files of formats 1 and 2 under the cache folder (its folders
+    included, none reached through a link)."""
+    return files_in(cache_dir, cache_dir, ".json", deep=True)
 
 
 def cache_files(cache_dir: Path) -> list[Path]:
@@ -245,7 +232,7 @@ class CacheStore:
                 for entry in new:
                     library.upsert(today_entry(entry, library.get(entry.identity)))
 
-            did, library = update(path, change, self._validate, self._lock_timeout)
+            did, library = update(self.cache_dir, path, change, self._validate, self._lock_timeout)
             changed |= did
             self._refresh(path, library)
         return changed
@@ -313,7 +300,7 @@ class CacheStore:
                     library.upsert(replace(now, wordings=(*now.wordings, template)))
                 worded[0] = True
 
-        changed, library = update(path, change, self._validate, self._lock_timeout)
+        changed, library = update(self.cache_dir, path, change, self._validate, self._lock_timeout)
         self._refresh(path, library)
         if not worded[0]:
             return None
@@ -402,7 +389,7 @@ class CacheStore:
                     if library.get(entry.identity) is None:
                         library.upsert(entry)
 
-            update(path, change, self._validate, self._lock_timeout)
+            update(self.cache_dir, path, change, self._validate, self._lock_timeout)
         migrated = [path for path, _ in old]
         before = {identity for held in self._held.values() for identity in held}
         library = Library()
@@ -417,6 +404,7 @@ class CacheStore:
                     "do after the migration; they are kept"
                 )
         for path in migrated:
+            unlinked(self.cache_dir, path.parent)  # a name is deleted, never what it points to
             for doomed in (path, Path(f"{path}.lock")):
                 with contextlib.suppress(FileNotFoundError):
                     doomed.unlink()

@@ -1,5 +1,5 @@
 """The page every attempt of a step starts on: the page as it was before the step's first
-attempt (manual §19).
+attempt (docs/step-cycle.md, "The generation loop").
 
 An attempt that changed the page leaves it changed for the next one. So before each attempt the
 page is compared with the one the step started on; where it differs, a fresh browser context

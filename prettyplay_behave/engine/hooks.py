@@ -84,8 +84,8 @@ def _gives(event: str) -> tuple[str, ...]:
 
 
 GIVES = {event: _gives(event) for event in HOOK_EVENTS}
-# what a method with ``*args`` gets, by position: the event's text values (hooks written before
-# the events gave objects take these)
+# what a method with ``*args`` gets, by position: the event's text values (a hook that wants
+# only the words of an event takes these)
 TEXTS = {
     event: tuple(
         name

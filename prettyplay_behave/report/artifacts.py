@@ -10,6 +10,13 @@ failing tests (``video.webm``; a test that opened tabs has one more per tab).
 
 Pictures of the page cannot be redacted: a test with a step that names a secret keeps a
 picture only when that picture's own policy is ``on`` (its trace stops at that step otherwise).
+
+:class:`Artifacts` listens to each test's life, told as it happens: a context of the test
+opened (the trace starts), its context is about to close (replaced by a fresh one: the trace so
+far is dropped; at the test's end: the last screenshot, the trace kept or dropped), the test
+ended (its context closed, Playwright wrote its videos), a step failed it (the screenshot and
+the trace up to the failure), a step named a secret. Where the videos and downloads go, and
+what each test left, it answers when asked.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from ..events import LogEvent, record
 if TYPE_CHECKING:
     from playwright.sync_api import Page
 
+    from ..config import TestConfig
     from ..engine.state import TestState
 
 
@@ -43,7 +51,7 @@ class TestArtifacts:
     trace_file: Path | None = None
     videos: list[Path] = field(default_factory=list)
     tracing: bool = False  # a Playwright trace is being recorded
-    paused: bool = False  # its trace stopped while the test's context is replaced
+    waiting: bool = False  # its trace starts when a context of the test opens
 
 
 class Artifacts:
@@ -62,91 +70,41 @@ class Artifacts:
         folder.mkdir(parents=True, exist_ok=True)
         return folder
 
-    def video_dir(self, name: str) -> Path:
+    def video_dir(self, name: str, config: TestConfig) -> Path | None:
         """Where Playwright records the videos of the test called ``name`` (kept or not at
-        its end); a path only, made by Playwright when it records."""
+        its end); None under ``video=off``. A path only, made by Playwright when it records."""
+        return None if config.video == "off" else self._recorded(name)
+
+    def downloads(self, name: str) -> Path:
+        """Where the downloads of the test called ``name`` are saved; made when one is."""
+        return self.report_dir / folder_name(name) / "downloads"
+
+    def _recorded(self, name: str) -> Path:
         return self.report_dir / folder_name(name) / "video"
 
-    def start(self, test: TestState) -> None:
-        state = self._of[id(test)] = TestArtifacts()
-        if test.config.trace == "off":
-            return
-        test.page.context.tracing.start(title=test.name, screenshots=True, snapshots=True)
-        state.tracing = True
+    # -- the test's life, as the runtime tells it ------------------------------------------------
 
-    def pause(self, test: TestState) -> None:
-        """Before the test's context is replaced (a clean page for an attempt): its trace so far
-        is dropped, for it shows what a refused attempt did."""
-        state = self.of(test)
-        if state.tracing:
-            state.tracing = False
-            try:
-                test.page.context.tracing.stop()
-            except Exception as exc:
-                _lost("the trace", test, exc)
-            state.paused = True
-
-    def resume(self, test: TestState) -> None:
-        """On the test's new context: the trace starts again."""
-        state = self.of(test)
-        if state.paused:
-            state.paused = False
+    def context_opened(self, test: TestState) -> None:
+        """A context of the test opened, its first or a fresh one in place of the last: the
+        trace starts (on a fresh one, where the replaced one's was dropped)."""
+        state = self._of.setdefault(id(test), TestArtifacts(waiting=test.config.trace != "off"))
+        if state.waiting:
+            state.waiting = False
             test.page.context.tracing.start(title=test.name, screenshots=True, snapshots=True)
             state.tracing = True
 
-    def secret_named(self, test: TestState) -> None:
-        """A step names a secret: stop and discard the trace unless ``trace=on`` (a picture of
-        the page cannot be redacted; screenshots and videos follow their own policies)."""
-        state = self.of(test)
-        if state.tracing and test.config.trace != "on":
-            state.tracing = False
-            try:
-                test.page.context.tracing.stop()
-            except Exception as exc:
-                _lost("the trace", test, exc)
+    def context_closing(self, test: TestState, replaced: bool) -> None:
+        """The test's context is about to close: ``replaced`` by a fresh one (a clean page for
+        an attempt), or at the test's end."""
+        if replaced:
+            self._drop_trace(test)
+        else:
+            self._finish(test)
 
-    def screenshot(self, test: TestState, name: str = "failure.png") -> Path | None:
-        """The test's screenshot, taken once, while its page is still open: at its first
-        failing step, or (``screenshot=on``) when a passing test ends. None under
-        ``screenshot=off``, and for a test that names a secret unless the policy is ``on``."""
-        state = self.of(test)
-        if not pictures_allowed(test):
-            return None
-        if state.screenshot is None and not test.page.is_closed():
-            path = self.folder(test) / name
-            try:
-                test.page.screenshot(path=str(path), full_page=True)
-            except Exception as exc:  # a crashed page has no picture to give
-                _lost("the screenshot", test, exc)
-                return None
-            state.screenshot = path
-        return state.screenshot
-
-    def keep_trace(self, test: TestState) -> Path | None:
-        """Stop the test's trace and keep it, at its first failing step (behave's after_step),
-        so the step can carry it; None when the test records none."""
-        if self.of(test).tracing:
-            try:
-                self._stop(test, keep=True)
-            except Exception as exc:  # a crashed page's context has no trace to give
-                _lost("the trace", test, exc)
-                return None
-        return self.of(test).trace_file
-
-    def finish(self, test: TestState) -> None:
-        """Keep or discard the test's trace; take its last screenshot (a failing test's, or
-        any test's under ``screenshot=on``). Its context is still open: videos come later."""
-        if test.failed:
-            self.screenshot(test)
-        elif test.config.screenshot == "on":
-            self.screenshot(test, "final.png")
-        if self.of(test).tracing:
-            self._stop(test, keep=test.failed or test.config.trace == "on")
-
-    def keep_videos(self, test: TestState) -> None:
-        """After the test's context closed (Playwright writes its videos then): keep them as
+    def test_ended(self, test: TestState) -> None:
+        """The test's context closed (Playwright writes its videos then): keep them as
         ``video.webm``, ``video-2.webm`` … beside its other artifacts, or remove them."""
-        recorded = self.video_dir(test.name)
+        recorded = self._recorded(test.name)
         if not recorded.is_dir():
             return
         policy = test.config.video
@@ -162,6 +120,68 @@ class Artifacts:
         folder = recorded.parent
         if folder.is_dir() and not any(folder.iterdir()):
             folder.rmdir()
+
+    def step_failed(self, test: TestState) -> None:
+        """A step failed the test (behave's after_step), its page still open: its screenshot,
+        and its trace up to the failure kept, so the step can carry both."""
+        self.screenshot(test)
+        if self.of(test).tracing:
+            try:
+                self._stop(test, keep=True)
+            except Exception as exc:  # a crashed page's context has no trace to give
+                lost("the trace", test, exc)
+
+    def secret_named(self, test: TestState) -> None:
+        """A step names a secret: stop and discard the trace unless ``trace=on`` (a picture of
+        the page cannot be redacted; screenshots and videos follow their own policies)."""
+        state = self.of(test)
+        if state.tracing and test.config.trace != "on":
+            self._discard(test)
+
+    # -- what they do ----------------------------------------------------------------------------
+
+    def screenshot(self, test: TestState, name: str = "failure.png") -> Path | None:
+        """The test's screenshot, taken once, while its page is still open: at its first
+        failing step, or (``screenshot=on``) when a passing test ends. None under
+        ``screenshot=off``, and for a test that names a secret unless the policy is ``on``."""
+        state = self.of(test)
+        if not pictures_allowed(test):
+            return None
+        if state.screenshot is None and not test.page.is_closed():
+            path = self.folder(test) / name
+            try:
+                test.page.screenshot(path=str(path), full_page=True)
+            except Exception as exc:  # a crashed page has no picture to give
+                lost("the screenshot", test, exc)
+                return None
+            state.screenshot = path
+        return state.screenshot
+
+    def _drop_trace(self, test: TestState) -> None:
+        """Before the test's context is replaced: its trace so far is dropped, for it shows what
+        a refused attempt did; it starts again on the fresh context."""
+        state = self.of(test)
+        if state.tracing:
+            self._discard(test)
+            state.waiting = True
+
+    def _finish(self, test: TestState) -> None:
+        """Keep or discard the test's trace; take its last screenshot (a failing test's, or
+        any test's under ``screenshot=on``). Its context is still open: videos come later."""
+        if test.failed:
+            self.screenshot(test)
+        elif test.config.screenshot == "on":
+            self.screenshot(test, "final.png")
+        if self.of(test).tracing:
+            self._stop(test, keep=test.failed or test.config.trace == "on")
+
+    def _discard(self, test: TestState) -> None:
+        """Stop the test's trace and keep nothing of it."""
+        self.of(test).tracing = False
+        try:
+            test.page.context.tracing.stop()
+        except Exception as exc:
+            lost("the trace", test, exc)
 
     def _stop(self, test: TestState, keep: bool) -> None:
         state = self.of(test)
@@ -182,19 +202,7 @@ def pictures_allowed(test: TestState) -> bool:
     return policy != "off" and not (test.uses_secrets and policy != "on")
 
 
-def failure_picture(test: TestState) -> bytes | None:
-    """A picture of a failing test's page, in memory (no ``report_dir`` to keep it in), for the
-    formatters that take attachments; None where pictures are not allowed or the page is gone."""
-    if not pictures_allowed(test) or test.page.is_closed():
-        return None
-    try:
-        return test.page.screenshot(full_page=True)
-    except Exception as exc:  # a crashed page has no picture to give
-        _lost("the screenshot", test, exc)
-        return None
-
-
-def _lost(what: str, test: TestState, exc: Exception) -> None:
+def lost(what: str, test: TestState, exc: Exception) -> None:
     """An artifact that could not be kept is said, never a failure of the test."""
     record(
         LogEvent.ARTIFACT_LOST,

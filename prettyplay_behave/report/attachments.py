@@ -1,10 +1,11 @@
 """What a prettyplay step carries into Allure (allure-behave) as attachments, and the LLM cost of
-a test as an Allure parameter.
+a test as an Allure parameter; a failing step's picture taken in memory when no ``report_dir``
+keeps one (behave's own attachments take it too).
 
-allure-behave is optional. Nothing here imports it at module level, and nothing happens unless
-its formatter takes part in the run (``-f allure_behave.formatter:AllureFormatter -o DIR``):
-without it, a run is the same as before. Every text passes the run's secret redaction and has
-its control characters escaped, as the HTML report's do.
+allure-behave is optional. Nothing here imports it at module level, and nothing reaches Allure
+unless its formatter takes part in the run (``-f allure_behave.formatter:AllureFormatter -o
+DIR``). Every text passes the run's secret redaction and has its control characters escaped, as
+the HTML report's do.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import escape_controls
 from ..events import LogEvent, record
 from ..vocabulary import counted
+from .artifacts import lost, pictures_allowed
 from .diffs import change_of
 
 if TYPE_CHECKING:
@@ -108,6 +110,18 @@ def attach_steps(
             _safely(
                 allure.attach, text, name=prefix + name, attachment_type=allure.attachment_type.TEXT
             )
+
+
+def failure_picture(test: TestState) -> bytes | None:
+    """A picture of a failing test's page, in memory (no ``report_dir`` to keep it in), for the
+    formatters that take attachments; None where pictures are not allowed or the page is gone."""
+    if not pictures_allowed(test) or test.page.is_closed():
+        return None
+    try:
+        return test.page.screenshot(full_page=True)
+    except Exception as exc:  # a crashed page has no picture to give
+        lost("the screenshot", test, exc)
+        return None
 
 
 def attach_picture(allure: Any, picture: bytes) -> None:

@@ -57,6 +57,7 @@ from .limits import (
     sendable,
     typed_text,
 )
+from .links import leaves
 from .origins import is_web, origin_of, web_url
 from .policy import (
     CLOCK_ATTRIBUTES,
@@ -915,10 +916,9 @@ def _inside(folder: Path, name: Any) -> Path:
     problem = upload_problem(name)
     if problem:
         raise CodePolicyError(f"set_input_files: {problem}")
-    root = folder.resolve()
-    path = (root / name).resolve()
-    if root not in path.parents:
+    if leaves(folder, folder / name):
         raise CodePolicyError(f"set_input_files: {name!r} leads outside files_dir")
+    path = (folder / name).resolve()
     if not path.is_file():
         raise CodePolicyError(f"set_input_files: there is no file {name!r} in files_dir")
     return path

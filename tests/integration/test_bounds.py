@@ -44,9 +44,9 @@ from tests.support.attacks import (
     STEP_TIMEOUT_MS,
     TEST,
     attack,
-    plant,
     step,
 )
+from tests.support.caches import plant
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer
 from tests.support.origins import FRAME_TEXT, TwoOrigins
 
@@ -142,7 +142,7 @@ def test_a_navigation_a_page_sets_off_after_its_step_is_refused_and_blames_no_la
 ) -> None:
     origins.pages["/later"] = LATER_PAGE
     cache = tmp_path / "cache"
-    plant(cache, ("step", "I open the later page", step('page.goto("/later")')),
+    plant(cache, TEST, ("step", "I open the later page", step('page.goto("/later")')),
           ("step", "I press Later", step('page.get_by_role("button", name="Later").click()')),
           ("expect", "the heading shows", HEADING))  # fmt: skip
     config = PrettyConfig(base_url=origins.app, cache_dir=str(cache), strict=True)
@@ -162,7 +162,7 @@ def test_a_navigation_refused_after_the_last_step_is_said_as_the_test_ends(
     origins.pages["/later"] = LATER_PAGE
     cache = tmp_path / "cache"
     press = step('page.get_by_role("button", name="Later").click()')
-    plant(cache, ("step", "I open the later page", step('page.goto("/later")')),
+    plant(cache, TEST, ("step", "I open the later page", step('page.goto("/later")')),
           ("step", "I press Later", press))  # fmt: skip
     config = PrettyConfig(base_url=origins.app, cache_dir=str(cache), strict=True)
     with PrettyPlay(TEST, config=config, browser=browser) as t:
@@ -199,7 +199,7 @@ def test_the_browser_is_caught_up_with_only_as_far_as_the_last_code_may_reach(
     monkeypatch.setattr(runtime, "late_blocks", told)
     monkeypatch.setattr(NavigationGuard, "take", counted)
     cache = tmp_path / "cache"
-    plant(cache, ("step", "I open the later page", step('page.goto("/later")')),
+    plant(cache, TEST, ("step", "I open the later page", step('page.goto("/later")')),
           ("step", "I click the heading", step('page.get_by_role("heading").click()')),
           ("expect", "the heading shows", HEADING))  # fmt: skip
     origins.pages["/later"] = LATER_PAGE
@@ -237,7 +237,7 @@ def replayed(
     origins: TwoOrigins, tmp_path: Path, browser: Browser, *steps: tuple[str, str]
 ) -> PrettyPlay:
     """A strict test on the module's browser, its cache planted with ``steps`` (sentence, code)."""
-    plant(tmp_path / "cache", *(("step", sentence, code) for sentence, code in steps))
+    plant(tmp_path / "cache", TEST, *(("step", sentence, code) for sentence, code in steps))
     config = PrettyConfig(base_url=origins.app, cache_dir=str(tmp_path / "cache"), strict=True)
     return PrettyPlay(TEST, config=config, browser=browser)
 
@@ -565,7 +565,12 @@ def test_forged_markers_in_outcome_texts_arrive_neutralised(
         monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)
         llm.on("classify", INCURABLE)
         cache = tmp_path / "cache"
-        plant(cache, ("step", "I open the app", OPEN_APP), ("expect", "the heading shows", HEADING))
+        plant(
+            cache,
+            TEST,
+            ("step", "I open the app", OPEN_APP),
+            ("expect", "the heading shows", HEADING),
+        )
         CacheStore(cache, validate=check_code).write(
             CacheWrite(CacheKey(TEST, "step", ATTACK), READ_THE_STATUS, "generated")
         )

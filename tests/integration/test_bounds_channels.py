@@ -16,7 +16,8 @@ import pytest
 
 from prettyplay_behave import ConfigError, PrettyConfig, PrettyPlay
 from prettyplay_behave.config import resolve_config
-from tests.support.attacks import APP_PAGE, HANG_S, MODES, OPEN_APP, attack, plant, step
+from tests.support.attacks import APP_PAGE, HANG_S, MODES, OPEN_APP, TEST, attack, step
+from tests.support.caches import plant
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer
 from tests.support.origins import B_TOKEN, TwoOrigins
 
@@ -272,7 +273,7 @@ def test_a_blank_window_opened_by_another_origins_frame_shows_no_storage_to_the_
         monkeypatch.setenv(name, value)
     cache = tmp_path / "cache"
     opens = step('with page.expect_popup() as popup_info:\n    page.goto("/opener-host")')
-    plant(cache, ("step", "I open the app", OPEN_APP), ("step", "I open the partner", opens))
+    plant(cache, TEST, ("step", "I open the app", OPEN_APP), ("step", "I open the partner", opens))
     llm.on("generate", code_answer(step('expect(page.get_by_label("Code")).to_be_visible()')))
     llm.on("gate", CLEAN_GATE, repeat=True)
     config = PrettyConfig(

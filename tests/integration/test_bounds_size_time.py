@@ -29,9 +29,9 @@ from tests.support.attacks import (
     STEP_TIMEOUT_MS,
     TEST,
     attack,
-    plant,
     step,
 )
+from tests.support.caches import plant
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer
 from tests.support.origins import TwoOrigins
 
@@ -101,7 +101,7 @@ def test_storage_written_piecemeal_before_a_page_loads_is_capped_as_a_whole(
     code = step(PIECEMEAL)
     if mode == "planted":
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-        plant(cache, ("step", "I fill the storage", code))
+        plant(cache, TEST, ("step", "I fill the storage", code))
     else:
         attacks.answer_with(code, llm, monkeypatch)
     config = PrettyConfig(
@@ -269,7 +269,7 @@ def test_a_planted_stop_of_time_before_a_remembered_red_step_does_not_hold_the_s
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     cache = tmp_path / "cache"
     code, took_hold = STOPS[how]
-    plant(cache, ("step", "I open the app", OPEN_APP), ("step", "I stop the clock", code))
+    plant(cache, TEST, ("step", "I open the app", OPEN_APP), ("step", "I stop the clock", code))
     red = CacheWrite(
         CacheKey(TEST, "expect", "the heading shows"),
         HEADING,

@@ -19,7 +19,7 @@ from prettyplay_behave import (
 )
 from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite, StepEntry
 from prettyplay_behave.safety.step_code import check_code
-from tests.support.caches import cache_text, steps
+from tests.support.caches import cache_text, plant, steps
 from tests.support.llm_server import CLEAN_GATE, code_answer, http_error, json_answer
 from tests.support.scripted_provider import ScriptedProvider
 from tests.support.shop_steps import ACCEPT, BROKEN_ACCEPT, HEADING, OPEN_SHOP
@@ -34,13 +34,6 @@ def config(shop, tmp_path: Path, **changes: object) -> PrettyConfig:
         base_url=shop.url, cache_dir=str(tmp_path / "cache"), action_timeout_ms=2_000,
         **changes,  # type: ignore[arg-type]
     )  # fmt: skip
-
-
-def plant(tmp_path: Path, *steps: tuple[str, str, str]) -> Path:
-    store = CacheStore(tmp_path / "cache", validate=check_code)
-    for kind, sentence, code in steps:
-        store.write(CacheWrite(CacheKey("t", kind, sentence), code, "generated"))
-    return tmp_path / "cache"
 
 
 @pytest.fixture
@@ -77,10 +70,14 @@ def test_the_generation_budget_bounds_the_requests(
     assert provider.pending == 1
 
 
+# the shop opens; the banner's button is not where the code looks
+BROKEN_BANNER = (("step", "open the shop", OPEN_SHOP), ("step", "accept", BROKEN_ACCEPT))
+
+
 def test_a_product_defect_is_never_healed(
     shop, tmp_path: Path, provider: ScriptedProvider, browser
 ) -> None:
-    cache = plant(tmp_path, ("step", "open the shop", OPEN_SHOP), ("step", "accept", BROKEN_ACCEPT))
+    cache = plant(tmp_path / "cache", "t", *BROKEN_BANNER)
     before = cache_text(cache)
     provider.on("classify", verdict("product_defect", "the banner lost its button"))
     with PrettyPlay("t", config(shop, tmp_path), browser=browser, provider=provider) as t:
@@ -94,7 +91,7 @@ def test_a_product_defect_is_never_healed(
 def test_rot_heals_within_the_budget_and_is_written_healed(
     shop, tmp_path: Path, provider: ScriptedProvider, browser
 ) -> None:
-    cache = plant(tmp_path, ("step", "open the shop", OPEN_SHOP), ("step", "accept", BROKEN_ACCEPT))
+    cache = plant(tmp_path / "cache", "t", *BROKEN_BANNER)
     provider.on("classify", verdict("rot", "the button was renamed"))
     provider.on("heal", code_answer(BROKEN_ACCEPT), code_answer(ACCEPT))
     provider.on("gate", CLEAN_GATE)
@@ -110,7 +107,7 @@ def test_rot_heals_within_the_budget_and_is_written_healed(
 def test_a_group_failure_is_diagnosed_with_its_group_and_recovered(
     shop, tmp_path: Path, provider: ScriptedProvider, browser
 ) -> None:
-    plant(tmp_path, ("step", "open the shop", OPEN_SHOP), ("step", "accept", BROKEN_ACCEPT))
+    plant(tmp_path / "cache", "t", *BROKEN_BANNER)
     diagnosis = {
         "label": "recoverable",
         "root_step": "accept",
@@ -146,7 +143,7 @@ def test_a_miss_names_the_nearest_sentence_and_then_what_generating_it_needs(
     """A typo in a sentence: a strict run names the entry it likely meant; without a key, the
     error says first that the cache has no code for it, then why none can be generated."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    plant(tmp_path, ("step", 'I add the "Green Tea" to the cart', OPEN_SHOP))
+    plant(tmp_path / "cache", "t", ("step", 'I add the "Green Tea" to the cart', OPEN_SHOP))
     for strict in (True, False):
         with PrettyPlay("t", config(shop, tmp_path, strict=strict), browser=browser) as t:
             with pytest.raises((IncurableStepError, ProviderUnavailableError)) as caught:
@@ -165,7 +162,7 @@ def test_an_answer_with_annotated_parameters_goes_green_at_once_and_is_cached_wi
         "def step(page: Page, title: str) -> None:\n"
         '    expect(page.get_by_role("heading", level=1)).to_have_text(title)\n'
     )
-    plant(tmp_path, ("step", "open the shop", OPEN_SHOP))
+    plant(tmp_path / "cache", "t", ("step", "open the shop", OPEN_SHOP))
     provider.on("generate", code_answer(annotated))
     provider.on("gate", CLEAN_GATE)
     with PrettyPlay("t", config(shop, tmp_path), browser=browser, provider=provider) as t:
@@ -226,7 +223,8 @@ def test_a_red_steps_error_names_the_page_and_the_http_error_its_document_got(
     pages.pages["/"] = "<h1>Welcome</h1>"
     check = 'def step(page) -> None:\n    expect(page.get_by_role("heading")).to_have_text("Hi")\n'
     plant(
-        tmp_path,
+        tmp_path / "cache",
+        "t",
         ("step", "open the home page", 'def step(page) -> None:\n    page.goto("/")\n'),
         ("step", "open the orders", 'def step(page) -> None:\n    page.goto("/orders")\n'),
         ("expect", "the heading says hi", check),
@@ -283,7 +281,8 @@ def test_a_second_wording_answered_same_as_is_kept_as_a_wording_and_replayed_wit
     shop, tmp_path: Path, provider: ScriptedProvider, browser
 ) -> None:
     cache = plant(
-        tmp_path,
+        tmp_path / "cache",
+        "t",
         ("action", "I open the shop", OPEN_SHOP),
         ("check", 'the heading says "Demo Shop"', HEADING_SAYS),
     )
@@ -325,7 +324,7 @@ def test_an_entry_written_and_then_worded_in_one_run_counts_as_one_written(
 def test_a_same_as_naming_no_listed_step_or_one_whose_parameters_do_not_fit_is_unparseable(
     shop, tmp_path: Path, provider: ScriptedProvider, browser
 ) -> None:
-    cache = plant(tmp_path, *COOKIE_STEPS)
+    cache = plant(tmp_path / "cache", "t", *COOKIE_STEPS)
     provider.on("generate", "SAME AS 4", "SAME AS 3", code_answer(ACCEPT))
     provider.on("gate", CLEAN_GATE)
     with PrettyPlay("t", config(shop, tmp_path), browser=browser, provider=provider) as t:
@@ -354,7 +353,7 @@ def test_a_same_as_naming_no_listed_step_or_one_whose_parameters_do_not_fit_is_u
 def test_a_same_as_candidate_the_gate_refuses_or_that_goes_red_is_not_kept(
     shop, tmp_path: Path, provider: ScriptedProvider, browser
 ) -> None:
-    cache = plant(tmp_path, *COOKIE_STEPS)
+    cache = plant(tmp_path / "cache", "t", *COOKIE_STEPS)
     refused = json_answer(
         {"findings": [{"dimension": "adequacy", "severity": "high", "message": "not the banner"}]}
     )
@@ -378,7 +377,7 @@ def test_a_same_as_candidate_the_gate_refuses_or_that_goes_red_is_not_kept(
 def test_a_step_found_by_a_wording_heals_the_one_entry_of_all_its_wordings(
     shop, tmp_path: Path, provider: ScriptedProvider, browser
 ) -> None:
-    cache = plant(tmp_path, ("action", "I open the shop", OPEN_SHOP))
+    cache = plant(tmp_path / "cache", "t", ("action", "I open the shop", OPEN_SHOP))
     store = CacheStore(tmp_path / "cache", validate=check_code)
     accept = CacheWrite(CacheKey("t", "action", "I accept the cookies"), BROKEN_ACCEPT, "generated")
     store.write(accept)
@@ -421,7 +420,7 @@ def test_a_step_finds_an_entry_by_its_wording_another_features_own_one_too_with_
                       feature="a.feature"),
         ]
     )  # fmt: skip
-    plant(tmp_path, ("action", "I open the shop", OPEN_SHOP))
+    plant(tmp_path / "cache", "t", ("action", "I open the shop", OPEN_SHOP))
     with PrettyPlay("t", config(shop, tmp_path), browser=browser, provider=provider) as t:
         t.step("I open the shop")
         shared = t.expect('the main heading reads "Demo Shop"')

@@ -1,6 +1,6 @@
 """The extension points, as a project uses them: a steering part of its own handed to a test and
-to a behave run, hooks whose misspelt methods are warned about, and the failures that used to
-pass without a word now logged."""
+to a behave run, hooks whose misspelt methods are warned about, and failures of the run's own
+parts (a settle check, a screenshot) logged, never passed over in silence."""
 
 from __future__ import annotations
 
@@ -14,13 +14,14 @@ from playwright.sync_api import Error as PlaywrightError
 from prettyplay_behave import IncurableStepError, PrettyConfig, PrettyPlay
 from prettyplay_behave.browser.settle import Settler
 from prettyplay_behave.browser.tabs import Tabs
-from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
+from prettyplay_behave.cache import CacheKey, CacheStore
 from prettyplay_behave.engine.hooks import Events, Hooks
 from prettyplay_behave.engine.state import TestState
 from prettyplay_behave.engine.steering import StuckStep
 from prettyplay_behave.engine.step import StepRun
 from prettyplay_behave.report.artifacts import Artifacts
 from prettyplay_behave.safety.step_code import check_code
+from tests.support import caches
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.shop_steps import ACCEPT, BROKEN_ACCEPT, OPEN_SHOP
 
@@ -43,10 +44,11 @@ class ScriptedSteering:
         return True
 
 
-def plant(cache: Path, test: str, *steps: tuple[str, str]) -> None:
-    store = CacheStore(cache, validate=check_code)
-    for sentence, code in steps:
-        store.write(CacheWrite(CacheKey(test, "step", sentence), code, "generated"))
+# the shop opens; its cookie banner's button is not where the code looks
+SHOP_STEPS = (
+    ("step", "I open the shop", OPEN_SHOP),
+    ("step", "I accept the cookies", BROKEN_ACCEPT),
+)
 
 
 def test_a_steering_part_handed_to_a_test_takes_the_terminal_dialogs_place(
@@ -56,7 +58,7 @@ def test_a_steering_part_handed_to_a_test_takes_the_terminal_dialogs_place(
     llm_env.on("classify", INCURABLE)
     llm_env.on("gate", CLEAN_GATE)
     cache = tmp_path / "cache"
-    plant(cache, "shop", ("I open the shop", OPEN_SHOP), ("I accept the cookies", BROKEN_ACCEPT))
+    caches.plant(cache, "shop", *SHOP_STEPS)
     steering = ScriptedSteering(ACCEPT)
     config = PrettyConfig(base_url=shop.url, cache_dir=str(cache), interactive=True)
     with PrettyPlay("shop", config=config, browser=browser, steering=steering) as t:
@@ -77,7 +79,7 @@ def test_without_interactive_the_part_is_never_asked(
 ) -> None:
     llm_env.on("classify", INCURABLE)
     cache = tmp_path / "cache"
-    plant(cache, "shop", ("I open the shop", OPEN_SHOP), ("I accept the cookies", BROKEN_ACCEPT))
+    caches.plant(cache, "shop", *SHOP_STEPS)
     steering = ScriptedSteering(ACCEPT)
     config = PrettyConfig(base_url=shop.url, cache_dir=str(cache))
     with PrettyPlay("shop", config=config, browser=browser, steering=steering) as t:
@@ -114,12 +116,7 @@ def test_a_behave_run_takes_its_steering_part_from_environment_py(
 ) -> None:
     project.write("features/environment.py", ENVIRONMENT)
     project.write("features/shop.feature", FEATURE)
-    plant(
-        project.cache_dir,
-        "shop.feature::Visit",
-        ("I open the shop", OPEN_SHOP),
-        ("I accept the cookies", BROKEN_ACCEPT),
-    )
+    caches.plant(project.cache_dir, "shop.feature::Visit", *SHOP_STEPS)
     llm.on("classify", INCURABLE)
     result = project.run(
         "-D", f"prettyplay.base_url={shop.url}", "-D", "prettyplay.interactive=true", env=llm.env
@@ -249,7 +246,7 @@ def test_a_hook_takes_the_step_the_test_and_the_verdict_by_name(
     shop, tmp_path: Path, browser, llm_env: ScriptedLLMServer
 ) -> None:
     cache = tmp_path / "cache"
-    plant(cache, "shop", ("I open the shop", OPEN_SHOP), ("I accept the cookies", BROKEN_ACCEPT))
+    caches.plant(cache, "shop", *SHOP_STEPS)
     llm_env.on("classify", json_answer({"label": "rot", "explanation": "renamed",
                                         "recommendation": "-"}))  # fmt: skip
     llm_env.on("heal", code_answer(ACCEPT))

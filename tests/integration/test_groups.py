@@ -16,10 +16,8 @@ from prettyplay_behave import (
     ProductDefectError,
     ProviderUnavailableError,
 )
-from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
-from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import BehaveProject, HealedExamples
-from tests.support.caches import by_sentence, steps
+from tests.support.caches import by_sentence, plant, steps
 from tests.support.changed_ui import CHECKOUT
 from tests.support.healing_run import READS_HEALED_EXAMPLES
 from tests.support.hooks import Recorder
@@ -83,16 +81,6 @@ def changed(fresh_shop):
 config = functools.partial(api_config, action_timeout_ms=3_000)
 
 
-def plant(tmp_path: Path, *steps: tuple[str, str, str], test: str = "t") -> Path:
-    store = CacheStore(tmp_path / "cache", validate=check_code)
-    counts: dict[tuple[str, str], int] = {}
-    for kind, sentence, code in steps:
-        counts[(kind, sentence)] = counts.get((kind, sentence), 0) + 1
-        key = CacheKey(test, kind, sentence, "", counts[(kind, sentence)])
-        store.write(CacheWrite(key, code, "generated"))
-    return tmp_path / "cache"
-
-
 def origins(cache_dir: Path, feature: str | None = None) -> dict[str, str]:
     return {sentence: e["origin"] for sentence, e in by_sentence(cache_dir, feature).items()}
 
@@ -101,7 +89,8 @@ def test_a_root_in_an_earlier_step_recovers_the_whole_row(
     changed, tmp_path: Path, llm_env: ScriptedLLMServer, caplog: pytest.LogCaptureFixture, browser
 ) -> None:
     cache = plant(
-        tmp_path,
+        tmp_path / "cache",
+        "t",
         ("step", "open the shop", OPEN_SHOP),
         ("step", "allow the cookies", ACCEPT_NEW),
         ("step", "choose the green tea", CHOOSE_OLD),
@@ -173,7 +162,8 @@ def test_a_root_in_an_earlier_step_recovers_the_whole_row(
 
 def group_with_old_banner(tmp_path: Path) -> Path:
     return plant(
-        tmp_path,
+        tmp_path / "cache",
+        "t",
         ("step", "open the shop", OPEN_SHOP),
         ("step", "accept the cookie banner", ACCEPT_OLD),
     )
@@ -230,7 +220,8 @@ def test_two_groups_with_one_prompt_share_the_cap(
         '    expect(page.get_by_role("heading", level=1)).to_have_text("Shop", timeout=300)\n'
     )
     plant(
-        tmp_path,
+        tmp_path / "cache",
+        "t",
         ("step", "open the shop", OPEN_SHOP),
         ("step", "accept the cookie banner", ACCEPT_OLD),
         ("expect", "the heading names the shop", wrong_check),
@@ -334,7 +325,7 @@ def test_strict_group_steps_only_classify(
 def test_group_generation_is_framed_and_never_classified(
     changed, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
-    plant(tmp_path, ("step", "open the shop", OPEN_SHOP))
+    plant(tmp_path / "cache", "t", ("step", "open the shop", OPEN_SHOP))
     wrong_check = (
         "def step(page) -> None:\n"
         '    expect(page.get_by_role("heading", level=1)).to_have_text("Shop", timeout=300)\n'
@@ -365,7 +356,7 @@ def test_group_generation_is_framed_and_never_classified(
 def test_membership_stays_in_the_scenario_records(
     changed, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
-    plant(tmp_path, ("step", "open the shop", OPEN_SHOP))
+    plant(tmp_path / "cache", "t", ("step", "open the shop", OPEN_SHOP))
     llm_env.on("generate", code_answer(ACCEPT_NEW))
     llm_env.on("gate", CLEAN_GATE)
     with PrettyPlay("t", config=config(changed.url, tmp_path / "cache"), browser=browser) as t:

@@ -146,11 +146,9 @@ config = functools.partial(api_config, action_timeout_ms=2_000)
 
 
 def plant_broken(tmp_path: Path) -> Path:
-    store = CacheStore(tmp_path / "cache", validate=check_code)
-    store.write(CacheWrite(CacheKey("t", "step", "open the shop"), OPEN_SHOP, "generated"))
-    key = CacheKey("t", "step", "accept the cookie banner")
-    store.write(CacheWrite(key, BROKEN_ACCEPT, "generated"))
-    return tmp_path / "cache"
+    """The shop opens; the cookie banner's button is not where the code looks."""
+    accept = ("step", "accept the cookie banner", BROKEN_ACCEPT)
+    return plant(tmp_path / "cache", "t", ("step", "open the shop", OPEN_SHOP), accept)
 
 
 class Recorder:

@@ -20,8 +20,6 @@ from prettyplay_behave import (
     ProviderUnavailableError,
     RedStepError,
 )
-from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
-from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import BehaveProject
 from tests.support import caches
 from tests.support.llm_server import (
@@ -54,15 +52,6 @@ Feature: Shop
 """
 
 
-def plant(project: BehaveProject, feature: str, rows: list[tuple[str, str, str, str]]) -> None:
-    """Cache entries of ``feature``: (scenario, kind, sentence, code) each."""
-    store = CacheStore(project.cache_dir, validate=check_code)
-    for scenario, kind, sentence, code in rows:
-        store.write(
-            CacheWrite(CacheKey(f"{feature}::{scenario}", kind, sentence), code, "generated")
-        )
-
-
 def junit_counts(folder: Path) -> dict[str, int]:
     suites = [ElementTree.parse(path).getroot() for path in folder.glob("*.xml")]
     return {key: sum(int(s.get(key, 0)) for s in suites) for key in ("failures", "errors")}
@@ -87,10 +76,12 @@ def test_a_regression_under_strict_is_a_failure_and_a_missing_entry_an_error(
     project: BehaveProject, shop, llm: ScriptedLLMServer
 ) -> None:
     project.write("features/shop.feature", STRICT_FEATURE)
-    plant(project, "shop.feature", [
-        ("Regression", "action", "I open the shop", OPEN_SHOP),
-        ("Regression", "check", "the heading says Demo Shop", REGRESSED),
-    ])  # fmt: skip
+    caches.plant(
+        project.cache_dir,
+        "shop.feature::Regression",
+        ("action", "I open the shop", OPEN_SHOP),
+        ("check", "the heading says Demo Shop", REGRESSED),
+    )
     llm.on("classify", json_answer(ROT))
     result = project.run(
         "-o", "-", *JSON, *ALLURE, *JUNIT,
@@ -292,9 +283,7 @@ def test_a_navigation_to_a_down_app_names_the_network_error(
     """Chromium's error page of a failed navigation is no origin outside the bounds."""
     down = f"http://127.0.0.1:{closed_port()}"
     config = PrettyConfig(base_url=down, cache_dir=str(tmp_path / "cache"), strict=True)
-    CacheStore(tmp_path / "cache", validate=check_code).write(
-        CacheWrite(CacheKey("down", "action", "open the shop"), OPEN_SHOP, "generated")
-    )
+    caches.plant(tmp_path / "cache", "down", ("action", "open the shop", OPEN_SHOP))
     llm_env.on("classify", json_answer(INCURABLE))
     with PrettyPlay("down", config=config, browser=browser) as t:
         with pytest.raises(IncurableStepError) as caught:

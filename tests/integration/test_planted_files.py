@@ -1,6 +1,8 @@
 """Cache files planted by an attacker (a pull request, an unpacked archive): whatever they hold,
 no output shows a control character raw, any structure gives a CacheError naming the file (and a
-run still ends with its summary), and a lock file that is a link never reaches what it points to.
+run still ends with its summary), and a link in the cache (a lock file, the library folder, the
+cache folder itself) never reaches what it points to: no command or run reads, writes, lists or
+deletes anything there.
 
 Each hostile text is tried as a planted entry replayed strictly with no API key and, where the
 LLM could say it, as the LLM's answer."""
@@ -29,8 +31,10 @@ from prettyplay_behave.cache import (
 from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import ROOT, BehaveProject
 from tests.support.attacks import MODES
-from tests.support.caches import steps
+from tests.support.behave_runs import run_prettyplay
+from tests.support.caches import plant, steps
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
+from tests.support.outside import Outside
 from tests.support.shop_steps import OPEN_SHOP
 
 # A terminal's clear-screen, title and bell, a C1 CSI, a NUL, a bidirectional override and a
@@ -293,5 +297,130 @@ def test_the_run_keeps_its_summary_when_the_obsolete_entries_cannot_be_known(
         "-D", f"prettyplay.base_url={shop.url}", "features/shop.feature", timeout=120
     )
     assert "prettyplay: 1 test (0 failed)" in result.output, result
-    assert "obsolete entries unknown: ParserError: " in result.output, result
+    unknown = "obsolete entries unknown: features/broken.feature: behave cannot read it ("
+    assert unknown in result.output, result
     assert result.returncode == 0, result
+
+
+# -- 4: nothing is listed, read, written or deleted through a link that leaves the project ------
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Outside:
+    """A folder of the user's outside the project that looks like a cache: another program's
+    step file, its lock, an old per-feature file and lock files of other programs (each of which
+    prettyplay's sweep of stale locks would take for its own)."""
+    made = Outside.made(tmp_path)
+    plant(made.folder, TEST, ("action", "I open the shop", OPEN_SHOP))
+    (made.folder / "shop.feature.json").write_text('{"format": 2, "steps": []}\n')
+    for lock in ("app.lock", "steps/gone.py.lock", "deep/db.lock"):
+        (made.folder / lock).parent.mkdir(exist_ok=True)
+        (made.folder / lock).write_text("")
+    made.settle()
+    return made
+
+
+def planted_link(project: BehaveProject, planted: str, outside: Outside) -> Path:
+    link = project.root / planted
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(outside.folder)
+    outside.settle()
+    return link
+
+
+# what each command is asked, and its exit status when it refuses
+COMMANDS = {
+    "cache prune": (["cache", "prune"], 1),
+    "check": (["check"], 1),
+    "cache list": (["cache", "list"], 1),
+    "cache drop": (["cache", "drop", "I open the shop"], 1),
+    "cache migrate": (["cache", "migrate"], 1),
+    "cache diff": (["cache", "diff"], 2),
+    "plan": (["plan"], 1),
+    "export": (["export", "../exported"], 1),
+}
+
+
+@pytest.mark.parametrize(
+    ("planted", "what"),
+    [
+        ("features/.prettyplay", "the cache folder"),
+        ("features/.prettyplay/steps", "the library folder"),
+    ],
+)
+def test_no_command_goes_through_a_planted_cache_or_library_folder_link(
+    project: BehaveProject, outside: Outside, planted: str, what: str
+) -> None:
+    """The link is committed, as a pull request would add it: every command that reads,
+    writes or deletes in the cache refuses it by name, and what it points to is neither read
+    nor listed (``prune`` deleted other programs' lock files through it, ``migrate`` wrote step
+    files there, ``check`` and ``list`` read whatever it held)."""
+    project.write("features/shop.feature", FEATURE)
+    project.write("features/old.feature", FEATURE)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], cwd=project.root, check=True)
+    subprocess.run([*git, "add", "."], cwd=project.root, check=True)
+    subprocess.run([*git, "commit", "-qm", "features"], cwd=project.root, check=True)
+    if planted.endswith("steps"):  # an old file of the project's own, for migrate to move
+        project.write("features/.prettyplay/old.feature.json", '{"format": 2, "steps": []}\n')
+    link = planted_link(project, planted, outside)
+    subprocess.run([*git, "add", "."], cwd=project.root, check=True)
+    subprocess.run([*git, "commit", "-qm", "the link"], cwd=project.root, check=True)
+    outside.settle()
+    refusal = (
+        f"{planted}: {what} is a symbolic link (to {outside.folder}); prettyplay never follows "
+        "one: delete the link"
+    )
+    for name, (args, status) in COMMANDS.items():
+        done = run_prettyplay(project.root, args)
+        assert done.returncode == status, (name, done)
+        assert refusal in done.stderr, (name, done)
+        assert "Traceback" not in done.stderr, (name, done)
+        try:  # after each command: nothing written, deleted, read or listed
+            outside.untouched(listed_by_behave=name == "plan")
+        except AssertionError as exc:
+            raise AssertionError(f"{name}: {exc}") from None
+    assert link.is_symlink() and not (project.root.parent / "exported").exists()
+
+
+def test_prune_deletes_a_stale_lock_link_in_the_library_never_what_it_points_to(
+    project: BehaveProject, outside: Outside
+) -> None:
+    """A lock file of a step file that is gone is swept, also when it is a link (the name is
+    deleted, in the library folder); a lock of a live file stays; nothing outside is touched.
+    The sweep still works on an ordinary library: it is the positive control."""
+    project.write("features/shop.feature", FEATURE.replace("    Then the shop is open\n", ""))
+    library = plant(project.cache_dir, TEST, ("action", "I open the shop", OPEN_SHOP)) / "steps"
+    stale = library / "action-i-left-0123456789.py.lock"
+    stale.symlink_to(outside.folder / "app.lock")
+    gone = library / "action-i-went-0123456789.py.lock"
+    gone.write_text("")
+    live = [p.name for p in library.glob("*.lock")]
+    outside.settle()
+    done = run_prettyplay(project.root, ["cache", "prune"])
+    assert done.returncode == 0, done
+    assert "0 obsolete entries deleted" in done.stdout, done
+    left = sorted(p.name for p in library.glob("*.lock"))
+    assert left == sorted(set(live) - {stale.name, gone.name})
+    assert not os.path.lexists(stale) and not gone.exists()
+    outside.untouched()
+
+
+def test_a_generating_run_writes_nothing_through_a_planted_library_folder_link(
+    project: BehaveProject, shop, llm: ScriptedLLMServer, outside: Outside
+) -> None:
+    """The run that would have generated the step and written its file (and a temporary file,
+    and a lock) into the folder the link points to fails the step at its lookup, naming the
+    link, before any request; the summary follows."""
+    project.write("features/shop.feature", FEATURE.replace("    Then the shop is open\n", ""))
+    link = planted_link(project, "features/.prettyplay/steps", outside)
+    llm.on("generate", code_answer(OPEN_SHOP))
+    llm.on("gate", CLEAN_GATE, repeat=True)
+    result = project.run("-D", f"prettyplay.base_url={shop.url}", env=llm.env, timeout=120)
+    assert result.returncode == 1, result
+    refusal = f"the library folder is a symbolic link (to {outside.folder}); prettyplay never"
+    assert f"CacheError: {link}: {refusal}" in result.output, result
+    assert not llm.requests  # refused before the step asked for code
+    assert "prettyplay: 1 test (1 failed)" in result.output, result
+    outside.untouched(listed_by_behave=True)
+    assert link.is_symlink()

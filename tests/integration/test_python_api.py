@@ -18,40 +18,35 @@ from prettyplay_behave import (
     ProviderUnavailableError,
 )
 from prettyplay_behave.browser.guard import NavigationGuard
-from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
-from prettyplay_behave.safety.step_code import check_code
 from tests.conftest import launch_chromium
 from tests.support import caches
 from tests.support.hooks import Recorder
 from tests.support.settings import api_config
 from tests.support.shop_steps import ORDER_A_TEA
 
-STEPS = {
-    ("step", "open the shop"): 'def step(page) -> None:\n    page.goto("/")\n',
-    ("step", "accept the cookie banner"): (
-        'def step(page) -> None:\n    page.get_by_role("button", name="Accept cookies").click()\n'
-    ),
-    ("expect", "the banner is gone"): (
-        "def step(page) -> None:\n"
-        '    expect(page.get_by_role("button", name="Accept cookies")).to_be_hidden()\n'
-    ),
-    ("expect", "the heading says Demo Shop"): (
-        "def step(page) -> None:\n"
-        '    expect(page.get_by_role("heading", level=1)).to_have_text("Demo Shop")\n'
-    ),
-}
-
-
-def plant(tmp_path: Path, test: str, *steps: tuple[str, str]) -> None:
-    """The code of ``STEPS`` for each ``(kind, sentence)``, planted for ``test``."""
-    caches.plant(
-        tmp_path / "cache", test, *((kind, text, STEPS[(kind, text)]) for kind, text in steps)
-    )
+OPEN = ("step", "open the shop", 'def step(page) -> None:\n    page.goto("/")\n')
+ACCEPT = (
+    "step",
+    "accept the cookie banner",
+    'def step(page) -> None:\n    page.get_by_role("button", name="Accept cookies").click()\n',
+)
+GONE = (
+    "expect",
+    "the banner is gone",
+    "def step(page) -> None:\n"
+    '    expect(page.get_by_role("button", name="Accept cookies")).to_be_hidden()\n',
+)
+HEADING = (
+    "expect",
+    "the heading says Demo Shop",
+    "def step(page) -> None:\n"
+    '    expect(page.get_by_role("heading", level=1)).to_have_text("Demo Shop")\n',
+)
 
 
 @pytest.mark.own_playwright
 def test_cached_steps_replay_on_a_browser_the_test_owns(shop, tmp_path: Path, caplog) -> None:
-    plant(tmp_path, "visit", ("step", "open the shop"), ("expect", "the heading says Demo Shop"))
+    caches.plant(tmp_path / "cache", "visit", OPEN, HEADING)
     caplog.set_level(logging.INFO, logger="prettyplay")
     with PrettyPlay("visit", config=api_config(shop.url, tmp_path / "cache")) as t:
         assert t.step("open the shop").origin == "replayed"
@@ -69,7 +64,7 @@ def test_cached_steps_replay_on_a_browser_the_test_owns(shop, tmp_path: Path, ca
 def test_a_playwright_handed_in_launches_the_tests_browser_and_keeps_running(
     shop, tmp_path: Path, playwright
 ) -> None:
-    plant(tmp_path, "visit", ("step", "open the shop"))
+    caches.plant(tmp_path / "cache", "visit", OPEN)
     config = api_config(shop.url, tmp_path / "cache", device="iPhone_13")
     with PrettyPlay("visit", config=config, playwright=playwright) as t:
         t.step("open the shop")
@@ -86,8 +81,8 @@ def test_a_playwright_handed_in_launches_the_tests_browser_and_keeps_running(
 def test_tests_on_a_browser_handed_in_get_their_own_contexts_and_leave_it_open(
     shop, tmp_path: Path, playwright
 ) -> None:
-    plant(tmp_path, "visit", ("step", "open the shop"), ("step", "accept the cookie banner"))
-    plant(tmp_path, "again", ("step", "open the shop"), ("expect", "the banner is gone"))
+    caches.plant(tmp_path / "cache", "visit", OPEN, ACCEPT)
+    caches.plant(tmp_path / "cache", "again", OPEN, GONE)
     with closing(launch_chromium(playwright)) as browser:
         with PrettyPlay(
             "visit", config=api_config(shop.url, tmp_path / "cache"), browser=browser
@@ -110,7 +105,7 @@ def test_a_test_whose_set_up_fails_leaves_no_context_behind(
     def broken(*args, **kwargs) -> None:
         raise RuntimeError("the bound could not be set")
 
-    plant(tmp_path, "visit", ("step", "open the shop"))
+    caches.plant(tmp_path / "cache", "visit", OPEN)
     monkeypatch.setattr(NavigationGuard, "install", broken)
     with PrettyPlay("visit", config=api_config(shop.url, tmp_path / "cache"), browser=browser) as t:
         with pytest.raises(RuntimeError, match="could not be set"):
@@ -121,7 +116,7 @@ def test_a_test_whose_set_up_fails_leaves_no_context_behind(
 def test_a_browser_handed_in_is_never_launched_again_nor_given_a_device(
     shop, tmp_path: Path, playwright
 ) -> None:
-    plant(tmp_path, "visit", ("step", "open the shop"))
+    caches.plant(tmp_path / "cache", "visit", OPEN)
     with closing(launch_chromium(playwright)) as browser:
         config = api_config(shop.url, tmp_path / "cache", device="iPhone_13")
         with PrettyPlay("visit", config=config, browser=browser) as t:
@@ -134,7 +129,7 @@ def test_a_browser_handed_in_is_never_launched_again_nor_given_a_device(
 
 
 def test_a_red_replay_is_terminal_with_the_full_render(shop, tmp_path: Path, browser) -> None:
-    plant(tmp_path, "visit", ("expect", "the heading says Demo Shop"))
+    caches.plant(tmp_path / "cache", "visit", HEADING)
     config = api_config(shop.url, tmp_path / "cache", action_timeout_ms=1000, strict=True)
     with (
         PrettyPlay("visit", config=config, browser=browser) as t,
@@ -157,14 +152,16 @@ def test_a_miss_without_llm_is_provider_unavailable(
     assert not (tmp_path / "cache").exists()
 
 
-ORDER = {
-    ("step", "order a tea"): ORDER_A_TEA,
+ORDER = (
+    ("step", "order a tea", ORDER_A_TEA),
     # the status appears a moment after the order is placed; this check does not wait for it
-    ("expect", "the order is confirmed at once"): (
+    (
+        "expect",
+        "the order is confirmed at once",
         "def step(page) -> None:\n"
-        '    expect(page.get_by_role("status")).to_have_text("order confirmed", timeout=50)\n'
+        '    expect(page.get_by_role("status")).to_have_text("order confirmed", timeout=50)\n',
     ),
-}
+)
 
 
 @pytest.mark.parametrize(("tries", "passes"), [(1, False), (80, True)])
@@ -173,9 +170,7 @@ def test_tries_reexecute_a_red_step(
 ) -> None:
     shop = fresh_shop
     shop.order_delay = 2.0  # the order stays "processing…" that long
-    store = CacheStore(tmp_path / "cache", validate=check_code)
-    for (kind, sentence), code in ORDER.items():
-        store.write(CacheWrite(CacheKey("tries", kind, sentence), code, "generated"))
+    caches.plant(tmp_path / "cache", "tries", *ORDER)
     # settle_ms=0: no settle wait, so only the re-executions of ``tries`` can see the status
     with PrettyPlay(
         "tries", config=api_config(shop.url, tmp_path / "cache", settle_ms=0), browser=browser
@@ -189,13 +184,7 @@ def test_tries_reexecute_a_red_step(
 
 
 def test_group_pace_entry_delay_traces_and_framing(shop, tmp_path: Path, browser) -> None:
-    plant(
-        tmp_path,
-        "group",
-        ("step", "open the shop"),
-        ("step", "accept the cookie banner"),
-        ("expect", "the banner is gone"),
-    )
+    caches.plant(tmp_path / "cache", "group", OPEN, ACCEPT, GONE)
     recorder = Recorder()
     config = api_config(shop.url, tmp_path / "cache", hooks=[recorder])
     with PrettyPlay("group", config=config, browser=browser) as t:
@@ -264,7 +253,7 @@ def test_a_hook_that_raises_is_logged_and_the_run_goes_on(
         def on_step_started(self, sentence: str) -> None:
             raise RuntimeError("hook bug")
 
-    plant(tmp_path, "hooks", ("step", "open the shop"))
+    caches.plant(tmp_path / "cache", "hooks", OPEN)
     with PrettyPlay(
         "hooks", config=api_config(shop.url, tmp_path / "cache", hooks=[Broken()]), browser=browser
     ) as t:
@@ -273,7 +262,7 @@ def test_a_hook_that_raises_is_logged_and_the_run_goes_on(
 
 
 def test_a_page_handed_in_stays_open(shop, tmp_path: Path, page_on) -> None:
-    plant(tmp_path, "mine", ("step", "open the shop"))
+    caches.plant(tmp_path / "cache", "mine", OPEN)
     page = page_on(shop.url)
     with PrettyPlay("mine", config=api_config(shop.url, tmp_path / "cache"), page=page) as t:
         t.step("open the shop")

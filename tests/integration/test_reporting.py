@@ -27,7 +27,7 @@ from prettyplay_behave.safety.step_code import check_code
 from prettyplay_behave.vocabulary import FailureKind, Kind, Outcome, StepLabel, StepStatus
 from tests.conftest import BehaveProject, copy_examples, new_project
 from tests.support.behave_runs import run_prettyplay
-from tests.support.caches import cache_bytes
+from tests.support.caches import cache_bytes, plant
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.shop_steps import ACCEPT, HEADING, OPEN_SHOP
 
@@ -49,19 +49,14 @@ WELCOME = (
     "def step(page) -> None:\n"
     '    expect(page.get_by_role("heading", level=1)).to_have_text("Welcome", timeout=500)\n'
 )
+OPENS = ("step", "I open the shop", OPEN_SHOP)
+GREETS = ("expect", "the heading says Demo Shop", HEADING)
+WELCOMES = ("expect", "the heading says Welcome", WELCOME)
 DEFECT = {
     "label": "product_defect",
     "explanation": "the shop greets nobody",
     "recommendation": "add the welcome heading",
 }
-
-
-def plant(project: BehaveProject, rows: list[tuple[str, str, str, str]]) -> None:
-    """Cache entries of shop.feature: (scenario, kind, sentence, code) each."""
-    store = CacheStore(project.cache_dir, validate=check_code)
-    for scenario, kind, sentence, code in rows:
-        key = CacheKey(f"shop.feature::{scenario}", kind, sentence)
-        store.write(CacheWrite(key, code, "generated"))
 
 
 @dataclass
@@ -81,13 +76,9 @@ def reported(
     llm.reset()
     project = new_project(tmp_path_factory.mktemp("reported"))
     project.write("features/shop.feature", FEATURE)
-    plant(project, [
-        ("Replayed", "step", "I open the shop", OPEN_SHOP),
-        ("Replayed", "expect", "the heading says Demo Shop", HEADING),
-        ("Generated", "step", "I open the shop", OPEN_SHOP),
-        ("Broken", "step", "I open the shop", OPEN_SHOP),
-        ("Broken", "expect", "the heading says Welcome", WELCOME),
-    ])  # fmt: skip
+    plant(project.cache_dir, "shop.feature::Replayed", OPENS, GREETS)
+    plant(project.cache_dir, "shop.feature::Generated", OPENS)
+    plant(project.cache_dir, "shop.feature::Broken", OPENS, WELCOMES)
     llm.on("generate", code_answer(ACCEPT))
     llm.on("gate", CLEAN_GATE)
     llm.on("classify", json_answer(DEFECT))
@@ -274,12 +265,8 @@ Feature: Shop
 def run_for_artifacts(project: BehaveProject, shop, env: dict[str, str], *settings: str):
     """A passing and a failing scenario replayed from the cache (no LLM), into reports/."""
     project.write("features/shop.feature", ARTIFACT_FEATURE)
-    plant(project, [
-        ("Passes", "step", "I open the shop", OPEN_SHOP),
-        ("Passes", "expect", "the heading says Demo Shop", HEADING),
-        ("Fails", "step", "I open the shop", OPEN_SHOP),
-        ("Fails", "expect", "the heading says Welcome", WELCOME),
-    ])  # fmt: skip
+    plant(project.cache_dir, "shop.feature::Passes", OPENS, GREETS)
+    plant(project.cache_dir, "shop.feature::Fails", OPENS, WELCOMES)
     options = [arg for setting in settings for arg in ("-D", f"prettyplay.{setting}")]
     return project.run(
         "-D", f"prettyplay.base_url={shop.url}", "-D", "prettyplay.report_dir=reports",

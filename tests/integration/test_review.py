@@ -28,7 +28,7 @@ from prettyplay_behave.safety.step_code import check_code
 from prettyplay_behave.vocabulary import GroupLabel, Kind, Origin, StepStatus
 from tests.conftest import HealedExamples
 from tests.support.behave_runs import run_prettyplay
-from tests.support.caches import by_sentence
+from tests.support.caches import by_sentence, plant
 from tests.support.changed_ui import CART, CHECKOUT
 from tests.support.healing_run import READS_HEALED_EXAMPLES, RECOVERABLE, ROT, git
 from tests.support.shop_steps import ACCEPT, OPEN_SHOP
@@ -261,37 +261,30 @@ def test_cache_diff_refuses_what_it_cannot_compare(tmp_path: Path) -> None:
     )
 
 
-def plant(
-    store: CacheStore,
-    test: str,
-    sentence: str,
-    code: str,
-    origin: str = "generated",
-    pinned: bool = False,
-) -> None:
-    store.write(CacheWrite(CacheKey(test, "action", sentence), code, origin, pinned))
-
-
 def test_cache_diff_lists_added_removed_and_changed_entries_in_new_and_deleted_files(
     tmp_path: Path,
 ) -> None:
     root = tmp_path / "repo"
     cache_dir = root / "tests-cache"
-    store = CacheStore(cache_dir, validate=check_code)
-    plant(store, "a.feature::One", "I open the shop", OPEN_SHOP)
-    plant(store, "a.feature::One", "I accept the cookie banner", ACCEPT)
-    plant(store, "a.feature::One", "I keep this", OPEN_SHOP)
-    plant(store, "old.feature::Gone", "I open the shop", OPEN_SHOP)
+    plant(
+        cache_dir,
+        "a.feature::One",
+        ("action", "I open the shop", OPEN_SHOP),
+        ("action", "I accept the cookie banner", ACCEPT),
+        ("action", "I keep this", OPEN_SHOP),
+    )
+    plant(cache_dir, "old.feature::Gone", ("action", "I open the shop", OPEN_SHOP))
     git(root, "init", "-q")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "cache")
     kept = cache_dir / "steps" / file_name(("action", "I keep this", ""))
     untouched = kept.read_bytes()
 
+    moved = OPEN_SHOP.replace('"/"', '"/shop"')
+    plant(cache_dir, "a.feature::One", ("action", "I open the shop", moved), origin="healed")
+    plant(cache_dir, "a.feature::Two", ("action", "I open the shop", OPEN_SHOP), pinned=True)
+    plant(cache_dir, "new.feature::Fresh", ("action", "I open the cart", OPEN_SHOP))
     store = CacheStore(cache_dir, validate=check_code)
-    plant(store, "a.feature::One", "I open the shop", OPEN_SHOP.replace('"/"', '"/shop"'), "healed")
-    plant(store, "a.feature::Two", "I open the shop", OPEN_SHOP, pinned=True)
-    plant(store, "new.feature::Fresh", "I open the cart", OPEN_SHOP)
     store.drop([e for e in store.library().entries if "cookie" in e.sentence])
     assert kept.read_bytes() == untouched
 
@@ -340,7 +333,7 @@ def test_cache_diff_shows_nothing_for_a_migration_alone(tmp_path: Path) -> None:
 def test_cache_diff_reports_a_refused_entry_by_file_and_entry(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     cache_dir = root / "features" / ".prettyplay"
-    plant(CacheStore(cache_dir, validate=check_code), "a.feature::One", "I open it", OPEN_SHOP)
+    plant(cache_dir, "a.feature::One", ("action", "I open it", OPEN_SHOP))
     git(root, "init", "-q")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "cache")

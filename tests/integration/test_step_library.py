@@ -427,7 +427,7 @@ def test_the_examples_old_caches_migrate_and_replay_with_no_request(
     assert sorted(p.relative_to(cache_dir) for p in cache_dir.rglob("*") if p.is_dir()) == [
         Path("steps")
     ]  # the old files' folders went with them
-    # the repository's own examples were migrated from format 2: their library is this one (byte
+    # the repository's own examples, migrated from format 2: their library is this one (byte
     # for byte from format 2; the same entries, field for field, from format 1), and it replays
     # strictly with no request (test_behave_replay runs it)
     committed = ROOT / "features" / ".prettyplay"

@@ -54,10 +54,6 @@ class Outcome:
     went_on: bool  # the next step of the test ran green
 
 
-def plant(cache: Path, *steps: tuple[str, str, str]) -> None:
-    caches.plant(cache, TEST, *steps)
-
-
 def answer_with(code: str, llm: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
     """The LLM of this test process answers ``code`` for the attack step, passes every gate and
     judges every red step incurable (so a red step ends with its own error)."""
@@ -87,7 +83,9 @@ def attack(
     ``BARRIER`` from the same context (see ``reach_outside``) before the next step: a request
     the attack sent has had its chance to arrive, and ``origins.hits`` holds ``BARRIER``."""
     cache = tmp_path / "cache"
-    plant(cache, ("step", "I open the app", OPEN_APP), ("expect", "the heading shows", HEADING))
+    caches.plant(
+        cache, TEST, ("step", "I open the app", OPEN_APP), ("expect", "the heading shows", HEADING)
+    )
     if mode == "planted":
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
         CacheStore(cache, validate=lambda code: None).write(

@@ -81,13 +81,20 @@ def scenario_code(
     return list(found.values())
 
 
-def plant(cache_dir: Path, test: str, *entries: tuple[str, str, str]) -> Path:
-    """Write ``(kind, sentence, code)`` entries for ``test``, as a generating run would (the
-    code policy checks each); the library folder they are in."""
+def plant(
+    cache_dir: Path,
+    test: str,
+    *entries: tuple[str, str, str],
+    origin: str = "generated",
+    pinned: bool = False,
+) -> Path:
+    """Write ``(kind, sentence, code)`` entries for ``test``, as a run would write code of
+    ``origin`` (pinned to the test's scenario with ``pinned``; the code policy checks each);
+    ``cache_dir``, for the run that reads them."""
     store = CacheStore(cache_dir, validate=check_code)
     for kind, sentence, code in entries:
-        store.write(CacheWrite(CacheKey(test, kind, sentence), code, "generated"))
-    return store.path_for(test)
+        store.write(CacheWrite(CacheKey(test, kind, sentence), code, origin, pinned))
+    return cache_dir
 
 
 def cache_bytes(cache_dir: Path) -> dict[str, bytes]:

@@ -8,13 +8,14 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from prettyplay_behave.export import ADDRESS_MODULE, write_support
+from prettyplay_behave.export import ADDRESS_MODULE, support_modules
 
 
 def support_module(steps: Path) -> ModuleType:
     """Write the support modules into ``steps`` and import ``step_support`` from there."""
     steps.mkdir(parents=True, exist_ok=True)
-    write_support(steps)
+    for relative, content in support_modules().items():
+        (steps / relative.name).write_bytes(content)
     address = Path(ADDRESS_MODULE).stem
     spec = importlib.util.spec_from_file_location("step_support", steps / "step_support.py")
     assert spec is not None and spec.loader is not None

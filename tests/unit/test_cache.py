@@ -9,6 +9,7 @@ import errno
 import faulthandler
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from prettyplay_behave.cache import (
 from prettyplay_behave.cache_diff import entry_changes
 from prettyplay_behave.cli import describe
 from prettyplay_behave.errors import CacheError, CodePolicyError
+from tests.support.outside import Outside
 
 TEST = "shop/checkout.feature::Buy a product"
 OPEN_CODE = 'def step(page) -> None:\n    page.goto("/")'
@@ -1022,9 +1024,15 @@ def test_a_lock_file_that_reaches_another_file_is_refused_and_that_file_untouche
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes: POSIX")
-@pytest.mark.parametrize("planted", ["named pipe", "link to a device"])
+@pytest.mark.parametrize(
+    ("planted", "refused"),
+    [
+        ("named pipe", "not a regular file"),
+        ("link to a device", re.escape("the library file is a symbolic link (to /dev/zero)")),
+    ],
+)
 def test_a_cache_file_that_is_no_regular_file_is_refused_without_blocking(
-    tmp_path: Path, planted: str
+    tmp_path: Path, planted: str, refused: str
 ) -> None:
     path = library_file(tmp_path)
     path.parent.mkdir(parents=True)
@@ -1035,9 +1043,9 @@ def test_a_cache_file_that_is_no_regular_file_is_refused_without_blocking(
     # a read that blocks is stopped here, the test failing with the stacks
     faulthandler.dump_traceback_later(30, exit=True)
     try:
-        with pytest.raises(CacheError, match=f"^{path}: not a regular file"):
+        with pytest.raises(CacheError, match=f"^{path}: {refused}"):
             store(tmp_path).lookup(entry("open the shop").key)
-        with pytest.raises(CacheError, match=f"failed to load: {path}: not a regular file"):
+        with pytest.raises(CacheError, match=f"failed to load: {path}: {refused}"):
             store(tmp_path).write(entry("open the shop"))  # a store that never loaded it
     finally:
         faulthandler.cancel_dump_traceback_later()
@@ -1191,3 +1199,110 @@ def test_a_review_lists_an_entry_that_gained_a_wording_and_the_listing_shows_it(
     (back,) = entry_changes(cache.Library([worded]), cache.Library([shown]))
     assert back.headline().endswith("no longer worded 'the list contains \"{}\"'")
     assert describe(worded).endswith("(takes text; also 'the list contains \"{}\"')")
+
+
+# -- links: nothing of the cache is listed, read, written or deleted through one ----------------
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Outside:
+    return Outside.made(tmp_path)
+
+
+def their_library(folder: Path) -> Path:
+    """A library file of another project's (a step this one also has), written in ``folder``."""
+    theirs = CacheStore(folder, refuse_imports)
+    theirs.write(entry("open the shop", 'def step(page) -> None:\n    page.goto("/theirs")'))
+    return theirs.path_of(theirs.library().entries[0])
+
+
+@pytest.mark.parametrize("planted", ["the cache folder", "the library folder"])
+def test_a_cache_or_library_folder_planted_as_a_link_is_refused_before_anything_outside(
+    tmp_path: Path, outside: Outside, planted: str
+) -> None:
+    """A pull request adds ``features/.prettyplay`` (or its ``steps``) as a link to a folder of
+    the user's: no load lists it, no write or migration puts a step file, a temporary file or a
+    lock there, and what is there is neither read nor served."""
+    cache_dir = tmp_path / "cache"
+    old_file(tmp_path, "shop/checkout.feature.json", raw_entry(sentence="pay"))  # to migrate
+    if planted == "the cache folder":
+        their_library(outside.folder)  # what it points to looks like a cache: theirs
+        (tmp_path / "cache").rename(tmp_path / "kept")
+        link = cache_dir
+    else:
+        their_library(outside.folder / "cache")
+        link = cache_dir / "steps"
+    link.symlink_to(outside.folder / ("cache/steps" if planted == "the library folder" else ""))
+    outside.settle()
+    refused = re.escape(f"{link}: {planted} is a symbolic link (to {os.readlink(link)}); ")
+    refused += "prettyplay never follows one: delete the link"
+    attempts = [
+        lambda: store(tmp_path).lookup(entry("open the shop").key),
+        lambda: store(tmp_path).write(entry("open the shop")),
+        lambda: store(tmp_path).migrate(),
+        lambda: cache.cache_files(cache_dir),
+        lambda: cache.update(cache_dir, library_file(tmp_path), lambda _: None, refuse_imports),
+    ]
+    for attempt in attempts:
+        with pytest.raises(CacheError, match=f"^{refused}$"):
+            attempt()
+        outside.untouched()  # after each: nothing written, listed or read there
+    assert link.is_symlink()
+
+
+@pytest.mark.parametrize("link", ["symbolic", "hard"])
+def test_a_library_file_that_is_a_link_is_refused_unread_and_its_target_kept(
+    tmp_path: Path, outside: Outside, link: str
+) -> None:
+    """The step's file is a link to another project's file of the same step: it is not served,
+    not read, and no write goes to it, whatever store meets it first."""
+    theirs = their_library(outside.folder)
+    path = library_file(tmp_path)
+    path.parent.mkdir(parents=True)
+    if link == "symbolic":
+        path.symlink_to(theirs)
+        refused = re.escape(f"{path}: the library file is a symbolic link (to {theirs}); ")
+        refused += "prettyplay never follows one: delete the link"
+        refused_on_write = refused
+    else:
+        os.link(theirs, path)
+        refused = re.escape(f"{path}: the library file is a hard link (another name shares ")
+        refused_on_write = re.escape(f"{path}: the library file is not a file of its own (")
+    outside.settle()
+    loaded = store(tmp_path)
+    with pytest.raises(CacheError, match=f"^{refused}"):
+        loaded.lookup(entry("open the shop").key)
+    with pytest.raises(CacheError, match=f"failed to load: {refused}"):
+        loaded.write(entry("open the shop"))
+    with pytest.raises(CacheError, match=f"^{refused_on_write}"):
+        cache.update(tmp_path / "cache", path, lambda library: None, refuse_imports)
+    outside.untouched()
+    assert os.path.lexists(path) and not Path(f"{path}.lock").exists()
+
+
+def test_a_folder_or_an_old_file_of_the_cache_that_is_a_link_is_never_followed(
+    tmp_path: Path, outside: Outside
+) -> None:
+    """Old per-feature files are found by walking the cache folder: a folder of it that is a
+    link is refused where the walk meets it, its target never listed; an old file that is a link
+    is refused by name, unread, and the migration that would delete it does not start."""
+    (outside.folder / "checkout.feature.json").write_text(document(raw_entry()))
+    outside.settle()
+    (tmp_path / "cache").mkdir()
+    folder = tmp_path / "cache" / "shop"
+    folder.symlink_to(outside.folder)
+    refused = re.escape(f"{folder}: a folder of the cache is a symbolic link (to {outside.folder})")
+    with pytest.raises(CacheError, match=f"^{refused}"):
+        store(tmp_path).lookup(entry("open the shop").key)
+    outside.untouched()
+    folder.unlink()
+    old = tmp_path / "cache" / "shop.feature.json"
+    old.symlink_to(outside.folder / "checkout.feature.json")
+    refused = re.escape(f"{old}: the cache file is a symbolic link (to {os.readlink(old)})")
+    key = entry("open the shop", test="shop.feature::Buy").key
+    with pytest.raises(CacheError, match=f"^{refused}"):
+        store(tmp_path).lookup(key)
+    with pytest.raises(CacheError, match=f"^{refused}"):
+        store(tmp_path).migrate()
+    outside.untouched()
+    assert old.is_symlink()

@@ -17,12 +17,12 @@ from prettyplay_behave.config import (
 from prettyplay_behave.errors import ConfigError
 from tests.conftest import ROOT
 
-MANUAL = ROOT / "docs" / "configuration.md"
+CONFIGURATION_DOC = ROOT / "docs" / "configuration.md"
 
 
 def documented_rows() -> list[list[str]]:
     """The rows of the table under "## The keys" in docs/configuration.md."""
-    section = MANUAL.read_text(encoding="utf-8").split("\n## The keys\n", 1)[1]
+    section = CONFIGURATION_DOC.read_text(encoding="utf-8").split("\n## The keys\n", 1)[1]
     rows = []
     for line in section.lstrip("\n").splitlines():
         if not line.startswith("|"):
@@ -38,12 +38,12 @@ def documented_keys() -> list[str]:
     keys = []
     for row in documented_rows():
         found = re.fullmatch(r"`(\w+)`", row[0])
-        assert found, f"not a key in {MANUAL.name}: {row[0]}"
+        assert found, f"not a key in {CONFIGURATION_DOC.name}: {row[0]}"
         keys.append(found.group(1))
     return keys
 
 
-def test_the_manual_tells_the_scope_of_every_key() -> None:
+def test_the_docs_tell_the_scope_of_every_key() -> None:
     scopes = {row[0].strip("`"): row[1] for row in documented_rows()}
     assert {key for key, scope in scopes.items() if scope == "test"} == set(TEST_KEYS)
     assert {key for key, scope in scopes.items() if scope == "run"} == set(RUN_KEYS)
@@ -67,7 +67,7 @@ def test_a_tag_with_a_per_test_key_sets_it_for_that_test_only() -> None:
     assert config.for_test().healing_attempts == 2
 
 
-def test_the_manual_documents_every_key_and_no_other() -> None:
+def test_the_docs_document_every_key_and_no_other() -> None:
     documented = documented_keys()
     assert len(documented) == len(set(documented)), "a key is documented twice"
     assert set(documented) == set(KEYS)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import io
+import os
+import shutil
 import tempfile
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
@@ -28,9 +30,11 @@ from prettyplay_behave.export import (
     steps_module,
     unfaithful,
 )
+from prettyplay_behave.resources import templates_folder
 from prettyplay_behave.safety.step_code import step_code
 from tests.support.caches import plant
 from tests.support.exported import support_module
+from tests.support.outside import Outside
 
 
 def support() -> ModuleType:
@@ -625,3 +629,167 @@ def test_an_entry_whose_function_would_not_be_its_cached_code_is_left_out_by_nam
     module = (tmp_path / "out" / "steps" / "exported_steps.py").read_text(encoding="utf-8")
     compile(module, "exported_steps.py", "exec")
     assert "cart" not in module
+
+
+# -- links: the export copies nothing through a link out of its folder, writes through none -------
+
+FEATURE = "Feature: A\n  Scenario: A\n    Given I open the shop\n"
+
+
+def exportable(tmp_path: Path) -> Path:
+    """A features folder whose one step has cached code, and an upload."""
+    features = tmp_path / "features"
+    (features / "files").mkdir(parents=True)
+    (features / "a.feature").write_text(FEATURE)
+    (features / "files" / "receipt.pdf").write_bytes(b"%PDF")
+    plant(
+        features / ".prettyplay",
+        "a.feature::A",
+        ("action", "I open the shop", "def step(page) -> None:\n    page.goto('/')"),
+    )
+    return features
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Outside:
+    return Outside.made(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "planted",
+    ["files/statement.pdf", "files/shared", "files", "stolen.feature", "shop/notes.txt"],
+)
+def test_export_copies_nothing_through_a_link_out_of_the_features_folder(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    outside: Outside,
+    planted: str,
+) -> None:
+    """A pull request adds a link in the features folder to a file or folder of the user's (an
+    upload that is a link to ``~/.ssh/id_rsa``): the export refuses it by name before it
+    writes anything, as a run's upload of it is refused, and never reads what it reaches."""
+    monkeypatch.chdir(tmp_path)
+    features = exportable(tmp_path)
+    link = features / planted
+    if planted == "files":
+        shutil.rmtree(link)
+    link.parent.mkdir(exist_ok=True)
+    folder = planted in ("files", "files/shared")
+    link.symlink_to(outside.folder if folder else outside.file)
+    outside.settle()
+    assert main(["export", "out"]) == 2
+    error = capsys.readouterr().err
+    shown = Path("features", planted)
+    assert f"{shown}: a symbolic link out of features (to {os.readlink(link)})" in error
+    assert "the export copies nothing through one" in error
+    assert not (tmp_path / "out").exists()
+    outside.untouched()
+
+
+def test_a_link_that_stays_in_the_features_folder_is_copied_as_what_it_reaches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The control: links inside the folder (as an upload may follow) are copied as the plain
+    file or folder they reach; one that leads back into a folder it lies in is refused."""
+    monkeypatch.chdir(tmp_path)
+    features = exportable(tmp_path)
+    (features / "files" / "v2").mkdir()
+    (features / "files" / "v2" / "form.pdf").write_bytes(b"%PDF-2")
+    (features / "files" / "latest.pdf").symlink_to("receipt.pdf")
+    (features / "files" / "current").symlink_to("v2")
+    assert main(["export", "out"]) == 0
+    out = tmp_path / "out" / "files"
+    assert not (out / "latest.pdf").is_symlink() and (out / "latest.pdf").read_bytes() == b"%PDF"
+    assert not (out / "current").is_symlink()
+    assert (out / "current" / "form.pdf").read_bytes() == b"%PDF-2"
+    (features / "files" / "v2" / "up").symlink_to("..")
+    assert main(["export", "again"]) == 2
+    error = capsys.readouterr().err
+    up = Path("features", "files", "current", "up")
+    assert f"{up}: a symbolic link back into a folder it lies in (to ..)" in error
+    assert not (tmp_path / "again").exists()
+
+
+WRITTEN = [
+    ".",
+    "steps",
+    "steps/exported_steps.py",
+    "steps/step_support.py",
+    "environment.py",
+    "a.feature",
+    "files",
+    "files/receipt.pdf",
+]
+
+
+@pytest.mark.parametrize("planted", WRITTEN)
+def test_export_writes_nothing_through_a_link_planted_in_a_kept_folder(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    outside: Outside,
+    planted: str,
+) -> None:
+    """DIR is kept (``--force``), perhaps committed, and a link is planted for a file or
+    folder the export writes: the export refuses it by name before it writes anything, and the
+    file outside (``~/.bashrc``, say) is neither overwritten nor read."""
+    monkeypatch.chdir(tmp_path)
+    exportable(tmp_path)
+    kept = tmp_path / "out"
+    link = kept / planted if planted != "." else kept
+    if planted != ".":
+        (kept / "notes.txt").parent.mkdir()
+        (kept / "notes.txt").write_text("mine")
+        link.parent.mkdir(parents=True, exist_ok=True)
+    folder = planted in (".", "steps", "files")
+    link.symlink_to(outside.folder if folder else outside.file)
+    before = sorted(p.relative_to(tmp_path) for p in kept.rglob("*"))
+    outside.settle()  # after the listing above, which goes through a link to a folder
+    assert main(["export", "out", "--force"]) == 2
+    error = capsys.readouterr().err
+    what = "the export folder" if planted == "." else "a file or folder the export writes"
+    shown = Path("out", planted) if planted != "." else Path("out")
+    assert f"{shown}: {what} is a symbolic link (to {os.readlink(link)})" in error
+    assert "the export never writes through one: delete the link" in error
+    outside.untouched()  # before the listing below, which goes through a link to a folder
+    assert sorted(p.relative_to(tmp_path) for p in kept.rglob("*")) == before
+
+
+@pytest.mark.skipif(os.name == "nt", reason="hard links of a test's own files: POSIX")
+def test_a_hard_link_in_a_kept_folder_is_replaced_and_the_file_it_shared_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, outside: Outside
+) -> None:
+    """The export writes each file anew and renames it into place: a name that was a hard link
+    gets a file of its own, and the other name's file is not written. The control too: a kept
+    folder with its own files still exports."""
+    monkeypatch.chdir(tmp_path)
+    exportable(tmp_path)
+    kept = tmp_path / "out"
+    kept.mkdir()
+    os.link(outside.file, kept / "environment.py")
+    (kept / "notes.txt").write_text("mine")
+    outside.settle()
+    assert main(["export", "out", "--force"]) == 0
+    template = Path(templates_folder()) / "export" / "environment.py"
+    assert (kept / "environment.py").read_bytes() == template.read_bytes()
+    assert (kept / "notes.txt").read_text() == "mine"
+    assert (kept / "files" / "receipt.pdf").read_bytes() == b"%PDF"
+    outside.untouched()
+
+
+def test_a_files_folder_elsewhere_is_copied_through_no_link_out_of_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], outside: Outside
+) -> None:
+    features = tmp_path / "features"
+    features.mkdir()
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    (uploads / "receipt.pdf").symlink_to(outside.file)
+    outside.settle()
+    assert main(["export", str(tmp_path / "out"), "--features", str(features),
+                 "--files-dir", str(uploads)]) == 2  # fmt: skip
+    error = capsys.readouterr().err
+    assert f"{uploads / 'receipt.pdf'}: a symbolic link out of {uploads}" in error
+    assert not (tmp_path / "out").exists()
+    outside.untouched()
