@@ -149,10 +149,13 @@ def test_a_step_that_cannot_be_written_errs_on_every_run_and_an_error_page_is_re
     error (nothing of the app was judged), kept in the library as such; an action whose page
     ends on an HTTP 404 document is red, never green, and its failure says so."""
     project.write("features/shop.feature", HONEST_FEATURE)
-    plant(project, "shop.feature", [
-        ("Unwritable", "action", "I open the shop", OPEN_SHOP),
-        ("Broken link", "action", "I open the price list", TO_A_MISSING_PAGE),
-    ])  # fmt: skip
+    caches.plant(
+        project.cache_dir, "shop.feature::Unwritable", ("action", "I open the shop", OPEN_SHOP)
+    )
+    caches.plant(
+        project.cache_dir, "shop.feature::Broken link",
+        ("action", "I open the price list", TO_A_MISSING_PAGE),
+    )  # fmt: skip
     llm.on("generate", "CANNOT: the shop has no way to the moon", step="teleport")
     llm.on("classify", json_answer(DEFECT), step="price list")
     base = ("-o", "-", *ALLURE, *JUNIT, "-D", f"prettyplay.base_url={shop.url}")
