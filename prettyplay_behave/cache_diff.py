@@ -27,8 +27,8 @@ from .cache import STEPS_FOLDER, Library, StepEntry, cache_files, file_name, mer
 from .cache.format import read
 from .errors import CacheError, escape_controls
 from .report.diffs import unified_diff
-from .safety.step_code import check_code
-from .vocabulary import counted
+from .safety.step_code import check_code, dropped_assertions
+from .vocabulary import Origin, counted
 
 WORKING_TREE = "working tree"
 
@@ -138,6 +138,7 @@ class EntryChange:
     what: str
     old: StepEntry | None
     new: StepEntry | None
+    replaced: StepEntry | None = None  # the entry whose code an added pin took the place of
 
     @property
     def entry(self) -> StepEntry:
@@ -162,6 +163,13 @@ class EntryChange:
             origin = self.entry.origin
         red = f", red ({self.entry.verdict.label})" if self.entry.verdict else ""
         return f"{self.what:<8} {self.entry.describe()}{data}, {origin}{red}{self.reworded()}"
+
+    def dropped(self) -> tuple[str, ...]:
+        """The assertions of the code it replaced that its new code no longer makes."""
+        before = self.old or self.replaced
+        if before is None or self.new is None or self.new.red:
+            return ()
+        return dropped_assertions(before.code, self.new.code)
 
     def reworded(self) -> str:
         """The wordings the entry gained or lost: other sentences its code now serves, or no
@@ -188,12 +196,28 @@ def entry_changes(old: Library, new: Library) -> Iterator[EntryChange]:
     for identity in [*after, *(i for i in before if i not in after)]:
         was, now = before.get(identity), after.get(identity)
         if was is None:
-            changes.append(EntryChange("added", None, now))
+            assert now is not None
+            changes.append(EntryChange("added", None, now, _replaced(old, now)))
         elif now is None:
             changes.append(EntryChange("removed", was, None))
         elif _reviewed(was) != _reviewed(now):
             changes.append(EntryChange("changed", was, now))
     yield from sorted(changes, key=lambda change: change.place != "library")
+
+
+def _replaced(old: Library, added: StepEntry) -> StepEntry | None:
+    """The entry an added pin (or a feature's own entry) of new code took the place of: the
+    one of its step that served its scenario before."""
+    rewrite = added.origin in (Origin.HEALED, Origin.RECOVERED, Origin.STEERED)
+    if not rewrite or (added.scenario is None and not added.feature):
+        return None
+    shared = [
+        e
+        for e in old.entries
+        if e.step == added.step and e.scenario is None and e.feature in ("", added.feature)
+    ]
+    own = [e for e in shared if e.feature == added.feature]
+    return (own or shared)[0] if shared else None
 
 
 @dataclass
@@ -215,6 +239,10 @@ class Printer:
         if first_of_place:
             self.out.write(f"  {self.paint(change.place, '')}\n")
         self.out.write(f"    {self.paint(change.headline(), '')}\n")
+        dropped = change.dropped()
+        if dropped:
+            told = f"assertions dropped: {'; '.join(dropped)}"
+            self.out.write(f"      {self.paint(told, Fore.RED)}\n")
         old = change.old.code if change.old else ""
         new = change.new.code if change.new else ""
         for line in unified_diff(old, new, self.ref, WORKING_TREE):

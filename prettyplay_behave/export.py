@@ -45,7 +45,7 @@ from .behave.mapping import split_annotation
 from .cache import CACHE_FOLDER, STEPS_FOLDER, CacheStore, Library, StepEntry, file_name, today
 from .cache.source import LINE_BREAK
 from .errors import CacheError, escape_controls
-from .parameters import MARK
+from .parameters import MARK, named_by
 from .resources import templates_folder
 from .safety.links import first_link, leaves, points_to
 from .safety.step_code import check_code, step_code
@@ -232,8 +232,8 @@ def fields_of(template: str, members: list[StepEntry]) -> list[Field]:
     for index in range(count):
         quoted = pieces[index].endswith('"') and pieces[index + 1].startswith('"')
         known = [e.values[index] for e in members if e.values is not None]
-        if quoted:
-            kind, base = "Quoted", "text"
+        if quoted:  # named as the sentence names it (``the "{}" field``: field)
+            kind, base = "Quoted", named_by(pieces[index], pieces[index + 1])
         elif known and all(_NUMBER.fullmatch(value) for value in known):
             kind, base = "Number", "number"
         else:  # an Outline placeholder: any text

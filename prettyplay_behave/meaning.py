@@ -57,3 +57,16 @@ def states_a_condition(sentence: str) -> bool:
         if token in STATE_VERBS:
             return True
     return False
+
+
+# Words of a sentence that expects the page to be an error page (a 404, "access denied").
+_ERROR_PAGE = re.compile(
+    r"\b(?:[45]\d\d|errors?|not found|forbidden|unauthori[sz]ed|denied|unavailable|gone)\b",
+    re.IGNORECASE,
+)
+
+
+def expects_error_page(sentence: str) -> bool:
+    """Whether ``sentence`` expects its page to be an HTTP error document (``I see a 404
+    page``, ``access is denied``): only then may a step end green on one."""
+    return bool(_ERROR_PAGE.search(sentence))

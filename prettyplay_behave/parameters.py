@@ -16,8 +16,11 @@ placeholder (``${NAME}``) is never a parameter.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
+
+from .vocabulary import words
 
 MARK = "{}"
 # An Outline placeholder, a double-quoted string (no secret placeholder inside), or a number that
@@ -89,7 +92,7 @@ def _split(text: str, outline_values: dict[str, str]) -> Parameters:
         if quoted is not None:
             template.append(f'"{MARK}"')
             value = outline_values[outline_name] if outline_name else quoted.replace('\\"', '"')
-            base = outline_name or "text"
+            base = outline_name or named_by(text[: found.start()], text[found.end() :])
         elif outline_name is not None:
             template.append(MARK)
             value, base = outline_values[outline_name], outline_name
@@ -101,6 +104,35 @@ def _split(text: str, outline_values: dict[str, str]) -> Parameters:
         last = found.end()
     template.append(text[last:])
     return Parameters("".join(template), tuple(names), tuple(values))
+
+
+# What a sentence calls a quoted value, said right beside it (``the "Name" field``, ``the
+# button "Save"``): the parameter's name, which the code and an exported pattern read.
+KIND_NOUNS = words(
+    "field input box textbox textarea button link tab item product option label heading title"
+    " message name email password user username column row page menu checkbox radio dropdown"
+    " select list section card tag category placeholder url city country date time price amount"
+    " quantity count text file status error value"
+)
+_TEST_ID = re.compile(r"^(?:data-?)?test-?id$|^data-test$|^data-cy$", re.IGNORECASE)
+_WORDS = re.compile(r"[\w-]+")
+
+
+def named_by(before: str, after: str) -> str:
+    """The name a sentence gives the quoted value between ``before`` and ``after``: a test id
+    attribute just before it (``data-testid "x"``: ``test_id``), else a kind of thing said just
+    after it (``"Name" input field``: ``field``) or just before it (``button "Save"``:
+    ``button``); ``text`` when it says none."""
+    preceding = _WORDS.findall(before)[-1:]
+    following = [w.lower() for w in _WORDS.findall(after)[:2]]
+    if preceding and _TEST_ID.match(preceding[0]):
+        return "test_id"
+    nouns = list(itertools.takewhile(KIND_NOUNS.__contains__, following))
+    if nouns:
+        return nouns[-1]
+    if preceding and preceding[0].lower() in KIND_NOUNS:
+        return preceding[0].lower()
+    return "text"
 
 
 def _identifier(name: str) -> str:

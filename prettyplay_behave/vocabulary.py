@@ -68,6 +68,13 @@ class Origin(Word):
     HEALED = "healed"
     RECOVERED = "recovered"
     STEERED = "steered"
+    # no code: the model answered that the step cannot be written; kept red with its reason
+    CANNOT = "cannot"
+
+    @property
+    def passes(self) -> bool:
+        """Whether a step's code of this origin can pass."""
+        return self is not Origin.CANNOT
 
     @property
     def stored(self) -> bool:

@@ -41,6 +41,8 @@ ADDRESS_TESTS = ("tests/unit/test_cache.py", "tests/unit/test_address.py")
 LINK_TESTS = ("tests/unit/test_cache.py", "tests/integration/test_planted_files.py")
 IN_PROCESS_TESTS = ("tests/integration/test_engine_in_process.py",)
 GREEN_TESTS = ("tests/integration/test_green_evidence.py",)
+TRUST_TESTS = ("tests/integration/test_green_trust.py",)
+OUTCOME_TESTS = ("tests/integration/test_outcomes.py",)
 
 
 @dataclass(frozen=True)
@@ -342,7 +344,7 @@ MUTANTS = (
            "        test.settler.settle(test.config.settle_ms)\n        self.hide_cookies(test)\n",
            "        self.hide_cookies(test)\n", JUDGMENT_TESTS),
     Mutant("judgments: a failure classified again", f"{PACKAGE}/engine/cycle.py",
-           "        if judged is not None and judged.template == template:", "        if False:",
+           "        if judged is not None and same_step:", "        if False:",
            ("tests/integration/test_one_verdict.py",)),
     Mutant("memory: a red try's values kept", f"{PACKAGE}/engine/execute.py",
            "        memory.forget()  # what a red try remembered is gone with it\n", "",
@@ -415,6 +417,26 @@ MUTANTS = (
     Mutant("green: a rewrite tried without the gate", f"{PACKAGE}/engine/cycle.py",
            "            before=self.page.get(),\n            verdict=verdict,",
            "            verdict=verdict,", GREEN_TESTS),
+    # -- a verdict stays with its step; a heal keeps what it served ---------------------------
+    Mutant("trust: a red pin serves every value", f"{PACKAGE}/cache/library.py",
+           "general = not self.verdict and bool(names) and uses_all",
+           "general = bool(names) and uses_all", TRUST_TESTS),
+    Mutant("trust: another wording of the entry asks again", f"{PACKAGE}/engine/cycle.py",
+           "judged.template == template or (entry is not None and judged.entry == entry)",
+           "judged.template == template", TRUST_TESTS),
+    Mutant("trust: a heal drops the entry's wordings", f"{PACKAGE}/cache/store.py",
+           "        if wordings != written.wordings and written.scenario is None:",
+           "        if False:", TRUST_TESTS),
+    Mutant("trust: the gate is not shown the assertions dropped", f"{PACKAGE}/engine/advisor.py",
+           '"dropped_assertions": dropped_assertions(run.code, green.code) if run.code else (),',
+           '"dropped_assertions": (),', TRUST_TESTS),
+    Mutant("trust: cache diff names no dropped assertion", f"{PACKAGE}/cache_diff.py",
+           "        dropped = change.dropped()\n", "        dropped = ()\n", TRUST_TESTS),
+    Mutant("trust: an error page is green", f"{PACKAGE}/engine/execute.py",
+           "if status is not None and not expects_error_page(spec.sentence):", "if False:",
+           OUTCOME_TESTS),
+    Mutant("trust: a CANNOT replays as red code", f"{PACKAGE}/engine/cycle.py",
+           "        if cached.origin == Origin.CANNOT:", "        if False:", OUTCOME_TESTS),
     # -- reading answers ------------------------------------------------------------------------
     Mutant("answers: reasoning read as the answer", f"{PACKAGE}/llm/answers.py",
            "    final = text.rfind(_FINAL_CHANNEL)\n", "    return text\n", ANSWER_TESTS),

@@ -135,6 +135,26 @@ def before_all(
     for hook in getattr(context, "prettyplay_hooks", []):
         runtime.events.add(hook)
     context.prettyplay = runtime
+    if not config.full_tracebacks:
+        errors_shown_short(context)
+
+
+def errors_shown_short(context: Any) -> None:
+    """A prettyplay error is printed as a failure is: its message, and the step code's own lines
+    where it raised; behave prints the whole traceback of any error that is not an assertion,
+    its own frames and prettyplay's included. Each formatter (and the JUnit reporter after
+    them, which reads the same step) gets the short text."""
+    from ..engine.step import shown_text
+
+    for formatter in getattr(getattr(context, "_runner", None), "formatters", []):
+
+        def result(step: Any, shown: Callable[[Any], None] = formatter.result) -> None:
+            error = getattr(step, "exception", None)
+            if step.status.name == "error" and isinstance(error, PrettyPlayError):
+                step.error_message = shown_text(error)
+            shown(step)
+
+        formatter.result = result
 
 
 def report_name(context: Any) -> str | None:

@@ -7,8 +7,10 @@ looked up as a run looks it up:
 
 - ``replay``: a cached entry serves it (no request, unless it goes red);
 - ``replay red``: a remembered red verdict serves it (no request; it fails unless it went green);
-- ``reuse``: no entry, but code for the same step goes green earlier in the run or is kept by
-  another feature's library (no request when it goes green);
+- ``replay`` too: no entry yet, but an earlier step of the run writes the one that serves it
+  (the same sentence, or the same template where its code takes the values);
+- ``reuse``: no entry, but another feature keeps code of its own for the step (no request
+  when it goes green);
 - ``generate``: no entry and nothing to reuse: LLM requests;
 - ``missing``: no entry under strict: the run fails the step, with no request.
 
@@ -199,7 +201,10 @@ class _Run:
             return planned(Fate.REPLAY)
         if strict:
             return planned(Fate.MISSING, "strict: no cached code, the run fails it")
-        source = self._reusable(key, spec.sentence, bool(spec.parameters.names))
+        if self._written_earlier(key, spec.sentence, bool(spec.parameters.names)):
+            self._went_green(family, spec.sentence, bool(spec.parameters.names))
+            return planned(Fate.REPLAY, "the entry an earlier step of the run writes")
+        source = self._reusable(key)
         if source:
             self._went_green(family, spec.sentence, bool(spec.parameters.names))
             return planned(Fate.REUSE, source)
@@ -209,13 +214,19 @@ class _Run:
     def _went_green(self, family: tuple[object, ...], sentence: str, takes_values: bool) -> None:
         self.green.setdefault(family, []).append((sentence, takes_values))
 
-    def _reusable(self, key: CacheKey, sentence: str, has_values: bool) -> str:
-        """Where code for the step comes from without a request, or "" (as the engine tries
-        it: code that went green earlier in the run, then other features' own entries)."""
+    def _written_earlier(self, key: CacheKey, sentence: str, has_values: bool) -> bool:
+        """Whether an earlier step of the run writes the entry that serves this one: the same
+        sentence, or the same template where that code takes the values."""
         family = (key.kind, key.parameters.template, key.data)
-        for earlier, takes_values in self.green.get(family, []):
-            if earlier == sentence or (takes_values and has_values):
-                return "code that goes green earlier in the run"
+        return any(
+            earlier == sentence or (takes_values and has_values)
+            for earlier, takes_values in self.green.get(family, [])
+        )
+
+    def _reusable(self, key: CacheKey) -> str:
+        """Where code for the step comes from without a request, or "" (as the engine tries
+        it: other features' own entries)."""
+        family = (key.kind, key.parameters.template, key.data)
         for path, other in self.store.everywhere():
             if other.feature not in ("", key.feature) and _serves(other, family, key):
                 return f"the entry of {other.feature} in {path}"

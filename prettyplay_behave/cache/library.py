@@ -219,7 +219,9 @@ class CacheWrite:
         key, parameters = self.key, self.key.parameters
         code = step_code(self.code)
         names, uses_all = code.parameters, code.uses_all_parameters
-        general = bool(names) and uses_all and len(names) == len(parameters.values)
+        # a red pin serves the values it failed with: another value of its step is its own case
+        general = not self.verdict and bool(names) and uses_all
+        general = general and len(names) == len(parameters.values)
         return StepEntry(
             kind=key.kind,
             sentence=parameters.template,

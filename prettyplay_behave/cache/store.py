@@ -248,6 +248,17 @@ class CacheStore:
         written = keep.library_entry(today())
         if old is not None and written.scenario is None and written.sentence in old.wordings:
             written = replace(written, sentence=old.sentence, wordings=old.wordings)
+        # new code of an entry serves all its wordings (and those of the narrower entry it
+        # takes the place of)
+        kept = self.library().get(written.identity)
+        carried = [*(kept.wordings if kept else ()), *(old.wordings if old else ())]
+        if old is not None and old.step != written.step:
+            carried = [*(kept.wordings if kept else ())]
+        wordings = tuple(
+            w for w in dict.fromkeys([*written.wordings, *carried]) if w != written.sentence
+        )
+        if wordings != written.wordings and written.scenario is None:
+            written = replace(written, wordings=wordings)
         if old is not None and old.feature and old.scenario is None and not written.feature:
             written = replace(written, feature=old.feature)
         narrower = old is not None and (old.scenario is not None or old.values is not None)
@@ -296,10 +307,15 @@ class CacheStore:
         return self.keep([], doomed) or changed if doomed else changed
 
     def turn_green(self, key: CacheKey, red: StepEntry) -> bool:
-        """A step remembered red (``red``, the entry it found) went green: its pin loses the
-        verdict, or goes where the shared entry has the same code. Whether a file changed."""
+        """A step remembered red (``red``, the entry it found) went green: its pin goes where
+        the shared entry has the same code, loses the verdict where the shared entry has other
+        code, and where none serves the step its code becomes the step's entry (for every value,
+        where it takes them). Whether a file changed."""
         shared = self.library().find(key, pins=False)
-        same = shared is not None and shared.code == red.code
+        if shared is None:
+            entry = CacheWrite(key, red.code, red.origin, model=red.model, green=red.green)
+            return self.keep([entry.library_entry(red.written)], [red])
+        same = shared.code == red.code
         return self.keep([] if same else [replace(red, verdict=None)], [red])
 
     def drop(self, doomed: Iterable[StepEntry]) -> bool:

@@ -26,6 +26,7 @@ from ..events import LogEvent, record
 from ..llm.answers import MAX_ANSWER_CHARS, GateVerdict, SameAs, UnparseableAnswer, Verdict
 from ..llm.purposes import Purpose, Unreadable
 from ..safety.limits import cut_text
+from ..safety.step_code import dropped_assertions, step_code
 from ..vocabulary import Outcome, StepLabel, counted
 from .execute import page_url
 from .history import Attempt, Gated
@@ -92,6 +93,7 @@ class Advisor:
             "group": run.group,
             "instructions": test.config.instructions,
             "remembered": test.memory.items(),
+            "replaced_assertions": step_code(run.code).assertions if run.code else (),
         }
 
     # -- code ----------------------------------------------------------------------------------
@@ -233,6 +235,8 @@ class Advisor:
             "change": change,
             "candidate_outcome": green.outcome,
             "verdict": verdict,
+            "candidate_assertions": step_code(green.code).assertions,
+            "dropped_assertions": dropped_assertions(run.code, green.code) if run.code else (),
         }
         try:
             review = self._review(

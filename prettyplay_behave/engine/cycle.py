@@ -398,6 +398,9 @@ class StepCycle:
         verdict; green, its entry turns green. It settles first: its code is expected to go red,
         and a run at once would only add one more red execution to wait out."""
         assert cached.verdict is not None
+        if cached.origin == Origin.CANNOT:
+            self.run.code, self.run.cached = cached.code, cached
+            raise self.cannot(cached.verdict.explanation, earlier=True)
         attempt = self.parts.run(self.test, self.spec, cached.code, watched=False)
         self.run.code, self.run.origin = cached.code, Origin.REPLAYED
         self.run.cached = cached
@@ -534,17 +537,24 @@ class StepCycle:
         """One classification. A verdict that traces the failure to an earlier step ends this
         one at once: a green earlier step is no reason to heal this one (a product defect
         stays a product defect)."""
-        signature = failure_signature(self.history[-1])
+        last = self.history[-1]
+        signature = failure_signature(last)
         judgments = self.parts.memory.judgments
         judged = judgments.get(signature) if signature else None
         template = (self.spec.kind, self.run.key.parameters.template)
-        if judged is not None and judged.template == template:
+        entry = self.keeper.place(self.run.cached) if self.run.cached is not None else None
+        same_step = judged is not None and (
+            judged.template == template or (entry is not None and judged.entry == entry)
+        )
+        if judged is not None and same_step:
             verdict = self.taken(judged)
         else:
             page = self.parts.pages.for_classify(self.test)
             verdict = self.advisor.classify(self.test, self.run, page, judged)
             if signature and not verdict.degraded:
-                judgments[signature] = Judgment(self.spec.sentence, verdict, template)
+                judgments[signature] = Judgment(
+                    self.spec.sentence, verdict, template, self.test.name, entry, last.headline
+                )
         self.run.verdicts.append(verdict)
         root = verdict.root_step
         earlier = {other.sentence for other in self.test.scenario}
@@ -554,17 +564,25 @@ class StepCycle:
         return verdict
 
     def taken(self, judged: Judgment) -> Verdict:
-        """One verdict per failure: the same step (its sentence template) failing the same way
-        in this run takes the verdict already given, with no request."""
-        self.run.verdict_taken_from = judged.sentence
+        """One verdict per cause: the same step (its sentence template, or the library entry it
+        replays under any wording) failing the same way in this run takes the verdict already
+        given, with no request. The verdict says whose it was: its explanation quotes that
+        step's failure, not this one's."""
+        where = f"{judged.sentence!r} in {judged.scenario!r}"
+        self.run.verdict_taken_from = where
         record(
             LogEvent.VERDICT_TAKEN,
-            "%r failed as %r did earlier in this run: it takes that verdict (%s), no request",
+            "%r failed as %s did earlier in this run: it takes that verdict (%s), no request",
             self.spec.sentence,
-            judged.sentence,
+            where,
             judged.verdict.label,
         )
-        return judged.verdict
+        verdict = judged.verdict
+        explanation = (
+            f"the verdict given to {where}, which failed the same way earlier in this run "
+            f"({judged.failure}): {verdict.explanation}"
+        )
+        return dataclasses.replace(verdict, explanation=explanation)
 
     def root_failure(self, verdict: Verdict, root: str) -> IncurableStepError:
         advice = f"fix the step {root!r}, or tag the scenario @group so its steps heal together"
@@ -582,12 +600,21 @@ class StepCycle:
             page=last.page,
         )
 
-    def cannot(self, reason: str) -> IncurableStepError:
-        """The step ends at once: the model answered that it cannot be written. The code kept
-        with the remembered verdict fails with the reason, so a replay says it again."""
-        record(LogEvent.CANNOT, "%r cannot be written: %s", self.spec.sentence, reason)
+    def cannot(self, reason: str, earlier: bool = False) -> IncurableStepError:
+        """The step ends at once: the model answered that it cannot be written (``earlier``:
+        in an earlier run, whose answer the library keeps). The same error on every run: no
+        code of it ever ran, so nothing of the app was judged."""
+        self.run.origin = Origin.CANNOT
+        if not earlier:
+            record(LogEvent.CANNOT, "%r cannot be written: %s", self.spec.sentence, reason)
+        headline = "the model answered that this step cannot be written"
+        if earlier:
+            headline += (
+                " (the answer of an earlier run: no request was made; prettyplay cache drop "
+                "removes it)"
+            )
         return IncurableStepError(
-            "the model answered that this step cannot be written",
+            headline,
             sentence=self.spec.text,
             error=f"CANNOT: {reason}",
             explanation=reason,

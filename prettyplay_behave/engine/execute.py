@@ -25,6 +25,7 @@ from ..browser.stop import ExecutionStop
 from ..config import origin_of
 from ..errors import CodePolicyError, StepCodeError, StepTimeoutError, describe_exception
 from ..events import LogEvent, record
+from ..meaning import expects_error_page
 from ..safety.frames import origin_url
 from ..safety.limits import MAX_TEXT, MEMORY_HEADROOM, Budget, cut_text
 from ..safety.policy import Reach
@@ -109,8 +110,14 @@ def execute(
         bound = _bound_hit(test)  # once a window the step opened asked for its document
         notes = test.tabs.take_notes()
         if error is None and bound is None:
-            memory.commit()
             url_after = page_url(test.page)
+            status = error_document(test, spec, url_before, url_after)
+            if status is not None and not expects_error_page(spec.sentence):
+                before = (started_on, url_before)
+                return _red(test, spec, code, before, None, None, True, secrets, notes, reaches)
+            memory.commit()
+            if status is not None:  # an error page its sentence expects: the gate reads so
+                notes = (*notes, f"the page's document was answered HTTP {status}: {url_after}")
             text = outcome_text("\n".join(notes), secrets)
             found = sightings.found if sightings is not None else ()
             return Attempt(
@@ -186,6 +193,15 @@ def _stopped(budget: Budget, stop: ExecutionStop) -> StepTimeoutError:
         f"{budget.error()}; it was still waiting in the browser (a pattern matched in the page, "
         "a long typing), so the test's pages were closed and it goes on in a fresh page"
     )
+
+
+def error_document(test: TestState, spec: StepSpec, url_before: str, url_after: str) -> int | None:
+    """The HTTP error status of the document a green execution ended on, when it navigated
+    (a step that stays on its page stays on a document already judged): an app that answers
+    404 or 500 is no green step."""
+    if url_after == url_before or test.page.is_closed():
+        return None
+    return test.tabs.error_status
 
 
 def follow_tabs(test: TestState) -> None:
@@ -301,6 +317,11 @@ def _red(
     status = test.tabs.error_status if not test.page.is_closed() else None
     if status is not None:  # an app that answers 501 is no locator that timed out
         texts.append(f"the page's document was answered HTTP {status}: {url_after}")
+        if error is None and bound is None:
+            texts.append(
+                "(the step's code raised nothing, but a step that ends on an HTTP error page is "
+                "not green unless its sentence expects an error page)"
+            )
     # a failed assertion of a check or a precondition: the product may be at fault
     asserts = spec.meaning is not Meaning.ACTION
     failed_check = asserts and isinstance(error, AssertionError) and not bound

@@ -7,6 +7,7 @@ The step cycle (:mod:`.cycle`) decides; the keeper writes the library and the ru
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,7 +43,17 @@ class Keeper:
         self.advisor = advisor
         self.secrets = secrets
         self.memory = memory
-        self.writes = 0  # entries written (changed) in this run
+        self.written: set[tuple[object, ...]] = set()  # the entries that changed
+
+    @property
+    def writes(self) -> int:
+        """The library entries written in this run: each counts once, however many times it
+        was written (its code and then a wording of it, a verdict and its turning green)."""
+        return len(self.written)
+
+    def _wrote(self, changed: bool, entry: StepEntry) -> None:
+        if changed:
+            self.written.add(entry.identity)
 
     def place(self, cached: StepEntry) -> Place:
         """Where a library entry is: its step's file, and its identity there."""
@@ -96,14 +107,18 @@ class Keeper:
         entry whose code ``code`` is), the step's template is kept as another wording of that
         entry."""
         old = run.cached
-        pinned = (old is not None and old.scenario is not None) or self._served_elsewhere(test, run)
+        # a pin's new code stays a pin where another entry serves the step; where none does
+        # (a red pin of a step the library had no other code for) it becomes the step's entry
+        stays_pinned = old is not None and old.scenario is not None
+        stays_pinned = stays_pinned and self.cache.library().find(run.key, pins=False) is not None
+        pinned = stays_pinned or self._served_elsewhere(test, run)
         green = green_record(ran, today(), self.secrets.redact)
         keep = CacheWrite(
             run.key, code, origin, pinned=pinned, model=self.advisor.code_model,
             wording_of=wording_of, green=green,
         )  # fmt: skip
         changed, written = self.cache.replace(keep, old)
-        self.writes += changed
+        self._wrote(changed, written)
         if old is not None and self._rewritten(old):  # a rename of the old code fits no more
             self.memory.renames.pop(self.place(old), None)
         if written.sentence == run.key.parameters.template:
@@ -147,25 +162,30 @@ class Keeper:
             return
         verdict = RedVerdict(failure.label, failure.explanation, failure.recommendation)
         origin = cached.origin if cached is not None else str(run.origin or Origin.GENERATED)
-        keep = CacheWrite(run.key, failure.code, origin, verdict=verdict)
+        if run.origin is Origin.CANNOT:  # a reviewer reads that this code was never written
+            origin = str(Origin.CANNOT)
+        pin = CacheWrite(run.key, failure.code, origin, verdict=verdict).library_entry(today())
+        template = run.key.parameters.template
+        if cached is not None and template in cached.wordings:  # kept in its entry's file
+            pin = replace(pin, sentence=cached.sentence, wordings=(template,))
         try:
-            changed = self.cache.write(keep)
+            changed = self.cache.keep([pin])
         except CacheError as exc:  # code the policy refuses is no code to replay
             record(LogEvent.VERDICT_NOT_KEPT, "%r: %s", run.sentence, exc)
             return
-        self.writes += changed
+        self._wrote(changed, pin)
         record(
             LogEvent.VERDICT_KEPT,
             "%r is remembered red (%s) in %s",
             run.sentence,
             failure.label,
-            self.cache.path_of(keep.library_entry()),
+            self.cache.path_of(pin),
         )
 
     def turn_green(self, run: StepRun, red: StepEntry) -> None:
         """A step remembered red went green: its pin loses the verdict, or goes when the shared
         entry has the same code."""
-        self.writes += self.cache.turn_green(run.key, red)
+        self._wrote(self.cache.turn_green(run.key, red), red)
 
     def spread_renames(self, test: TestState, run: StepRun, old: str, new: str) -> None:
         """One heal per rename: the locators the heal changed are changed in every other entry

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..address import feature_of
+from ..address import feature_of, scenario_of
 from .renames import Rename
 from .step import StepIdentity
 
@@ -45,12 +45,21 @@ class HealedCode:
 
 
 class Judgment(NamedTuple):
-    """The verdict a failure was given in this run, the step it was given for and that step's
-    kind and sentence template (a tuple, as the classify template has always read it)."""
+    """The verdict a failure was given in this run: the step it was given for, that step's
+    kind and sentence template, its test (the scenario), the library entry it replayed (None:
+    it had none) and the failure as its step saw it."""
 
     sentence: str
     verdict: Verdict
     template: tuple[str, str] = ("", "")
+    test: str = ""
+    entry: Place | None = None
+    failure: str = ""
+
+    @property
+    def scenario(self) -> str:
+        """The scenario of its test, as a reader names it."""
+        return scenario_of(self.test)
 
 
 @dataclass

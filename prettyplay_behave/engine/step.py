@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import traceback
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -147,3 +148,12 @@ def shown_error(failure: BaseException, full: bool) -> BaseException:
     if cause is not None:
         failure.__cause__, failure.__suppress_context__ = cause, True
     return failure
+
+
+def shown_text(error: BaseException) -> str:
+    """An error as a run prints it when tracebacks are short: the step code's own lines where
+    it raised (its cause), then the error's message, with no frame of the runner's or of
+    prettyplay's."""
+    shown = traceback.TracebackException.from_exception(error)
+    shown.stack = traceback.StackSummary()
+    return "".join(shown.format()).rstrip("\n")

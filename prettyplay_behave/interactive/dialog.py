@@ -36,10 +36,21 @@ class TerminalSteering:
 
     def __init__(self, terminal: Terminal | None = None) -> None:
         self.terminal = terminal
+        self.said_off = False  # why no dialog opens is said once a run
 
     def steer(self, stuck: StuckStep) -> bool:
         terminal = self.terminal or Terminal()
-        if not terminal.is_interactive():
+        why = terminal.not_interactive()
+        if why:
+            if not self.said_off:
+                self.said_off = True
+                record(
+                    LogEvent.INTERACTIVE_OFF,
+                    "interactive steering is off: %s (a pipe or a file?), so no dialog opens "
+                    "for %r or any later step of this run; run behave in a terminal to steer",
+                    why,
+                    stuck.step_run.sentence,
+                )
             return False
         return SteeringDialog(stuck, terminal).open()
 

@@ -19,10 +19,17 @@ class Terminal:
         self.stdout = stdout if stdout is not None else sys.__stdout__
 
     def is_interactive(self) -> bool:
-        try:
-            return bool(self.stdin and self.stdout and self.stdin.isatty() and self.stdout.isatty())
-        except (ValueError, OSError):  # a closed or detached stream
-            return False
+        return not self.not_interactive()
+
+    def not_interactive(self) -> str:
+        """Why no dialog can be held here ("stdout is not a terminal"), or "" when one can."""
+        for name, stream in (("stdin", self.stdin), ("stdout", self.stdout)):
+            try:
+                if stream is None or not stream.isatty():
+                    return f"{name} is not a terminal"
+            except (ValueError, OSError):  # a closed or detached stream
+                return f"{name} is closed"
+        return ""
 
     def colour(self, text: str, colour: str) -> str:
         return f"{colour}{text}{Style.RESET_ALL}"

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..safety.step_code import dropped_assertions
 from ..vocabulary import Origin
 
 if TYPE_CHECKING:
@@ -64,6 +65,7 @@ class Change:
     verdict: Verdict | None  # the classification (healed) or the group diagnosis (recovered)
     guidance: str  # the engineer's guidance (steered)
     note: str = ""  # why, for new code that came without a verdict (a rename, a heal reused)
+    dropped: tuple[str, ...] = ()  # the assertions of the old code the new one no longer makes
 
 
 def cause(test: TestState, run: StepRun) -> Verdict | None:
@@ -85,4 +87,5 @@ def change_of(test: TestState, run: StepRun, redact: Callable[[str], str]) -> Ch
         return None
     lines = unified_diff(redact(run.replaced), redact(run.code), "cached", str(run.origin))
     verdict = None if run.healed_by else cause(test, run)
-    return Change(run.origin, diff_lines(lines), verdict, run.guidance, run.healed_by)
+    dropped = tuple(redact(a) for a in dropped_assertions(run.replaced, run.code))
+    return Change(run.origin, diff_lines(lines), verdict, run.guidance, run.healed_by, dropped)

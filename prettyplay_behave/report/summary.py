@@ -93,7 +93,7 @@ class RunSummary:
 
     def lines(self) -> list[str]:
         passed = sum(self.steps.values())
-        origins = ", ".join(f"{self.steps[o]} {o}" for o in Origin)
+        origins = ", ".join(f"{self.steps[o]} {o}" for o in Origin if o.passes)
         failed = sum(self.failed.values())
         labels = ", ".join(f"{n} {label}" for label, n in sorted(self.failed.items()))
         lines = [

@@ -87,6 +87,27 @@ class StepCode:
         )
 
     @cached_property
+    def assertions(self) -> tuple[str, ...]:
+        """What the code asserts, each as it checks regardless of what it checks it on: an
+        ``expect(...)`` matcher with its arguments (``to_have_text(re.compile('reset', re.I))``,
+        ``not_to_be_visible()``) and an ``assert`` statement's test; in the code's order."""
+        found: list[str] = []
+        nodes = ast.walk(self.tree) if self.tree is not None else iter(())
+        ordered = sorted(
+            (n for n in nodes if isinstance(n, (ast.Assert, ast.Call))),
+            key=lambda n: (n.lineno, n.col_offset),
+        )
+        for node in ordered:
+            if isinstance(node, ast.Assert):
+                found.append(f"assert {ast.unparse(node.test)}")
+            elif _is_matcher(node):
+                assert isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                found.append(
+                    ast.unparse(ast.Call(ast.Name(node.func.attr), node.args, node.keywords))
+                )
+        return tuple(dict.fromkeys(found))
+
+    @cached_property
     def reach(self) -> Reach:
         """How far what the code (which passed the policy) does may reach past its return: it
         reads when it names no attribute but those of ``READ_ONLY_ATTRIBUTES`` and calls no
@@ -125,6 +146,25 @@ def step_code(text: str) -> StepCode:
     elif tree is not None:
         problem = _refusal(tree)
     return StepCode(text, tree, problem, unparsed)
+
+
+def dropped_assertions(old: str, new: str) -> tuple[str, ...]:
+    """The assertions of ``old`` code that ``new`` code no longer makes (see
+    ``StepCode.assertions``): what a rewrite stopped checking."""
+    kept = set(step_code(new).assertions)
+    return tuple(a for a in step_code(old).assertions if a not in kept)
+
+
+def _is_matcher(node: ast.AST) -> bool:
+    """Whether ``node`` is a matcher called on ``expect(...)``: ``expect(x).to_be_visible()``."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    subject = node.func.value
+    return (
+        isinstance(subject, ast.Call)
+        and isinstance(subject.func, ast.Name)
+        and subject.func.id == "expect"
+    )
 
 
 _NAME = re.compile(r"\w*")

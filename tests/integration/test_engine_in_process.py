@@ -230,20 +230,21 @@ def test_a_red_steps_error_names_the_page_and_the_http_error_its_document_got(
         ("expect", "the heading says hi", check),
     )
     settings = config(pages, tmp_path, strict=True, expect_timeout_ms=300)
-    for opening, shown in [
-        ("open the orders", f"{pages.url}/orders (HTTP 404)"),
-        ("open the home page", f"{pages.url}/"),
-    ]:
-        with PrettyPlay("t", settings, browser=browser) as t:
-            t.step(opening)
-            with pytest.raises(IncurableStepError) as caught:
-                t.expect("the heading says hi")
-        render = caught.value.render()
-        assert f"\nerror: AssertionError: Locator expected to have text 'Hi'\npage: {shown}\n" in (
-            render
-        )
-        answered = f"the page's document was answered HTTP 404: {pages.url}/orders"
-        assert (answered in render) == shown.endswith("(HTTP 404)")
+    with PrettyPlay("t", settings, browser=browser) as t:
+        with pytest.raises(IncurableStepError) as missing:  # an error page is no green step
+            t.step("open the orders")
+    render = missing.value.render()
+    assert f"\npage: {pages.url}/orders (HTTP 404)\n" in render
+    assert f"the page's document was answered HTTP 404: {pages.url}/orders" in render
+    with PrettyPlay("t", settings, browser=browser) as t:
+        t.step("open the home page")
+        with pytest.raises(IncurableStepError) as caught:
+            t.expect("the heading says hi")
+    render = caught.value.render()
+    assert f"\nerror: AssertionError: Locator expected to have text 'Hi'\npage: {pages.url}/\n" in (
+        render
+    )
+    assert "answered HTTP" not in render
 
 
 # -- one entry per meaning: a second wording answered "SAME AS <n>" ------------------------------
@@ -305,6 +306,19 @@ def test_a_second_wording_answered_same_as_is_kept_as_a_wording_and_replayed_wit
     assert heading[0]["sentence"] == 'the heading says "{}"'
     assert heading[0]["wordings"] == ['the main heading reads "{}"']
     assert heading[0]["origin"] == "generated" and heading[0]["code"] == HEADING_SAYS.splitlines()
+
+
+def test_an_entry_written_and_then_worded_in_one_run_counts_as_one_written(
+    shop, tmp_path: Path, provider: ScriptedProvider, browser
+) -> None:
+    provider.on("generate", code_answer(OPEN_SHOP), code_answer(HEADING_SAYS), "SAME AS 1")
+    provider.on("gate", CLEAN_GATE, repeat=True)
+    with PrettyPlay("t", config(shop, tmp_path), browser=browser, provider=provider) as t:
+        t.step("I open the shop")
+        t.expect('the heading says "Demo Shop"')
+        assert t.expect('the main heading reads "Demo Shop"').origin == "reused"
+        assert t.runtime.engine.keeper.writes == 2  # the heading's entry once, with its wording
+    assert len(steps(tmp_path / "cache")) == 2
 
 
 def test_a_same_as_naming_no_listed_step_or_one_whose_parameters_do_not_fit_is_unparseable(

@@ -181,10 +181,11 @@ def test_a_verdict_for_one_failure_is_offered_to_the_next_classification_of_it(
     finally:
         runtime.close()
     first, second = (r.content("user") for r in llm_env.requests_for("classify"))
-    assert "THE SAME FAILURE EARLIER IN THIS RUN" not in first
-    offered = second.split("THE SAME FAILURE EARLIER IN THIS RUN")[1]
-    assert "'I accept the cookies'" in offered.splitlines()[0]
-    assert "incurable: the shop has no Consent button" in offered
+    assert "A FAILURE LIKE THIS ONE EARLIER IN THIS RUN" not in first
+    offered = second.split("A FAILURE LIKE THIS ONE EARLIER IN THIS RUN")[1]
+    assert "'I accept the cookies' in the scenario 'a'" in offered.splitlines()[0]
+    assert "It was judged incurable: the shop has no Consent button" in offered
+    assert "not of this one" in offered
 
 
 def test_a_classification_sees_what_earlier_steps_did_to_the_page_and_their_gate_notes(

@@ -127,6 +127,59 @@ def test_a_regression_under_strict_is_a_failure_and_a_missing_entry_an_error(
     assert not (project.root / "reports").exists()
 
 
+HONEST_FEATURE = """\
+Feature: Shop
+  Scenario: Unwritable
+    Given I open the shop
+    When I teleport to the moon
+
+  Scenario: Broken link
+    Given I open the shop
+    When I open the price list
+"""
+TO_A_MISSING_PAGE = 'def step(page) -> None:\n    page.goto("/price-list")\n'
+DEFECT = {"label": "product_defect", "explanation": "the price list is gone",
+          "recommendation": "restore the page"}  # fmt: skip
+
+
+def test_a_step_that_cannot_be_written_errs_on_every_run_and_an_error_page_is_red(
+    project: BehaveProject, shop, llm: ScriptedLLMServer
+) -> None:
+    """The same outcome on the run that asked and on every later one: a CANNOT answer is an
+    error (nothing of the app was judged), kept in the library as such; an action whose page
+    ends on an HTTP 404 document is red, never green, and its failure says so."""
+    project.write("features/shop.feature", HONEST_FEATURE)
+    caches.plant(
+        project.cache_dir, "shop.feature::Unwritable", ("action", "I open the shop", OPEN_SHOP)
+    )
+    caches.plant(
+        project.cache_dir, "shop.feature::Broken link",
+        ("action", "I open the price list", TO_A_MISSING_PAGE),
+    )  # fmt: skip
+    llm.on("generate", "CANNOT: the shop has no way to the moon", step="teleport")
+    llm.on("classify", json_answer(DEFECT), step="price list")
+    base = ("-o", "-", *ALLURE, *JUNIT, "-D", f"prettyplay.base_url={shop.url}")
+    asked = project.run(*base, env=llm.env)
+    replayed = project.run(*base, "-D", "prettyplay.strict=true")  # no LLM at all
+    for run, result in (("asked", asked), ("replayed", replayed)):
+        assert result.returncode == 1, (run, result)
+        assert "0 scenarios passed, 1 failed, 1 error, 0 skipped" in result.output, (run, result)
+        assert "When I teleport to the moon ... error" in result.output, (run, result)
+        assert "IncurableStepError: the model answered that this step cannot be written" in (
+            result.output
+        ), (run, result)
+        assert "When I open the price list ... failed" in result.output, (run, result)
+        assert "the page's document was answered HTTP 404" in result.output, (run, result)
+        assert junit_counts(project.root / "junit") == {"failures": 1, "errors": 1}, run
+        results = allure_results(project.root / "allure-results")
+        assert results["Unwritable"]["status"] == "broken", run
+        assert results["Broken link"]["status"] == "failed", run
+    assert "the answer of an earlier run" in replayed.output
+    assert [r.purpose for r in llm.requests] == ["generate", "classify"]
+    library = caches.cache_text(project.cache_dir)
+    assert 'origin="cannot"' in library and "the shop has no way to the moon" in library
+
+
 INCURABLE = {"label": "incurable", "explanation": "no such heading", "recommendation": "reword"}
 
 

@@ -30,6 +30,10 @@ NEW_SCENARIO = """
     When I add the "Blue Mug" to the cart
     And I dance on the counter
     Then the cart link shows 1 item
+
+  @new
+  Scenario: Dance again
+    When I dance on the counter
 """
 
 
@@ -66,14 +70,19 @@ def test_a_new_step_is_one_generate_and_fails_a_strict_plan(tmp_path: Path) -> N
     assert "    generate    And I dance on the counter\n" in out
     # the check is cached for another scenario of the feature's library: a replay
     assert "    replay      Then the cart link shows 1 item\n" in out
-    assert "plan: 1 feature, 1 scenario, 5 steps: 4 replay, 0 reuse, 1 generate, 0 replay red" in (
+    # the same step later in the run replays the entry the first one writes, as a run counts it
+    assert (
+        "    replay      When I dance on the counter  (the entry an earlier step of the run "
+        "writes)\n"
+    ) in out, out
+    assert "plan: 1 feature, 2 scenarios, 8 steps: 7 replay, 0 reuse, 1 generate, 0 replay red" in (
         out
     ), out
     assert "LLM requests: about 2 (a generation and its gate for the 1 step to generate;" in (out)
     strict = plan(root, "features/shop", "--tags", "@new", "--strict")
     assert strict.returncode == 1, strict.stdout
     assert "    missing     And I dance on the counter  (strict: no cached code" in strict.stdout
-    assert "strict: 1 step has no cached code: the run would fail it" in strict.stdout
+    assert "strict: 2 steps have no cached code: the run would fail them" in strict.stdout
     # the run's own strict setting makes the plan strict as well
     defined = plan(root, "features/shop", "-t", "@new", "-D", "prettyplay.strict=true")
     assert defined.returncode == 1, defined.stdout

@@ -333,3 +333,6 @@ def test_stdin_from_dev_null_never_blocks(
     )  # fmt: skip
     assert completed.returncode == 1
     assert "guidance>" not in completed.stdout
+    # and the run says why no dialog opened, once
+    said = completed.stdout + completed.stderr
+    assert said.count("interactive steering is off: stdin is not a terminal") == 1, said

@@ -68,4 +68,8 @@ def test_behave_shows_the_step_code_line_where_it_raised(
     assert result.returncode == 1, result
     assert 'page.get_by_role("button", name="Consent").click(timeout=300)' in result.output
     assert 'File "<step code ' in result.output, result
-    assert "prettyplay_behave/engine/" not in result.output
+    # an error is shown as a failure is: no frame of behave's or of prettyplay's
+    assert "When I greet the shop ... error" in result.output, result
+    assert "prettyplay_behave/" not in result.output, result
+    assert "behave/model.py" not in result.output and "raise shown_error" not in result.output
+    assert "IncurableStepError: the cached step failed" in result.output

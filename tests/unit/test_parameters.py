@@ -37,7 +37,7 @@ CASES = {
         'I log in as "<email>" with the password "secret"',
         Parameters(
             'I log in as "{}" with the password "{}"',
-            ("email", "text"),
+            ("email", "password"),
             ("bob@example.com", "secret"),
         ),
     ),
@@ -52,6 +52,22 @@ CASES = {
         Parameters('I type ${PASSWORD} and "${TOKEN}"'),
     ),
     "a sentence without values": ("I open the shop", "", Parameters("I open the shop")),
+    "values named as the sentence names them": (
+        'the "Student Name" input field with data-testid "student-name" should be empty',
+        "",
+        Parameters(
+            'the "{}" input field with data-testid "{}" should be empty',
+            ("field", "test_id"),
+            ("Student Name", "student-name"),
+        ),
+    ),
+    "a kind said before the value, and two of a kind": (
+        'I click the button "Save" and the button "Close"',
+        "",
+        Parameters(
+            'I click the button "{}" and the button "{}"', ("button", "button_2"), ("Save", "Close")
+        ),
+    ),
 }
 
 

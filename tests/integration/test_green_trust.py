@@ -1,0 +1,207 @@
+"""A verdict stays with the step it judged, a heal keeps what its entry served and names what it
+stopped checking (in process, on a real page, with a scripted provider): a red pin serves the
+values it failed with; the same entry failing the same way under another wording takes the
+verdict with no request, saying whose it was; a heal keeps the entry's wordings; a heal's gate
+sees the assertions it drops, and ``cache diff`` and the report name them."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from prettyplay_behave import PrettyConfig, PrettyPlay, ProductDefectError
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
+from prettyplay_behave.cache_diff import diff
+from prettyplay_behave.runtime import Runtime
+from prettyplay_behave.safety.step_code import check_code
+from tests.support.caches import cache_text
+from tests.support.llm_server import CLEAN_GATE, RecordedRequest, code_answer, json_answer
+from tests.support.pages import PageServer
+from tests.support.scripted_provider import ScriptedProvider
+
+FORM = """<!doctype html><title>Grade book</title>
+<label>Name <input name="name" value="John Doe"></label>
+<label>Grade <input name="grade" value=""></label>
+<button>New game</button>
+"""
+FIELD_EMPTY = (
+    "def step(page, field) -> None:\n"
+    "    page.goto('/')\n"
+    "    expect(page.get_by_label(field)).to_have_value('', timeout=500)\n"
+)
+RESET_TEXT = (
+    "def step(page) -> None:\n"
+    "    page.goto('/')\n"
+    '    expect(page.get_by_role("button", name="Reset")).to_have_text('
+    're.compile("reset", re.I), timeout=500)\n'
+)
+ENABLED_ONLY = (
+    "def step(page) -> None:\n"
+    "    page.goto('/')\n"
+    '    expect(page.get_by_role("button", name="New game")).to_be_enabled()\n'
+)
+NEW_TEXT = (
+    "def step(page) -> None:\n"
+    "    page.goto('/')\n"
+    '    expect(page.get_by_role("button", name="New game")).to_have_text('
+    're.compile("new game", re.I))\n'
+)
+
+
+def verdict(label: str, explanation: str) -> str:
+    return json_answer({"label": label, "explanation": explanation, "recommendation": "-"})
+
+
+@pytest.fixture
+def form() -> Iterator[PageServer]:
+    with PageServer({"/": FORM}) as server:
+        yield server
+
+
+def config(form: PageServer, tmp_path: Path) -> PrettyConfig:
+    return PrettyConfig(
+        base_url=form.url, cache_dir=str(tmp_path / "cache"), action_timeout_ms=2_000,
+        expect_timeout_ms=500,
+    )  # fmt: skip
+
+
+def plant(tmp_path: Path, kind: str, sentence: str, code: str, *wordings: str) -> CacheStore:
+    """A shared entry of the library (as a behave run writes), with ``wordings``."""
+    store = CacheStore(tmp_path / "cache", validate=check_code)
+    store.write(CacheWrite(CacheKey("form.feature::A student", kind, sentence), code, "generated"))
+    entry = store.library().entries[-1]
+    if wordings:
+        from dataclasses import replace
+
+        store.keep([replace(entry, wordings=wordings)])
+    return store
+
+
+def test_a_red_pin_serves_the_values_it_failed_with_and_claims_no_other_value(
+    form: PageServer, tmp_path: Path, browser
+) -> None:
+    plant(tmp_path, "check", 'the "{}" field should be empty', FIELD_EMPTY)
+    provider = ScriptedProvider()
+    provider.on("classify", verdict("product_defect", "the form keeps the name after an add"))
+    for run in ("judged", "replayed"):
+        with PrettyPlay("t", config(form, tmp_path), browser=browser, provider=provider) as t:
+            with pytest.raises(ProductDefectError, match="keeps the name"):
+                t.expect('the "Name" field should be empty')
+            grade = t.expect('the "Grade" field should be empty')
+        assert grade.outcome == "passed" and not grade.turned_green, run
+        assert grade.cached is not None and grade.cached.verdict is None, run
+    assert [r.purpose for r in provider.requests] == ["classify"]  # the replay asked nothing
+    library = cache_text(tmp_path / "cache")
+    assert "values=('Name',)" in library or 'values=("Name",)' in library
+    assert library.count('verdict="product_defect"') == 1
+
+
+def test_the_same_entry_failing_the_same_way_under_another_wording_takes_the_verdict(
+    form: PageServer, tmp_path: Path, browser
+) -> None:
+    plant(tmp_path, "check", "the reset button is shown", RESET_TEXT, "I see the reset button")
+    provider = ScriptedProvider()
+    provider.on("classify", verdict("product_defect", "the Reset button is gone"))
+    runtime = Runtime(config(form, tmp_path), browser=browser, provider=provider)
+    errors = []
+    try:
+        for test, sentence in (("a", "the reset button is shown"), ("b", "I see the reset button")):
+            with PrettyPlay(test, runtime=runtime) as t:
+                with pytest.raises(ProductDefectError) as raised:
+                    t.expect(sentence)
+                errors.append(str(raised.value))
+    finally:
+        runtime.close()
+    assert [r.purpose for r in provider.requests] == ["classify"]
+    assert "the verdict given to 'the reset button is shown' in 'a'" in errors[1]
+    assert "the verdict given to" not in errors[0]
+    # both red pins are kept in the file of the entry they failed: the wording's too
+    library = CacheStore(tmp_path / "cache", validate=check_code)
+    assert len(list(library.library_dir.glob("*.py"))) == 1
+    assert sum(e.red for e in library.library().entries) == 2
+
+
+def test_a_heal_keeps_the_entry_s_wordings_and_every_wording_replays_the_healed_code(
+    form: PageServer, tmp_path: Path, browser
+) -> None:
+    plant(tmp_path, "check", "the reset button is shown", RESET_TEXT, "I see reset")
+    provider = ScriptedProvider()
+    provider.on("classify", verdict("rot", "the button was renamed New game"))
+    provider.on("heal", code_answer(NEW_TEXT))
+    provider.on("gate", CLEAN_GATE)
+    with PrettyPlay("t", config(form, tmp_path), browser=browser, provider=provider) as t:
+        healed = t.expect("the reset button is shown")
+        worded = t.expect("I see reset")
+    assert (healed.origin, worded.origin) == ("healed", "replayed")
+    assert worded.code == NEW_TEXT
+    fresh = CacheStore(tmp_path / "cache", validate=check_code)
+    [entry] = [e for e in fresh.library().entries if e.origin == "healed"]
+    assert entry.wordings == ("I see reset",) and entry.code == NEW_TEXT
+
+
+def dropped_section(request: RecordedRequest) -> str:
+    user = request.content("user")
+    return user.split("dropped (checked by the replaced code, not by the candidate):")[1]
+
+
+def gate_on_dropped_assertions(request: RecordedRequest) -> str:
+    """A gate that refuses a candidate dropping the text check the sentence names."""
+    if "to_have_text(" not in request.content("user").split("candidate:")[1].split("dropped")[0]:
+        finding = {"dimension": "adequacy", "severity": "high",
+                   "message": "the text check of the button was dropped"}  # fmt: skip
+        return json_answer({"findings": [finding]})
+    return CLEAN_GATE
+
+
+def test_a_heal_that_drops_an_assertion_is_shown_so_to_its_gate_and_named_by_cache_diff(
+    form: PageServer, tmp_path: Path, browser
+) -> None:
+    subprocess.run(["git", "init", "-q", "-b", "main", str(tmp_path)], check=True)
+    plant(tmp_path, "check", "the page should display a reset button", RESET_TEXT)
+    commit = ("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "the library")
+    for args in (("add", "-A"), commit):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True)
+    provider = ScriptedProvider()
+    provider.on("classify", verdict("rot", "the button was relabelled New game"))
+    provider.on("heal", code_answer(ENABLED_ONLY), code_answer(NEW_TEXT))
+    provider.on("gate", gate_on_dropped_assertions, repeat=True)
+    with PrettyPlay("t", config(form, tmp_path), browser=browser, provider=provider) as t:
+        healed = t.expect("the page should display a reset button")
+    assert healed.origin == "healed" and healed.code == NEW_TEXT
+    reset = "to_have_text(re.compile('reset', re.I), timeout=500)"
+    heal = provider.requests_for("heal")[0].content("user")
+    assert f"- {reset}" in heal.split("ASSERTIONS OF THE CODE BEING REPLACED")[1]
+    refused, kept = provider.requests_for("gate")
+    assert "- to_be_enabled()" in refused.content("user").split("candidate:")[1]
+    assert reset in dropped_section(refused) and reset in dropped_section(kept)
+    shown = io.StringIO()
+    assert diff(tmp_path / "cache", "HEAD", shown) == 1
+    assert f"assertions dropped: {reset}" in shown.getvalue()
+
+
+def test_a_red_pin_that_turns_green_serves_the_step_with_every_value(
+    form: PageServer, tmp_path: Path, browser
+) -> None:
+    """A step judged red before the library had code for it keeps that code red, pinned to its
+    scenario and values; once the app is fixed and it goes green, its code is the step's entry
+    for every value, so a new value needs no request."""
+    provider = ScriptedProvider()
+    provider.on("generate", code_answer(FIELD_EMPTY))
+    provider.on("classify", verdict("product_defect", "the form keeps the name after an add"))
+    settings = config(form, tmp_path)
+    with PrettyPlay("t", settings, browser=browser, provider=provider) as t:
+        with pytest.raises(ProductDefectError):
+            t.expect('the "Name" field should be empty')
+    form.pages["/"] = FORM.replace('value="John Doe"', 'value=""')  # the defect is fixed
+    with PrettyPlay("t", settings, browser=browser, provider=provider) as t:
+        assert t.expect('the "Name" field should be empty').turned_green
+    with PrettyPlay("t", settings, browser=browser, provider=provider) as t:
+        grade = t.expect('the "Grade" field should be empty')
+    assert grade.origin == "replayed" and grade.code == FIELD_EMPTY
+    assert [r.purpose for r in provider.requests] == ["generate", "classify"]
+    [entry] = CacheStore(tmp_path / "cache", validate=check_code).library().entries
+    assert (entry.scenario, entry.values, entry.verdict) == (None, None, None)
