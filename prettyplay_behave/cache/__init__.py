@@ -51,14 +51,18 @@ marker, a value too big or too deep to print in the message), and a named pipe o
 its place is refused unread. The text an entry only describes itself with (a red verdict's
 explanation and recommendation, ``model``, ``written``) is read with its control characters
 escaped, so no output shows them raw; the text a step is matched by (sentence, data, values,
-scenario) is kept as written and escaped where it is shown. A lock file is never followed
-through a symbolic link (nor opened when another name shares its file): such a lock is refused
-with a CacheError naming it, and the file it points to is untouched.
+scenario) is kept as written and escaped where it is shown. A green record, which a failing
+step's evidence reads the page with, is refused past its bounds (``record_problem``: its number
+of locators, the length of each text, the patterns a locator may hold). A lock file is never
+followed through a symbolic link (nor opened when another name shares its file): such a lock is
+refused with a CacheError naming it, and the file it points to is untouched.
 """
 
 from .format import READS
 from .library import (
+    FIELD_CHARS,
     FORMAT,
+    MAX_FOUND,
     ORIGINS,
     RED_LABELS,
     SEPARATOR,
@@ -72,6 +76,8 @@ from .library import (
     Validate,
     closest,
     locate,
+    locator_problem,
+    record_problem,
 )
 from .source import STEPS_FOLDER, file_name, load_file, parse, parse_steps, render_steps
 from .store import (
@@ -89,7 +95,9 @@ from .store import (
 __all__ = [
     "CACHE_FOLDER",
     "DEFAULT_CACHE_DIR",
+    "FIELD_CHARS",
     "FORMAT",
+    "MAX_FOUND",
     "ORIGINS",
     "READS",
     "RED_LABELS",
@@ -110,10 +118,12 @@ __all__ = [
     "library_files",
     "load_file",
     "locate",
+    "locator_problem",
     "merged",
     "old_files",
     "parse",
     "parse_steps",
+    "record_problem",
     "render_steps",
     "today",
     "update",

@@ -19,6 +19,7 @@ from ..safety.step_code import step_code
 from ..vocabulary import Kind
 from .library import (
     FORMAT,
+    MAX_FOUND,
     ORIGINS,
     RED_LABELS,
     SEPARATOR,
@@ -31,6 +32,7 @@ from .library import (
     StepEntry,
     Validate,
     _quoted,
+    record_problem,
 )
 
 READS = (1, 2, 3)  # the formats a file may be in
@@ -269,6 +271,9 @@ def _green(where: str, raw: Any) -> GreenRecord:
     found = raw.get("found", [])
     if not isinstance(found, list):
         raise CacheError(f"{where}: 'green' 'found' must be a list of objects")
+    if len(found) > MAX_FOUND:  # refused before any item is read
+        many = f"it keeps {len(found):,} locators (at most {MAX_FOUND})"
+        raise CacheError(f"{where}: 'green' is refused: {many}")
     elements = []
     for item in found:
         if not isinstance(item, dict) or set(item) - set(_FOUND_FIELDS):
@@ -276,7 +281,11 @@ def _green(where: str, raw: Any) -> GreenRecord:
         elements.append(
             Found(*(_text(where, item, name, name == "locator") for name in _FOUND_FIELDS))
         )
-    return GreenRecord(_text(where, raw, "on"), _text(where, raw, "url", False), tuple(elements))
+    green = GreenRecord(_text(where, raw, "on"), _text(where, raw, "url", False), tuple(elements))
+    problem = record_problem(green)
+    if problem:
+        raise CacheError(f"{where}: 'green' is refused: {problem}")
+    return green
 
 
 def _verdict(where: str, raw: Any) -> RedVerdict:
