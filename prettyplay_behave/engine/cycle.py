@@ -137,10 +137,12 @@ class Engine:
 
     def evidence(self, test: TestState, cached: StepEntry) -> Evidence | None:
         """What the locators of ``cached``'s last green run find on the page now; None for
-        an entry with no record of one."""
-        if cached.green is None or test.page.is_closed():
+        an entry with no record of one, in a strict run (which needs none), or when the
+        record could not be read within the bound."""
+        if cached.green is None or test.config.strict or test.page.is_closed():
             return None
-        return compare(test.page, cached.green, self.pages.test_id_attribute, self.secrets.redact)
+        redact, within_ms = self.secrets.redact, test.config.action_timeout_ms
+        return compare(test.tabs, cached.green, self.pages.test_id_attribute, redact, within_ms)
 
     def place(self, test: TestState, cached: StepEntry) -> Place:
         """Where a library entry is: its step's file, and its identity there."""

@@ -241,11 +241,12 @@ def plant_with_record(tmp_path: Path, shop_url: str) -> None:
 
 
 @pytest.mark.parametrize("where", ["strict", "group"])
-def test_a_strict_run_and_a_group_judge_with_the_record_and_rewrite_nothing(
+def test_a_strict_run_never_reads_the_record_and_a_group_judges_with_it(
     where: str, fresh_shop, tmp_path: Path, browser
 ) -> None:
-    """A strict run writes nothing, so it rewrites nothing: its one classify request carries
-    the record; a group step's failure goes to the group's diagnosis, which carries it too."""
+    """A strict run writes nothing, so it rewrites nothing, and it never reads the record (a
+    file's data it needs not): its one classify request is told nothing of it; a group step's
+    failure goes to the group's diagnosis, which carries the record."""
     plant_with_record(tmp_path, fresh_shop.url)
     fresh_shop.set_variant("changed-ui")
     provider = ScriptedProvider()
@@ -268,5 +269,10 @@ def test_a_strict_run_and_a_group_judge_with_the_record_and_rewrite_nothing(
         "classify" if where == "strict" else "diagnose"
     ]
     text = provider.requests[0].content("user")
+    if where == "strict":
+        assert "this is the cached code: it passed on" not in text
+        assert "most like it" not in text and "Add to basket" in text  # the page, not a record
+        return
+    assert f"(this is the cached code: it passed on {today()}" in text
     assert '  then: button "Add to cart"\n  now: nothing\n' in text
     assert 'most like it on the page now: button "Add to basket" (likeness 0.85); ' in text
