@@ -19,7 +19,6 @@ from ..safety.step_code import step_code
 from ..vocabulary import Kind
 from .library import (
     FORMAT,
-    MAX_FOUND,
     ORIGINS,
     RED_LABELS,
     SEPARATOR,
@@ -271,9 +270,6 @@ def _green(where: str, raw: Any) -> GreenRecord:
     found = raw.get("found", [])
     if not isinstance(found, list):
         raise CacheError(f"{where}: 'green' 'found' must be a list of objects")
-    if len(found) > MAX_FOUND:  # refused before any item is read
-        many = f"it keeps {len(found):,} locators (at most {MAX_FOUND})"
-        raise CacheError(f"{where}: 'green' is refused: {many}")
     elements = []
     for item in found:
         if not isinstance(item, dict) or set(item) - set(_FOUND_FIELDS):

@@ -150,7 +150,7 @@ def record_problem(green: GreenRecord) -> str | None:
     """What makes ``green`` more than a record may hold (see ``MAX_FOUND`` and the lengths
     above, and :func:`locator_problem`); None for one within its bounds."""
     if len(green.found) > MAX_FOUND:
-        return f"it keeps {len(green.found)} locators (at most {MAX_FOUND})"
+        return f"it keeps {len(green.found):,} locators (at most {MAX_FOUND})"
     texts = {"on": (green.day, FIELD_CHARS), "url": (green.url, URL_CHARS)}
     for index, found in enumerate(green.found, start=1):
         problem = locator_problem(found.locator)

@@ -1085,6 +1085,8 @@ def test_a_record_within_its_bounds_loads_a_pattern_and_all() -> None:
     assert cache.record_problem(green) is None
     named = dataclasses.replace(ADD, name="n" * 80, text="t" * 80)
     assert cache.record_problem(cache.GreenRecord("2026-12-04", "/", (named,))) is None
+    many = cache.GreenRecord("2026-12-04", "/", (ADD,) * 13)
+    assert cache.record_problem(many) == "it keeps 13 locators (at most 12)"
 
 
 def test_an_old_file_with_a_record_of_thousands_of_locators_is_refused(
