@@ -59,6 +59,7 @@ class LogEvent(Enum):
     REDIRECT_UNCHECKED = ("redirect_unchecked", INFO)
     DOCUMENT_UNANSWERED = ("document_unanswered", DEBUG)
     EXECUTION_STOPPED = ("execution_stopped", WARNING)
+    EVIDENCE_STOPPED = ("evidence_stopped", WARNING)
     MEMORY_HEADROOM_UNAVAILABLE = ("memory_headroom_unavailable", WARNING)
     BROWSER = ("browser", INFO)
     BROWSER_RELAUNCHED = ("browser_relaunched", WARNING)

@@ -43,6 +43,14 @@ IN_PROCESS_TESTS = ("tests/integration/test_engine_in_process.py",)
 GREEN_TESTS = ("tests/integration/test_green_evidence.py",)
 TRUST_TESTS = ("tests/integration/test_green_trust.py",)
 OUTCOME_TESTS = ("tests/integration/test_outcomes.py",)
+CUT_SECRET_TEST = (
+    "tests/integration/test_bounds_spelled.py::"
+    "test_a_secret_shown_past_a_cut_is_redacted_before_it_in_the_library_healed_code_and_requests"
+)
+PLANTED_RECORD_TEST = (
+    "tests/integration/test_planted_files.py::"
+    "test_a_planted_record_whose_pattern_backtracks_ends_in_time_and_the_run_goes_on"
+)
 
 
 @dataclass(frozen=True)
@@ -302,9 +310,10 @@ MUTANTS = (
            "        if self.types_secrets and attr in READ_BACK:", "        if False:",
            BOUNDS_TESTS),
     Mutant("secrets: spellings unredacted", f"{PACKAGE}/safety/secrets.py",
-           "(encodings(value), spellings(value))", "(encodings(value), None)", BOUNDS_TESTS),
+           "(encodings(value), spellings(value), cut_start(value))",
+           "(encodings(value), None, cut_start(value))", BOUNDS_TESTS),
     Mutant("secrets: encodings unredacted", f"{PACKAGE}/safety/secrets.py",
-           "[(name, self._compiled[value][0]) for name, value in values]", "[]",
+           "                for kind in range(3)\n", "                for kind in range(1, 3)\n",
            ("tests/unit/test_secrets.py", *IN_PAGE_TESTS)),
     Mutant("secrets: forged markers pass", f"{PACKAGE}/engine/advisor.py",
            '_neutralised(user["content"], page)', 'user["content"]', BOUNDS_TESTS),
@@ -399,15 +408,50 @@ MUTANTS = (
            "        green = green_record(ran, today(), self.secrets.redact)\n",
            "        green = None\n", GREEN_TESTS),
     Mutant("green: a shown secret kept in the record", f"{PACKAGE}/engine/evidence.py",
-           '        text=redact(element.get("text") or ""),',
-           '        text=element.get("text") or "",', GREEN_TESTS),
+           "    text = escape_controls(redact(text))\n", "    text = escape_controls(text)\n",
+           GREEN_TESTS),
+    Mutant("green: a page text cut before it is redacted", f"{PACKAGE}/engine/evidence.py",
+           "    text = escape_controls(redact(text))\n",
+           "    text = escape_controls(redact(text[:FIELD_CHARS]))\n",
+           ("tests/unit/test_repair.py", CUT_SECRET_TEST)),
+    Mutant("green: a repaired name spells a secret's placeholder",
+           f"{PACKAGE}/engine/evidence.py",
+           "if element.role != first.value or PLACEHOLDER.search(element.name):",
+           "if element.role != first.value:", ("tests/unit/test_repair.py", CUT_SECRET_TEST)),
+    Mutant("green: a record's reads on the page unbounded", f"{PACKAGE}/browser/stop.py",
+           "            timers.append(loop.call_later(seconds, self._terminate, session))\n"
+           "            timers.append(loop.call_later(seconds + GRACE_S, self._close))\n",
+           "            pass\n", (PLANTED_RECORD_TEST + "[healing]",)),
+    Mutant("green: a record's read stopped by closing the page", f"{PACKAGE}/browser/stop.py",
+           '        _schedule(session, lambda impl: impl.send("Runtime.terminateExecution", '
+           "None, None))",
+           "        self._close()", (PLANTED_RECORD_TEST + "[healing]",)),
+    Mutant("green: a strict run reads the record", f"{PACKAGE}/engine/cycle.py",
+           "if cached.green is None or test.config.strict or test.page.is_closed():",
+           "if cached.green is None or test.page.is_closed():",
+           (*GREEN_TESTS, PLANTED_RECORD_TEST + "[strict]")),
+    Mutant("cache: a green record of any size loads", f"{PACKAGE}/cache/library.py",
+           "    if len(green.found) > MAX_FOUND:", "    if False:", CACHE_TESTS),
+    Mutant("cache: a green record's texts of any length load", f"{PACKAGE}/cache/library.py",
+           "        if len(text) > most:", "        if False:", CACHE_TESTS),
+    Mutant("cache: a green record's locator of any length loads", f"{PACKAGE}/cache/library.py",
+           "    if len(locator) > LOCATOR_CHARS:", "    if False:", CACHE_TESTS),
+    Mutant("cache: a green record's pattern with any flags loads", f"{PACKAGE}/cache/library.py",
+           "        if flags & ~PATTERN_FLAGS:", "        if False:", CACHE_TESTS),
+    Mutant("snapshot: a text beyond the tree cut before it is redacted",
+           f"{PACKAGE}/browser/snapshot.py", "    read = _BEYOND_CHARS + _REDACTION_MARGIN\n",
+           "    read = _BEYOND_CHARS\n",
+           ("tests/integration/test_snapshot_pages.py::"
+            "test_a_secret_past_a_texts_cut_is_redacted_before_the_cut",)),
+    Mutant("secrets: a start of a secret before another's ellipsis shown",
+           f"{PACKAGE}/safety/secrets.py",
+           "made = (encodings(value), spellings(value), cut_start(value))",
+           "made = (encodings(value), spellings(value), None)",
+           ("tests/unit/test_secrets.py", CUT_SECRET_TEST)),
     Mutant("green: a check's lost locator rewritten without the model",
            f"{PACKAGE}/engine/cycle.py",
            "or self.config.strict or self.spec.meaning is not Meaning.ACTION:",
            "or self.config.strict:", GREEN_TESTS),
-    Mutant("green: a strict run rewrites a locator", f"{PACKAGE}/engine/cycle.py",
-           "if evidence is None or self.config.strict or", "if evidence is None or",
-           GREEN_TESTS),
     Mutant("green: a group's diagnosis without the record", f"{PACKAGE}/engine/cycle.py",
            "self.run.evidence = self.evidence(cached)  # for the group's",
            "self.run.evidence = None  # for the group's", GREEN_TESTS),

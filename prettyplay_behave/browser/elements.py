@@ -3,6 +3,8 @@ approximate accessible name, its test id, its own text and its tag. The evidence
 keeps of what its locators found, and what a page offers in their place later.
 
 Never a field's value: a text field's name comes from its label, never from what was typed.
+Each text comes as long as the caller asks (``chars``): the caller redacts it before it cuts it
+shorter, so a secret the page shows across the cut is never kept in part.
 """
 
 from __future__ import annotations
@@ -15,12 +17,12 @@ from playwright.sync_api import Locator
 if TYPE_CHECKING:
     from playwright.sync_api import Page
 
-TEXT_CHARS = 80  # an element's text is cut to this
 PAGE_LIMIT = 400  # the elements one reading of a page returns at most
 
-# One element's properties; the implicit roles are the common ones of HTML-AAM.
+# One element's properties, each text at most ``chars`` long; the implicit roles are the common
+# ones of HTML-AAM.
 _DESCRIBE = """
-const squeeze = (text) => (text || "").replace(/\\s+/g, " ").trim().slice(0, LIMIT);
+const squeeze = (text) => (text || "").replace(/\\s+/g, " ").trim().slice(0, chars);
 const INPUT_ROLES = {button: "button", submit: "button", reset: "button", image: "button",
   checkbox: "checkbox", radio: "radio", range: "slider", number: "spinbutton",
   search: "searchbox", email: "textbox", tel: "textbox", text: "textbox", url: "textbox",
@@ -70,17 +72,18 @@ const nameOf = (el, role) => {
   return squeeze(el.getAttribute("placeholder") || el.getAttribute("title") || "");
 };
 const describe = (el, attr) => {
-  const role = roleOf(el);
+  const role = roleOf(el).slice(0, chars);
   return {
-    role, name: nameOf(el, role), testId: el.getAttribute(attr) || "",
+    role, name: nameOf(el, role), testId: (el.getAttribute(attr) || "").slice(0, chars),
     text: FIELDS.has(el.tagName) ? "" : squeeze(el.innerText),
-    tag: el.tagName.toLowerCase(),
+    tag: el.tagName.toLowerCase().slice(0, chars),
   };
 };
-""".replace("LIMIT", str(TEXT_CHARS))
+"""
 
 _OF_LOCATOR = (
-    f"(elements, attr) => {{ {_DESCRIBE} return elements.map((el) => describe(el, attr)); }}"
+    f"(elements, [attr, chars]) => {{ {_DESCRIBE} "
+    "return elements.map((el) => describe(el, attr)); }"
 )
 
 # Every element a locator could be rewritten to find, within some roots: one with a role or a
@@ -100,26 +103,29 @@ const within = (roots, attr, limit) => {{
   return out;
 }};"""
 _OF_PAGE = (
-    f"([attr, limit]) => {{ {_WITHIN} "
+    f"([attr, chars, limit]) => {{ {_WITHIN} "
     "return within(document.body ? [document.body] : [], attr, limit); }"
 )
-_INSIDE = f"(roots, [attr, limit]) => {{ {_WITHIN} return within(roots, attr, limit); }}"
+_INSIDE = f"(roots, [attr, chars, limit]) => {{ {_WITHIN} return within(roots, attr, limit); }}"
 
 
-def describe_all(locator: Locator, test_id_attribute: str) -> list[dict[str, Any]]:
-    """The properties of every element ``locator`` finds now, without waiting; none when the
-    page cannot be read (it is navigating, it closed)."""
+def describe_all(locator: Locator, test_id_attribute: str, chars: int) -> list[dict[str, Any]]:
+    """The properties of every element ``locator`` finds now, without waiting, each text at
+    most ``chars`` long; none when the page cannot be read (it is navigating, it closed)."""
     try:
-        found: list[dict[str, Any]] = locator.evaluate_all(_OF_LOCATOR, test_id_attribute)
+        found: list[dict[str, Any]] = locator.evaluate_all(_OF_LOCATOR, [test_id_attribute, chars])
     except PlaywrightError:
         return []
     return found
 
 
-def elements_within(scope: Page | Locator, test_id_attribute: str) -> list[dict[str, Any]]:
+def elements_within(
+    scope: Page | Locator, test_id_attribute: str, chars: int
+) -> list[dict[str, Any]]:
     """The properties of the shown elements with a role or a test id in ``scope`` (the page,
-    or inside what a locator finds), in document order, at most ``PAGE_LIMIT``."""
-    arguments = [test_id_attribute, PAGE_LIMIT]
+    or inside what a locator finds), in document order, at most ``PAGE_LIMIT``; each text at
+    most ``chars`` long."""
+    arguments = [test_id_attribute, chars, PAGE_LIMIT]
     try:
         if isinstance(scope, Locator):
             found: list[dict[str, Any]] = scope.evaluate_all(_INSIDE, arguments)

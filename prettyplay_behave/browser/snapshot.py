@@ -83,7 +83,7 @@ def capture(
     # The snapshot goes first: it has a timeout, and title() would hang on a page stuck in a loop.
     try:
         raw = _aria_snapshot(page, timeout_ms)
-        raw += _beyond_the_tree(page, test_id_attribute)
+        raw += _beyond_the_tree(page, test_id_attribute, redact)
         raw += _storage(page, redact)
     except PlaywrightError as exc:
         raise PageCaptureError(f"could not read the aria snapshot of {url}: {exc}") from exc
@@ -106,6 +106,9 @@ def capture(
     )
 
 
+# What a text is read with beyond where it is cut, for the redactor: a secret the cut would split,
+# spelt in up to this many characters, is whole there.
+_REDACTION_MARGIN = 1_000
 _IFRAME = re.compile(r"- iframe \[ref=(\w+)\]")
 _REF = re.compile(r" \[ref=\w+\]")
 
@@ -127,11 +130,12 @@ def _aria_snapshot(page: Page, timeout_ms: float) -> str:
 # What tests name and the accessibility tree leaves out, read in one pass over the main frame:
 # elements with a test id, and role-less elements a user clicks (a click handler, a tabindex,
 # a pointer cursor that their parent does not have), each with its own text (not its children's),
-# its classes, its state and its value as typed.
-_BEYOND_THE_TREE = """([attr, limit]) => {
+# its classes, its state and its value as typed. Each text comes ``chars`` long, to be redacted
+# before it is cut shorter.
+_BEYOND_THE_TREE = """([attr, limit, chars]) => {
   const native = new Set(["A", "BUTTON", "INPUT", "SELECT", "TEXTAREA", "SUMMARY", "OPTION",
     "LABEL", "DETAILS", "IFRAME", "BODY", "HTML"]);
-  const squeeze = (text) => text.replace(/\\s+/g, " ").trim().slice(0, 80);
+  const squeeze = (text) => text.replace(/\\s+/g, " ").trim().slice(0, chars);
   const own = (el) => squeeze(Array.from(el.childNodes)
     .filter((n) => n.nodeType === 3).map((n) => n.textContent).join(" "));
   const out = [];
@@ -168,8 +172,8 @@ _BEYOND_THE_TREE = """([attr, limit]) => {
         state.push(name.replace("aria-", "") + "=" + el.getAttribute(name));
       }
     }
-    const label = (el.labels && el.labels[0] && squeeze(el.labels[0].innerText))
-      || el.getAttribute("aria-label") || el.getAttribute("placeholder") || el.name || "";
+    const label = squeeze((el.labels && el.labels[0] && el.labels[0].innerText)
+      || el.getAttribute("aria-label") || el.getAttribute("placeholder") || el.name || "");
     out.push({
       tag: el.tagName.toLowerCase(), testId, clickable, typed, label,
       of: part ? own(parent) : null,
@@ -177,24 +181,30 @@ _BEYOND_THE_TREE = """([attr, limit]) => {
       classes: Array.from(el.classList).slice(0, 6),
       state,
       value: typeof el.value === "string" && el.value && el.type !== "password"
-        ? el.value.slice(0, 80) : null,
+        ? el.value.slice(0, chars) : null,
     });
   }
   return out;
 }"""
 _BEYOND_LIMIT = 200
+_BEYOND_CHARS = 80  # of each text, once redacted
 _BEYOND_HEADER = (
     "- beyond the accessibility tree (test ids, role-less clickable elements, values as typed,"
     " parts of a text):"
 )
 
 
-def _beyond_the_tree(page: Page, test_id_attribute: str) -> str:
+def _beyond_the_tree(page: Page, test_id_attribute: str, redact: Callable[[str], str]) -> str:
     """Lines for what tests name and the accessibility tree leaves out (see _BEYOND_THE_TREE):
-    ``- testid "seat-a1": div "A1" (clickable) .seat .selected``; empty when there is none."""
-    found = page.evaluate(_BEYOND_THE_TREE, [test_id_attribute, _BEYOND_LIMIT])
+    ``- testid "seat-a1": div "A1" (clickable) .seat .selected``; empty when there is none.
+    Each text is redacted before it is cut, so a secret across the cut is not shown in part."""
+    read = _BEYOND_CHARS + _REDACTION_MARGIN
+    found = page.evaluate(_BEYOND_THE_TREE, [test_id_attribute, _BEYOND_LIMIT, read])
     lines = []
     for item in found:
+        for name in ("text", "label", "of", "value"):
+            if item[name] is not None:
+                item[name] = _start(redact(item[name]), _BEYOND_CHARS)
         text = f' "{_one_line(item["text"])}"' if item["text"] else ""
         parts = [f"{item['tag']}{text}"]
         if item["clickable"]:
@@ -221,7 +231,7 @@ _STORAGE = """([limit, chars]) => {
 }"""
 _STORAGE_LIMIT = 20
 _STORAGE_CHARS = 80
-_STORAGE_READ = _STORAGE_CHARS + 1_000
+_STORAGE_READ = _STORAGE_CHARS + _REDACTION_MARGIN
 _STORAGE_HEADER = (
     "- the origin's web storage and cookies (step code reads them with page.local_storage,"
     " page.session_storage and page.cookies):"

@@ -10,6 +10,12 @@ timeout is never cut short) it cancels the downloads the step is saving and clos
 pages with the bound's message. The waiting call then fails, the execution is red, and the test
 gets a fresh page in the same context.
 
+The product's own reads of a page with data from a file (the green evidence: a record's
+locators, which may hold a pattern that backtracks) have a bound of their own, ``ReadStop``: past
+it, the page's running JavaScript is terminated (Chromium, through a DevTools session), so the
+read fails and the page stays as it was; where that cannot be done, or did not end the read
+within ``GRACE_S``, the page is closed.
+
 This reaches under Playwright's public API (the loop and the asynchronous objects behind the
 sync ones); ``tests/unit/test_stop.py`` pins what it uses, so an upgrade that moves them fails
 there, loudly.
@@ -25,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from ..events import LogEvent, record
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Download, Page
+    from playwright.sync_api import CDPSession, Download, Page
 
 
 GRACE_S = 1.0
@@ -86,6 +92,58 @@ class ExecutionStop:
             if not page.is_closed():
                 with suppress(PlaywrightError):
                     page.wait_for_event("close", timeout=timeout_ms)
+
+
+class ReadStop:
+    """Ends a read of the product's own on ``page`` (scripts it runs in the page) that outlasts
+    its bound: the page's JavaScript is terminated, or the page closed (see the module)."""
+
+    def __init__(self, page: Page, reason: str) -> None:
+        self.page = page
+        self.reason = reason
+        self.fired = False
+
+    @contextmanager
+    def armed(self, seconds: float) -> Iterator[ReadStop]:
+        """While the block reads the page, stop it ``seconds`` from now."""
+        loop = _loop_of(self.page)
+        session = _devtools(self.page)
+        timers: list[asyncio.TimerHandle] = []
+        if loop is not None and not loop.is_closed():
+            timers.append(loop.call_later(seconds, self._terminate, session))
+            timers.append(loop.call_later(seconds + GRACE_S, self._close))
+        try:
+            yield self
+        finally:
+            for timer in timers:
+                timer.cancel()
+            if session is not None:
+                with suppress(Exception):  # the page may be gone
+                    session.detach()
+
+    def _terminate(self, session: CDPSession | None) -> None:
+        """On Playwright's event loop, while the overdue read waits."""
+        self.fired = True
+        if session is None:
+            self._close()
+            return
+        # the read ends with an error, and the page runs on: a termination asked while no
+        # script runs ends nothing
+        _schedule(session, lambda impl: impl.send("Runtime.terminateExecution", None, None))
+
+    def _close(self) -> None:
+        self.fired = True
+        _schedule(self.page, lambda impl: impl.close(run_before_unload=False, reason=self.reason))
+
+
+def _devtools(page: Page) -> CDPSession | None:
+    """A DevTools session on ``page``; None where the browser offers none (not Chromium)."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    try:
+        return page.context.new_cdp_session(page)
+    except PlaywrightError:
+        return None
 
 
 def _loop_of(target: Any) -> asyncio.AbstractEventLoop | None:

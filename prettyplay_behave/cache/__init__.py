@@ -55,12 +55,16 @@ scenario) is kept as written and escaped where it is shown. Nothing of the cache
 read, written or deleted through a symbolic link, the cache folder's own name included, and no
 cache or lock file is opened when another name shares its file: such a path is refused with a
 CacheError naming the link and where it points, and what it points to is untouched
-(:mod:`.paths`).
+(:mod:`.paths`). A green record, which a failing step's evidence reads the page with, is
+refused past its bounds (``record_problem``: its number of locators, the length of each text,
+the patterns a locator may hold).
 """
 
 from .format import READS
 from .library import (
+    FIELD_CHARS,
     FORMAT,
+    MAX_FOUND,
     ORIGINS,
     RED_LABELS,
     CacheKey,
@@ -73,6 +77,8 @@ from .library import (
     Validate,
     closest,
     locate,
+    locator_problem,
+    record_problem,
 )
 from .paths import STEPS_FOLDER, files_in, unlinked
 from .source import file_name, load_file, parse, parse_steps, render_steps
@@ -91,7 +97,9 @@ from .store import (
 __all__ = [
     "CACHE_FOLDER",
     "DEFAULT_CACHE_DIR",
+    "FIELD_CHARS",
     "FORMAT",
+    "MAX_FOUND",
     "ORIGINS",
     "READS",
     "RED_LABELS",
@@ -112,10 +120,12 @@ __all__ = [
     "library_files",
     "load_file",
     "locate",
+    "locator_problem",
     "merged",
     "old_files",
     "parse",
     "parse_steps",
+    "record_problem",
     "render_steps",
     "today",
     "unlinked",

@@ -32,6 +32,7 @@ from .library import (
     StepEntry,
     Validate,
     _quoted,
+    record_problem,
 )
 from .paths import link_error, role
 
@@ -312,7 +313,11 @@ def _green(where: str, raw: Any) -> GreenRecord:
         elements.append(
             Found(*(_text(where, item, name, name == "locator") for name in _FOUND_FIELDS))
         )
-    return GreenRecord(_text(where, raw, "on"), _text(where, raw, "url", False), tuple(elements))
+    green = GreenRecord(_text(where, raw, "on"), _text(where, raw, "url", False), tuple(elements))
+    problem = record_problem(green)
+    if problem:
+        raise CacheError(f"{where}: 'green' is refused: {problem}")
+    return green
 
 
 def _verdict(where: str, raw: Any) -> RedVerdict:

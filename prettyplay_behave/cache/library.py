@@ -7,6 +7,7 @@ Contract: everything here is in memory; :mod:`.format` reads and writes files of
 
 from __future__ import annotations
 
+import ast
 import difflib
 import re
 import reprlib
@@ -29,6 +30,15 @@ RED_LABELS = ("product_defect", "incurable")
 _HOSTILE = re.compile(r'[<>:"\\|?*\x00-\x1f]')
 
 Validate = Callable[[str], None]
+
+# What a green record may hold. It is data from a file a pull request can edit, and a failing
+# step's evidence reads the page with its locators, so a loaded one is refused past these.
+MAX_FOUND = 12  # the locators one record keeps at most
+FIELD_CHARS = 80  # an element's role, name, test id, text or tag; the record's day
+LOCATOR_CHARS = 400  # a locator as the code spells it
+URL_CHARS = 2_000
+# What a locator's ``re.compile(...)`` may set besides its pattern: what step code's ``re`` offers.
+PATTERN_FLAGS = re.IGNORECASE | re.MULTILINE | re.DOTALL
 
 # What a message quotes of a value the file holds: a few levels and items, whatever its size.
 _QUOTE = reprlib.Repr()
@@ -110,6 +120,53 @@ class Found:
     def __post_init__(self) -> None:
         for name in ("locator", "role", "name", "test_id", "text", "tag"):
             object.__setattr__(self, name, escape_controls(getattr(self, name)))
+
+
+def locator_problem(locator: str) -> str | None:
+    """What makes ``locator`` (a record's) one that evidence may not read the page with: past
+    ``LOCATOR_CHARS``, no Python expression, or a pattern other than ``re.compile("...")``
+    with ``PATTERN_FLAGS`` at most that Python compiles; None for one it may."""
+    if len(locator) > LOCATOR_CHARS:
+        return f"a locator of {len(locator):,} characters (at most {LOCATOR_CHARS})"
+    try:
+        tree = ast.parse(locator, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return f"the locator {_quoted(locator)} is no Python expression"
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and ast.unparse(node.func) == "re.compile"):
+            continue
+        arguments = [a.value if isinstance(a, ast.Constant) else None for a in node.args]
+        pattern, flags = [*arguments, 0][:2] if 1 <= len(arguments) <= 2 else (None, None)
+        if node.keywords or type(pattern) is not str or type(flags) is not int:
+            return f'{_quoted(ast.unparse(node))}: a pattern is re.compile("..."[, flags])'
+        if flags & ~PATTERN_FLAGS:
+            return (
+                f"{_quoted(ast.unparse(node))}: a pattern's flags are at most IGNORECASE, "
+                "MULTILINE and DOTALL"
+            )
+        try:
+            re.compile(pattern, flags)
+        except (re.error, OverflowError, RecursionError, MemoryError) as exc:
+            return f"{_quoted(ast.unparse(node))}: not a pattern ({exc})"
+    return None
+
+
+def record_problem(green: GreenRecord) -> str | None:
+    """What makes ``green`` more than a record may hold (see ``MAX_FOUND`` and the lengths
+    above, and :func:`locator_problem`); None for one within its bounds."""
+    if len(green.found) > MAX_FOUND:
+        return f"it keeps {len(green.found):,} locators (at most {MAX_FOUND})"
+    texts = {"on": (green.day, FIELD_CHARS), "url": (green.url, URL_CHARS)}
+    for index, found in enumerate(green.found, start=1):
+        problem = locator_problem(found.locator)
+        if problem:
+            return f"found {index}: {problem}"
+        for name in ("role", "name", "test_id", "text", "tag"):
+            texts[f"found {index} {name}"] = (getattr(found, name), FIELD_CHARS)
+    for name, (text, most) in texts.items():
+        if len(text) > most:
+            return f"{name} has {len(text):,} characters (at most {most})"
+    return None
 
 
 @dataclass(frozen=True)

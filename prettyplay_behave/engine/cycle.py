@@ -387,11 +387,14 @@ class StepCycle:
 
     def evidence(self, cached: StepEntry) -> Evidence | None:
         """What the locators of ``cached``'s last green run find on the page now; None for
-        an entry with no record of one."""
-        if cached.green is None or self.test.page.is_closed():
+        an entry with no record of one, in a strict run (which needs none), or when the
+        record could not be read within the bound."""
+        test = self.test
+        if cached.green is None or test.config.strict or test.page.is_closed():
             return None
-        pages, secrets = self.parts.pages, self.parts.secrets
-        return compare(self.test.page, cached.green, pages.test_id_attribute, secrets.redact)
+        redact, within_ms = self.parts.secrets.redact, test.config.action_timeout_ms
+        attribute = self.parts.pages.test_id_attribute
+        return compare(test.tabs, cached.green, attribute, redact, within_ms)
 
     def replay_red(self, cached: StepEntry) -> None:
         """A step remembered red replays with no request: still red, it fails with the stored

@@ -10,6 +10,13 @@ When cached code goes red, its requests say so (``Evidence``): cached code, pass
 then each locator found this, now it finds that (nothing, another element, several); and, for a
 locator that finds nothing now, the elements of the page most like what it found
 (:mod:`.repair`).
+
+Every text of the page is redacted before it is cut to what a record keeps (``FIELD_CHARS``):
+the page gives it with ``REDACTION_MARGIN`` more, so a secret the page shows across the cut is
+whole when the redactor reads it. A record is data from a file: what evidence does on the page
+with it (each of its locators, the elements like a lost one, a rewrite's check) ends within a
+bound, after which the step is judged without it; a record past its bounds is refused on load
+(``record_problem``) and never written.
 """
 
 from __future__ import annotations
@@ -21,8 +28,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..browser.elements import describe_all, elements_within
-from ..cache import Found, GreenRecord
+from ..browser.stop import ReadStop
+from ..cache import FIELD_CHARS, MAX_FOUND, Found, GreenRecord, locator_problem
+from ..cache.library import URL_CHARS
+from ..errors import escape_controls
+from ..events import LogEvent, record
 from ..safety.policy import LOCATING_METHODS
+from ..safety.secrets import PLACEHOLDER
 from ..vocabulary import Outcome
 from .repair import Candidate, ranked, unambiguous
 
@@ -31,10 +43,14 @@ if TYPE_CHECKING:
 
     from playwright.sync_api import Locator, Page
 
+    from ..browser.tabs import Tabs
     from .history import Attempt
 
-MAX_FOUND = 12  # the locators one record keeps at most
 SHOWN_CANDIDATES = 3  # the elements like a lost one a request lists
+# What the page gives of a text beyond the cut, for the redactor: a secret the cut would split,
+# spelt in up to this many characters, is whole there.
+REDACTION_MARGIN = 1_000
+READ_CHARS = FIELD_CHARS + REDACTION_MARGIN
 # What a chain of locators may hold besides the locating methods.
 _NARROWING = frozenset({"filter", "nth", "first", "last"})
 
@@ -53,10 +69,13 @@ class Sightings:
         element now or before, or the record is full)."""
         if chain in self.seen or len(self.seen) >= MAX_FOUND:
             return True
-        elements = describe_all(locator, self.test_id_attribute)
+        spelt = self.redact(chain)
+        if locator_problem(spelt):  # too long, or a pattern a record may not hold: not kept
+            return True
+        elements = describe_all(locator, self.test_id_attribute, READ_CHARS)
         if len(elements) != 1:
             return False
-        self.seen[chain] = found(self.redact(chain), elements[0], self.redact)
+        self.seen[chain] = found(spelt, elements[0], self.redact)
         return True
 
     def forget(self) -> None:
@@ -69,24 +88,38 @@ class Sightings:
 
 
 def found(locator: str, element: dict[str, Any], redact: Callable[[str], str]) -> Found:
-    """The record of one element as the page describes it (``browser.elements``)."""
+    """The record of one element as the page describes it (``browser.elements``, each text
+    read ``READ_CHARS`` long), each text redacted, then cut (:func:`kept_text`)."""
     return Found(
         locator=locator,
-        role=redact(element.get("role") or ""),
-        name=redact(element.get("name") or ""),
-        test_id=redact(element.get("testId") or ""),
-        text=redact(element.get("text") or ""),
-        tag=element.get("tag") or "",
+        role=kept_text(element.get("role") or "", redact),
+        name=kept_text(element.get("name") or "", redact),
+        test_id=kept_text(element.get("testId") or "", redact),
+        text=kept_text(element.get("text") or "", redact),
+        tag=kept_text(element.get("tag") or "", redact),
     )
+
+
+def kept_text(text: str, redact: Callable[[str], str]) -> str:
+    """A text of the page as a record keeps it: redacted whole, then cut to ``FIELD_CHARS``,
+    never inside a placeholder (its start goes with it)."""
+    text = escape_controls(redact(text))
+    if len(text) <= FIELD_CHARS:
+        return text
+    cut = text[:FIELD_CHARS]
+    start = cut.rfind("${")
+    return cut[:start] if start != -1 and "}" not in cut[start:] else cut
 
 
 def green_record(
     attempt: Attempt | None, day: str, redact: Callable[[str], str]
 ) -> GreenRecord | None:
-    """The record a green, watched run leaves with the code it wrote; None for any other."""
+    """The record a green, watched run leaves with the code it wrote; None for any other. A
+    URL past what a record keeps is left out."""
     if attempt is None or attempt.outcome is not Outcome.GREEN or not attempt.found:
         return None
-    return GreenRecord(day, redact(attempt.url_after), attempt.found)
+    url = redact(attempt.url_after)
+    return GreenRecord(day, url if len(url) <= URL_CHARS else "", attempt.found)
 
 
 @dataclass(frozen=True)
@@ -142,47 +175,92 @@ class Evidence:
 
 
 def compare(
-    page: Page, green: GreenRecord, test_id_attribute: str, redact: Callable[[str], str]
-) -> Evidence:
-    """What the locators of ``green`` find on ``page`` now, and what lost ones could be."""
-    compared = []
-    for then in green.found:
-        target = locate(page, then.locator)
-        if target is None:
-            compared.append(Compared(then, None))
-            continue
-        now = tuple(found(then.locator, e, redact) for e in describe_all(target, test_id_attribute))
-        compared.append(
-            Compared(then, now) if now else _lost(page, then, test_id_attribute, redact)
+    tabs: Tabs,
+    green: GreenRecord,
+    test_id_attribute: str,
+    redact: Callable[[str], str],
+    within_ms: float,
+) -> Evidence | None:
+    """What the locators of ``green`` find on the current page of ``tabs`` now, and what lost
+    ones could be; None when reading the page with them takes past ``within_ms`` (the test's
+    ``action_timeout_ms``: a pattern of the record that backtracks in the page, a selector that
+    walks it too long): the reads are stopped there (see ``ReadStop``), and the step is judged
+    without a record."""
+    page = tabs.page
+    stop = ReadStop(page, f"the green record was read on the page past {within_ms:.0f} ms")
+    reads = _Reads(page, stop, test_id_attribute, redact)
+    try:
+        with stop.armed(within_ms / 1000):
+            compared = tuple(reads.compared(then) for then in green.found)
+    except _OutOfTime:
+        compared = None
+    if stop.fired or compared is None:
+        tabs.ensure_open()  # where the read could only be stopped by closing the page
+        record(
+            LogEvent.EVIDENCE_STOPPED,
+            "the green record of the failing step was still being read on the page at "
+            "action_timeout_ms=%.0f, so the read was stopped: the step is judged without it",
+            within_ms,
         )
-    return Evidence(green.day, green.url, tuple(compared))
+        return None
+    return Evidence(green.day, green.url, compared)
 
 
-def _lost(
-    page: Page, then: Found, test_id_attribute: str, redact: Callable[[str], str]
-) -> Compared:
-    """A locator that finds nothing now: the elements like what it found, within what the
-    chain before its last call finds (the page, a product card), and its rewrite to the one
-    clear candidate, when the rewritten chain finds that one element."""
-    receiver = receiver_of(then.locator)
-    scope = page if receiver == "" else locate(page, receiver) if receiver else None
-    if scope is None:
-        return Compared(then, ())
-    elements = [found("", e, redact) for e in elements_within(scope, test_id_attribute)]
-    candidates = ranked(then, elements)
-    best = unambiguous(candidates)
-    repair = ""
-    if best is not None:
-        call = last_call(then.locator)
-        rewritten = rewrite(call, best.element) if call else None
-        if rewritten and call:
-            head, _, tail = then.locator.rpartition(call)
-            chain = head + rewritten + tail
-            target = locate(page, chain)
-            finds = describe_all(target, test_id_attribute) if target is not None else []
-            if len(finds) == 1 and same(found("", finds[0], redact), best.element):
-                repair = rewritten
-    return Compared(then, (), tuple(candidates[:SHOWN_CANDIDATES]), repair)
+class _OutOfTime(Exception):
+    """A read of the comparison ended by its stop: no read more."""
+
+
+class _Reads:
+    """The reads of one comparison on a page: each element as a record keeps it; once the stop
+    fired, none more."""
+
+    def __init__(
+        self, page: Page, stop: ReadStop, test_id_attribute: str, redact: Callable[[str], str]
+    ) -> None:
+        self.page, self.stop = page, stop
+        self.test_id_attribute, self.redact = test_id_attribute, redact
+
+    def _checked(self, elements: list[dict[str, Any]], locator: str) -> list[Found]:
+        if self.stop.fired:
+            raise _OutOfTime
+        return [found(locator, element, self.redact) for element in elements]
+
+    def finds(self, target: Locator, locator: str = "") -> list[Found]:
+        return self._checked(describe_all(target, self.test_id_attribute, READ_CHARS), locator)
+
+    def within(self, scope: Page | Locator) -> list[Found]:
+        return self._checked(elements_within(scope, self.test_id_attribute, READ_CHARS), "")
+
+    def compared(self, then: Found) -> Compared:
+        """What one locator of the record finds now."""
+        target = None if locator_problem(then.locator) else locate(self.page, then.locator)
+        if target is None:
+            return Compared(then, None)
+        now = tuple(self.finds(target, then.locator))
+        return Compared(then, now) if now else self.lost(then)
+
+    def lost(self, then: Found) -> Compared:
+        """A locator that finds nothing now: the elements like what it found, within what the
+        chain before its last call finds (the page, a product card), and its rewrite to the
+        one clear candidate, when the rewritten chain finds that one element."""
+        page = self.page
+        receiver = receiver_of(then.locator)
+        scope = page if receiver == "" else locate(page, receiver) if receiver else None
+        if scope is None:
+            return Compared(then, ())
+        candidates = ranked(then, self.within(scope))
+        best = unambiguous(candidates)
+        repair = ""
+        if best is not None:
+            call = last_call(then.locator)
+            rewritten = rewrite(call, best.element) if call else None
+            if rewritten and call:
+                head, _, tail = then.locator.rpartition(call)
+                target = locate(page, head + rewritten + tail)
+                finds = self.finds(target) if target is not None else []
+                if len(finds) == 1 and same(finds[0], best.element):
+                    repair = rewritten
+        return Compared(then, (), tuple(candidates[:SHOWN_CANDIDATES]), repair)
 
 
 def describe(element: Found) -> str:
@@ -310,7 +388,9 @@ def rewrite(call: str, element: Found) -> str | None:
     """``call`` rewritten in its own style to find ``element``: the test id for
     ``get_by_test_id``, the name for ``get_by_role`` (its role kept), a label's, a
     placeholder's, an alt text's or a title's name, the text for ``get_by_text``; None for a
-    call that cannot be (a CSS locator, a pattern)."""
+    call that cannot be (a CSS locator, a pattern) and for a value that holds a secret's
+    placeholder (the page shows the secret there: the placeholder finds nothing, and code never
+    spells it)."""
     try:
         node = ast.parse(call, mode="eval").body
     except SyntaxError:
@@ -326,7 +406,7 @@ def rewrite(call: str, element: Found) -> str | None:
         name = next((k for k in node.keywords if k.arg == "name"), None)
         if name is None or not isinstance(name.value, ast.Constant) or not element.name:
             return None
-        if element.role != first.value:
+        if element.role != first.value or PLACEHOLDER.search(element.name):
             return None
         kept = [ast.get_source_segment(call, k) or "" for k in node.keywords if k.arg != "name"]
         rest = "".join(f", {k}" for k in kept)
@@ -339,7 +419,7 @@ def rewrite(call: str, element: Found) -> str | None:
         "get_by_alt_text": element.name,
         "get_by_title": element.name,
     }.get(method, "")
-    if not value:
+    if not value or PLACEHOLDER.search(value):
         return None
     return f"{method}({_quoted(value)}{', ' + others if others else ''})"
 

@@ -132,6 +132,23 @@ def encodings(value: str) -> re.Pattern[str]:
     return re.compile(_starts(value[:2]) + forms if value else forms, re.IGNORECASE)
 
 
+# What marks a cut made before a text reached the redactor: Playwright's call log shows an
+# element's text cut at 50 characters, its attributes at 500, each ending in "…".
+_ELLIPSIS = r"(?:\u2026|\.\.\.)"
+
+
+def cut_start(value: str) -> re.Pattern[str] | None:
+    """A pattern of a start of ``value`` that someone else's cut ended: its first
+    ``MIN_SPELLED`` characters or more (not all of them), as written in any case, right before
+    an ellipsis. None for a value too short to have such a start."""
+    if len(value) <= MIN_SPELLED:
+        return None
+    rest = value[MIN_SPELLED:-1]
+    # one optional group inside the other, a character each: a match is tried in linear time
+    longer = "".join(f"(?:{re.escape(char)}" for char in rest) + ")?" * len(rest)
+    return re.compile(f"{re.escape(value[:MIN_SPELLED])}{longer}(?={_ELLIPSIS})", re.IGNORECASE)
+
+
 def secret_names(text: str) -> list[str]:
     """The names of the ``${NAME}`` placeholders in ``text``, in order, without repeats."""
     return list(dict.fromkeys(PLACEHOLDER.findall(text)))
@@ -148,7 +165,7 @@ class Secrets:
         self._spelled: list[tuple[str, re.Pattern[str]]] = []
         self._spelled_for: tuple[tuple[str, str], ...] = ()
         # value: its patterns, compiled once (a long value's take some milliseconds)
-        self._compiled: dict[str, tuple[re.Pattern[str], re.Pattern[str] | None]] = {}
+        self._compiled: dict[str, tuple[re.Pattern[str] | None, ...]] = {}
 
     def require(self, names: Iterable[str], sentence: str) -> None:
         """Fail before a step runs when one of its secrets is not set; remember the values."""
@@ -225,17 +242,21 @@ class Secrets:
         return text
 
     def _patterns(self) -> list[tuple[str, re.Pattern[str]]]:
-        """The encodings, then the spellings, of every value, longest value first."""
+        """The encodings, then the spellings, then the cut starts of every value, longest
+        value first."""
         known = [*self._values.items(), *((name, value) for value, name in self._hidden.items())]
         key = tuple(sorted(known))
         if key != self._spelled_for:
             values = sorted(known, key=lambda item: -len(item[1]))
             for _, value in values:
                 if value not in self._compiled:
-                    self._compiled[value] = (encodings(value), spellings(value))
-            self._spelled = [(name, self._compiled[value][0]) for name, value in values]
-            self._spelled += [
-                (name, pattern) for name, value in values if (pattern := self._compiled[value][1])
+                    made = (encodings(value), spellings(value), cut_start(value))
+                    self._compiled[value] = made
+            self._spelled = [
+                (name, pattern)
+                for kind in range(3)
+                for name, value in values
+                if (pattern := self._compiled[value][kind])
             ]
             self._spelled_for = key
         return self._spelled

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from prettyplay_behave import PrettyPlay
-from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
+from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite, Found, GreenRecord
 from prettyplay_behave.safety.step_code import check_code
 from tests.support.attacks import APP_PAGE, INCURABLE, MODES, attack, step
-from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer
+from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.origins import TwoOrigins
 
 SESSION = "s3cr3t-Session-7Hq2Zx9w"  # the app's session cookie: no expiry
@@ -307,3 +307,137 @@ def test_a_page_that_shows_its_own_session_id_shows_no_request_the_id(
     shown = "\n".join(r.text for r in provider.requests)
     assert "session ${cookie sid}" in shown  # the page's text, with the id as its placeholder
     assert "7Hq2Zx9w" not in shown
+
+
+# -- 3: a secret the page shows past a cut, into the library, healed code and requests ----------
+
+TOKEN = "ppcanary7Hq2Zx9wKd"
+# What each element shows before the token, once it is saved: the echoed text and the renamed
+# button put it across the 80 characters a record keeps of a text (16 and 15 of its characters
+# inside them); Playwright's call log cuts the note's text at 50 (11 inside); the other
+# button's rename leaves it past the cut.
+SHOWN_BEFORE = {
+    "found": "Found: " + "x" * 56 + " ",
+    "echo": "Saved: " + "x" * 57 + " ",
+    "note": "Saved: " + "x" * 30 + " ",
+    "kept": "Kept: " + "x" * 72,
+}
+ECHO_PAGE = """<title>Echo</title><h1>Echo</h1>
+<label>Token <input id="token"></label>
+<button id="save">Save</button>
+<button data-testid="found">Found it</button>
+<button data-testid="kept">Keep it</button>
+<p data-testid="echo"></p>
+<p id="note"></p>
+<script>
+const shown = SHOWN;
+document.getElementById("save").onclick = () => {
+  const token = document.getElementById("token").value;
+  for (const [id, before] of Object.entries(shown)) {
+    const el = document.querySelector(`[data-testid="${id}"]`) || document.getElementById(id);
+    el.textContent = before + token;
+  }
+};
+</script>""".replace("SHOWN", json.dumps(SHOWN_BEFORE))
+ECHO_FEATURE = """\
+Feature: Echo
+  Scenario: The token echoed
+    Given I open the app
+    When I save the token ${TOKEN}
+    Then the echo shows it
+    When I press the found button
+    And I press the kept button
+    Then the note says done
+"""
+ECHO_TEST = "echo.feature::The token echoed"
+SAVE_TOKEN = (
+    'page.get_by_label("Token").fill(secret("TOKEN"))\n'
+    'page.get_by_role("button", name="Save").click()'
+)
+ECHO_SHOWN = 'expect(page.get_by_test_id("echo")).to_contain_text("Saved")'
+ROT = json_answer(
+    {"label": "rot", "explanation": "the button was renamed", "recommendation": "its test id"}
+)
+
+
+def planted_button(test_id: str, name: str) -> tuple[str, GreenRecord]:
+    """The code of a step that presses a button by its name, and the record of its green run
+    before the app renamed the button (its test id stays)."""
+    locator = f'get_by_role("button", name="{name}")'
+    found = Found(locator, "button", name, test_id, name, "button")
+    return step(f"page.{locator}.click()"), GreenRecord("2026-12-01", "/", (found,))
+
+
+def runs_of(value: str, length: int = 8) -> set[str]:
+    """Every run of ``length`` characters of ``value`` and of it reversed, in lower case."""
+    value = value.lower()
+    return {
+        text[i : i + length] for text in (value, value[::-1]) for i in range(len(text) - length + 1)
+    }
+
+
+@pytest.mark.slow
+def test_a_secret_shown_past_a_cut_is_redacted_before_it_in_the_library_healed_code_and_requests(
+    origins: TwoOrigins, project, llm: ScriptedLLMServer
+) -> None:
+    """The app echoes a typed token after some 70 characters, where the page's texts are cut
+    (the record's 80, Playwright's call log's 50): a generated check keeps a record of the
+    echo, a renamed button is healed (its name now holds the token, so no repair may spell
+    it), another is repaired without the model, and a check fails on the note. The library,
+    the healed code, every request, the log and the report hold no run of 8 of its characters
+    in any case, forwards or backwards."""
+    origins.pages["/"] = ECHO_PAGE
+    project.write("features/echo.feature", ECHO_FEATURE)
+    store = CacheStore(project.cache_dir, validate=check_code)
+    for kind, sentence, code, green in (
+        ("step", "I open the app", step('page.goto("/")'), None),
+        ("step", "I save the token ${TOKEN}", step(SAVE_TOKEN), None),
+        ("step", "I press the found button", *planted_button("found", "Found it")),
+        ("step", "I press the kept button", *planted_button("kept", "Keep it")),
+        ("expect", "the note says done",
+         step('expect(page.locator("#note")).to_have_text("done")'), None),
+    ):  # fmt: skip
+        store.write(CacheWrite(CacheKey(ECHO_TEST, kind, sentence), code, "generated", green=green))
+    llm.on("generate", code_answer(step(ECHO_SHOWN)))
+    llm.on("gate", CLEAN_GATE, repeat=True)
+    llm.on("classify", ROT, step="found button")
+    llm.on("heal", code_answer(step('page.get_by_test_id("found").click()')))
+    llm.on("classify", INCURABLE, step="the note")
+    result = project.run(
+        "-o", "-", "--no-logcapture", "--logging-level=DEBUG",
+        "--junit", "--junit-directory=junit", "-f", "json", "-o", "out.json",
+        "-D", f"prettyplay.base_url={origins.app}", "-D", "prettyplay.report_dir=report",
+        "-D", "prettyplay.action_timeout_ms=2000", "-D", "prettyplay.expect_timeout_ms=1000",
+        env={**llm.env, "TOKEN": TOKEN}, timeout=150,
+    )  # fmt: skip
+    assert result.returncode == 1, result
+    purposes = [r.purpose for r in llm.requests]
+    assert purposes == ["generate", "gate", "classify", "heal", "gate", "gate", "classify"], (
+        purposes
+    )
+    # the paths it took: a record of the echo, the found button healed, the kept one repaired
+    written = CacheStore(project.cache_dir, validate=check_code).library()
+    entries = {e.sentence: e for e in written.entries}
+    echo = entries["the echo shows it"]
+    assert echo.origin == "generated" and echo.green is not None
+    assert echo.green.found[0].text == SHOWN_BEFORE["echo"] + "${TOKEN}"
+    found = entries["I press the found button"]
+    assert found.origin == "healed" and 'get_by_test_id("found")' in found.code
+    classify = llm.requests_for("classify")[0].text
+    assert f'button "{SHOWN_BEFORE["found"]}${{TOKEN}}" [test id found]' in classify, classify
+    kept = entries["I press the kept button"]
+    assert kept.origin == "healed"
+    assert f'get_by_role("button", name="{SHOWN_BEFORE["kept"]}").click()' in kept.code
+    assert "judged without the model" in llm.requests_for("gate")[2].text
+    assert "${TOKEN}…</p>" in result.output, result  # the note's text in the call log
+    # nothing holds a run of the token's characters
+    files = [path for path in project.root.rglob("*") if path.is_file()]
+    assert {"out.json", "report.html"} <= {path.name for path in files}
+    assert any(path.suffix == ".xml" for path in files)
+    texts = {"behave's output": result.output}
+    texts |= {str(path): path.read_text(encoding="utf-8", errors="replace") for path in files}
+    texts |= {f"request {i}": json.dumps(r.body) for i, r in enumerate(llm.requests)}
+    assert any("library" in name or ".prettyplay" in name for name in texts)
+    for where, text in texts.items():
+        leaked = [run for run in runs_of(TOKEN) if run in text.lower()]
+        assert not leaked, (where, leaked)

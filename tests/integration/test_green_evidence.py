@@ -4,11 +4,13 @@ candidate heals with the gate alone (in process, on the demo shop, with a script
 
 from __future__ import annotations
 
+import faulthandler
+import time
 from pathlib import Path
 
 import pytest
 
-from prettyplay_behave import PrettyConfig, PrettyPlay, ProductDefectError
+from prettyplay_behave import IncurableStepError, PrettyConfig, PrettyPlay, ProductDefectError
 from prettyplay_behave.cache import (
     CacheKey,
     CacheStore,
@@ -19,6 +21,7 @@ from prettyplay_behave.cache import (
     today,
 )
 from prettyplay_behave.safety.step_code import check_code
+from tests.support.attacks import HANG_S
 from tests.support.caches import cache_text
 from tests.support.changed_ui import CART
 from tests.support.llm_server import CLEAN_GATE, code_answer, json_answer
@@ -241,11 +244,12 @@ def plant_with_record(tmp_path: Path, shop_url: str) -> None:
 
 
 @pytest.mark.parametrize("where", ["strict", "group"])
-def test_a_strict_run_and_a_group_judge_with_the_record_and_rewrite_nothing(
+def test_a_strict_run_never_reads_the_record_and_a_group_judges_with_it(
     where: str, fresh_shop, tmp_path: Path, browser
 ) -> None:
-    """A strict run writes nothing, so it rewrites nothing: its one classify request carries
-    the record; a group step's failure goes to the group's diagnosis, which carries it too."""
+    """A strict run writes nothing, so it rewrites nothing, and it never reads the record (a
+    file's data it needs not): its one classify request is told nothing of it; a group step's
+    failure goes to the group's diagnosis, which carries the record."""
     plant_with_record(tmp_path, fresh_shop.url)
     fresh_shop.set_variant("changed-ui")
     provider = ScriptedProvider()
@@ -268,5 +272,46 @@ def test_a_strict_run_and_a_group_judge_with_the_record_and_rewrite_nothing(
         "classify" if where == "strict" else "diagnose"
     ]
     text = provider.requests[0].content("user")
+    if where == "strict":
+        assert "this is the cached code: it passed on" not in text
+        assert "most like it" not in text and "Add to basket" in text  # the page, not a record
+        return
+    assert f"(this is the cached code: it passed on {today()}" in text
     assert '  then: button "Add to cart"\n  now: nothing\n' in text
     assert 'most like it on the page now: button "Add to basket" (likeness 0.85); ' in text
+
+
+WORK_PAGE = "<title>Work</title><h1>Work</h1><p>" + "a" * 34 + "b</p><button>Start</button>"
+BACKTRACKING = Found('get_by_text(re.compile("(a+)+$"))', "paragraph", text="a" * 34, tag="p")
+PRESS_GO = 'def step(page) -> None:\n    page.get_by_role("button", name="Go").click()\n'
+
+
+def test_where_the_pages_script_cannot_be_stopped_the_read_closes_the_page_and_goes_on(
+    tmp_path: Path, browser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A browser without a DevTools session (Firefox, WebKit): a read of the record that runs
+    past action_timeout_ms closes the page; the step is judged without the record, and the
+    test goes on in a fresh page."""
+    monkeypatch.setattr("prettyplay_behave.browser.stop._devtools", lambda page: None)
+    store = CacheStore(tmp_path / "cache", validate=check_code)
+    store.write(CacheWrite(CacheKey("t", "step", "open the work page"), OPEN_SHOP, "generated"))
+    record = GreenRecord("2026-12-01", "/", (BACKTRACKING,))
+    store.write(CacheWrite(CacheKey("t", "step", "press go"), PRESS_GO, "generated", green=record))
+    provider = ScriptedProvider()
+    provider.on("classify", verdict("incurable", "the button went"))
+    with PageServer({"/": WORK_PAGE}) as app:
+        config = settings(app.url, tmp_path).replace(action_timeout_ms=1_000)
+        with PrettyPlay("t", config, browser=browser, provider=provider) as t:
+            t.step("open the work page")
+            started = time.monotonic()
+            faulthandler.dump_traceback_later(HANG_S, exit=True)
+            try:
+                with pytest.raises(IncurableStepError, match="cannot be healed"):
+                    t.step("press go")
+            finally:
+                faulthandler.cancel_dump_traceback_later()
+            seconds = time.monotonic() - started
+            assert t.step("open the work page").outcome == "passed"  # on a fresh page
+    assert seconds < 30, seconds
+    classify = provider.requests_for("classify")[0].content("user")
+    assert "this is the cached code: it passed on" not in classify

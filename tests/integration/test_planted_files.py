@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +25,8 @@ from prettyplay_behave.cache import (
     CacheKey,
     CacheStore,
     CacheWrite,
+    Found,
+    GreenRecord,
     RedVerdict,
     StepEntry,
     file_name,
@@ -35,6 +38,7 @@ from tests.support.behave_runs import run_prettyplay
 from tests.support.caches import plant, steps
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
 from tests.support.outside import Outside
+from tests.support.pages import PageServer
 from tests.support.shop_steps import OPEN_SHOP
 
 # A terminal's clear-screen, title and bell, a C1 CSI, a NUL, a bidirectional override and a
@@ -424,3 +428,83 @@ def test_a_generating_run_writes_nothing_through_a_planted_library_folder_link(
     assert "prettyplay: 1 test (1 failed)" in result.output, result
     outside.untouched(listed_by_behave=True)
     assert link.is_symlink()
+
+
+# -- 5: a green record is data from the file: what evidence does with it is bounded -------------
+
+# V8 backtracks on this pattern for hours before it finds that the page's run of "a"s is not
+# at the end of its text
+BACKTRACKING = Found('get_by_text(re.compile("(a+)+$"))', "paragraph", text="a" * 34, tag="p")
+WORK_PAGE = "<title>Work</title><h1>Work</h1><p>" + "a" * 34 + "b</p><button>Start</button>"
+PLANTED_FEATURE = """\
+Feature: Planted
+  Scenario: Go
+    Given I open the work page
+    When I press go
+"""
+AFTER_FEATURE = """\
+Feature: After
+  Scenario: Look
+    Given I open the work page
+    Then the work page shows
+"""
+PLANTED_RECORD = {
+    ("a_planted.feature::Go", "step", "I open the work page"): ('page.goto("/")', None),
+    ("a_planted.feature::Go", "step", "I press go"): (
+        'page.get_by_role("button", name="Go").click()',
+        GreenRecord("2026-12-01", "/", (BACKTRACKING,)),
+    ),
+    ("b_after.feature::Look", "expect", "the work page shows"): (
+        'expect(page.get_by_role("heading")).to_have_text("Work")',
+        None,
+    ),
+}
+INCURABLE = json_answer({"label": "incurable", "explanation": "gone", "recommendation": "-"})
+
+
+@pytest.mark.parametrize("mode", ["strict, no key", "strict", "healing"])
+def test_a_planted_record_whose_pattern_backtracks_ends_in_time_and_the_run_goes_on(
+    mode: str, project: BehaveProject, llm: ScriptedLLMServer
+) -> None:
+    """The planted step goes red; a strict run never reads its record (no key: no request; with
+    one, its classification is told nothing of it), and a healing run reads it within
+    action_timeout_ms, then the page's script is stopped and the step is judged without it, on
+    the page as it was. Either way the step fails with its own error and the next feature
+    runs. (A bound that breaks fails the run's timeout, not the suite's.)"""
+    project.write("features/a_planted.feature", PLANTED_FEATURE)
+    project.write("features/b_after.feature", AFTER_FEATURE)
+    store = CacheStore(project.cache_dir, validate=check_code)
+    for (test, kind, sentence), (body, green) in PLANTED_RECORD.items():
+        code = f"def step(page) -> None:\n    {body}\n"
+        store.write(CacheWrite(CacheKey(test, kind, sentence), code, "generated", green=green))
+    llm.on("classify", INCURABLE, repeat=True)
+    with PageServer({"/": WORK_PAGE}) as app:
+        started = time.monotonic()
+        result = project.run(
+            "--no-logcapture", "-D", f"prettyplay.base_url={app.url}",
+            "-D", "prettyplay.action_timeout_ms=1000",
+            *(("-D", "prettyplay.strict=true") if mode.startswith("strict") else ()),
+            env=llm.env if mode != "strict, no key" else {}, timeout=120,
+        )  # fmt: skip
+        seconds = time.monotonic() - started
+    assert result.returncode == 1, result
+    assert seconds < 60, (seconds, result)
+    failure = (
+        "RedStepError: the cached step failed (strict: replay only)"
+        if mode.startswith("strict")
+        else "IncurableStepError: the cached step failed and cannot be healed"
+    )
+    assert failure in result.output, result
+    assert "Locator.click: Timeout 1000ms exceeded" in result.output, result  # its own error
+    assert 'waiting for get_by_role("button", name="Go")' in result.output, result
+    assert "Then the work page shows ... passed" in result.output, result  # the next feature
+    assert "prettyplay: 2 tests (1 failed)" in result.output, result
+    stopped = "the green record of the failing step was still being read on the page"
+    assert (stopped in result.output) is (mode == "healing"), result
+    if mode == "strict, no key":
+        assert llm.requests == []
+        return
+    assert [r.purpose for r in llm.requests] == ["classify"]
+    classify = llm.requests[0].text
+    assert "this is the cached code: it passed on" not in classify  # judged without the record
+    assert 'button "Start"' in classify  # on the page as it was: stopped, not closed

@@ -17,6 +17,7 @@ from prettyplay_behave.browser.snapshot import (
     capture,
     estimate_tokens,
 )
+from prettyplay_behave.safety.secrets import Secrets
 from tests.support.markers import assert_marker_proof
 from tests.support.pages import PageServer
 
@@ -112,6 +113,27 @@ def test_redact_removes_a_typed_secret(page: Page) -> None:
 
     assert canary not in state.snapshot + state.title
     assert 'textbox "Token": [redacted]' in state.snapshot
+
+
+def test_a_secret_past_a_texts_cut_is_redacted_before_the_cut(page: Page) -> None:
+    """What the accessibility tree leaves out comes in texts cut to 80 characters: a secret the
+    page shows across the cut is redacted whole first, never shown in part."""
+    canary = "ppcanary7Hq2Zx9wKd"
+    padding = "Saved: " + "x" * 63
+    page.set_content(
+        f'<p data-testid="echo">{padding} {canary}</p>'
+        f'<textarea data-testid="note">{padding} {canary}</textarea>'
+        f'<span onclick="void 0">{padding}{canary}</span>'
+    )
+    secrets = Secrets({"CANARY": canary})
+    secrets.require(["CANARY"], "s")
+    state = capture(page, redact=secrets.redact)
+    beyond = state.snapshot.partition("- beyond the accessibility tree")[2]
+    assert '- testid "echo": p "Saved: xxx' in beyond
+    assert '- testid "note": textarea' in beyond and 'value "Saved: xxx' in beyond
+    assert '- clickable "Saved: xxx' in beyond
+    shown = beyond.replace("${CANARY}", "")
+    assert not any(canary[i : i + 4] in shown for i in range(len(canary) - 3)), beyond
 
 
 def test_the_test_ids_of_a_selects_options_are_shown(page: Page) -> None:

@@ -1072,6 +1072,70 @@ def test_wordings_and_a_green_record_round_trip_and_a_wording_finds_its_entry() 
     assert back.find(cache.CacheKey("t", "action", "I put the item in the cart")) is None
 
 
+ADD = cache.Found('get_by_role("button", name="Add")', "button", "Add", tag="button")
+PATTERN = cache.Found('get_by_role("button", name=re.compile("^add", 2))', "button", "Add")
+
+
+@pytest.mark.parametrize(
+    ("found", "url", "refusal"),
+    [
+        ((ADD,) * (cache.MAX_FOUND + 1), "/", "it keeps 13 locators (at most 12)"),
+        ((dataclasses.replace(ADD, name="n" * 81),), "/", "found 1 name has 81 characters"),
+        ((dataclasses.replace(ADD, test_id="t" * 81),), "/", "found 1 test_id has 81 characters"),
+        ((ADD,), "/" + "u" * 2_000, "url has 2,001 characters (at most 2000)"),
+        ((cache.Found("get_by_text(" + '"x" + ' * 70 + '"x")'),), "/",
+         "found 1: a locator of 436 characters (at most 400)"),
+        ((cache.Found("get_by_text(("),), "/", "is no Python expression"),
+        ((cache.Found('get_by_text(re.compile("(a"))'),), "/", "not a pattern (missing )"),
+        ((cache.Found('get_by_text(re.compile("a", 128))'),), "/",  # re.DEBUG prints
+         "a pattern's flags are at most IGNORECASE, MULTILINE and DOTALL"),
+        ((cache.Found('get_by_text(re.compile("a", flags=2))'),), "/",
+         'a pattern is re.compile("..."[, flags])'),
+        ((cache.Found("get_by_text(re.compile(pattern))"),), "/",
+         'a pattern is re.compile("..."[, flags])'),
+    ],
+    ids=["locators", "name", "test id", "url", "locator", "no expression", "pattern", "flags",
+         "keyword", "no literal"],
+)  # fmt: skip
+def test_a_green_record_past_its_bounds_is_refused_on_load_naming_the_file(
+    found: tuple[cache.Found, ...], url: str, refusal: str, tmp_path: Path
+) -> None:
+    """A record is data from a file that a failing step's evidence reads the page with: too
+    many locators, a text too long, a pattern that is no plain one is a CacheError naming the
+    file and the entry, as any corrupt field is."""
+    planted = dataclasses.replace(
+        entry("open the shop"), green=cache.GreenRecord("2026-12-04", url, found)
+    )
+    store(tmp_path).write(planted)
+    path = library_file(tmp_path)
+    with pytest.raises(CacheError) as refused:
+        load_file(path, refuse_imports)
+    assert re.match(rf"{re.escape(str(path))}: line \d+: 'green' is refused: ", str(refused.value))
+    assert refusal in str(refused.value), refused.value
+
+
+def test_a_record_within_its_bounds_loads_a_pattern_and_all() -> None:
+    green = cache.GreenRecord("2026-12-04", "/" + "u" * 1_999, (PATTERN,) * cache.MAX_FOUND)
+    assert cache.record_problem(green) is None
+    named = dataclasses.replace(ADD, name="n" * 80, text="t" * 80)
+    assert cache.record_problem(cache.GreenRecord("2026-12-04", "/", (named,))) is None
+    many = cache.GreenRecord("2026-12-04", "/", (ADD,) * 13)
+    assert cache.record_problem(many) == "it keeps 13 locators (at most 12)"
+
+
+def test_an_old_file_with_a_record_of_thousands_of_locators_is_refused(
+    tmp_path: Path,
+) -> None:
+    path = cache_file(tmp_path)
+    path.parent.mkdir(parents=True)
+    found = [{"locator": "get_by_text('x')", "name": "x"}] * 20_000
+    step = {"kind": "action", "sentence": "open the shop", "code": OPEN_CODE.split("\n"),
+            "origin": "generated", "green": {"on": "2026-12-04", "found": found}}  # fmt: skip
+    path.write_text(json.dumps({"format": 2, "steps": [step]}), encoding="utf-8")
+    with pytest.raises(CacheError, match=r"entry 1: 'green' is refused: it keeps 20,000 "):
+        load_file(path, refuse_imports)
+
+
 def test_values_and_data_read_as_python_a_reviewer_writes() -> None:
     entry = cache.StepEntry(
         kind="action",

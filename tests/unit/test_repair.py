@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from prettyplay_behave.cache import Found
-from prettyplay_behave.engine.evidence import last_call, receiver_of, rewrite
+from prettyplay_behave.cache import FIELD_CHARS, Found
+from prettyplay_behave.engine.evidence import kept_text, last_call, receiver_of, rewrite
 from prettyplay_behave.engine.renames import spelt_in
 from prettyplay_behave.engine.repair import Candidate, ranked, score, unambiguous
+from prettyplay_behave.safety.secrets import Secrets
 
 ADD = Found('get_by_role("button", name="Add to cart")', "button", "Add to cart", tag="button")
 
@@ -72,3 +73,31 @@ def test_the_code_spells_the_call_its_own_way() -> None:
         "get_by_role('button', name='Add')"
     )
     assert spelt_in(code, 'get_by_role("button", name="Remove")') is None
+
+
+def test_a_name_that_holds_a_secrets_placeholder_is_never_rewritten_to() -> None:
+    """The page shows the secret where the record has its placeholder: a locator spelling the
+    placeholder finds nothing there, and code never spells one."""
+    shown = Found("", "button", "Found: ${CANARY}", "", "Found: ${CANARY}", "button")
+    assert rewrite('get_by_role("button", name="Found it")', shown) is None
+    assert rewrite('get_by_text("Found it")', shown) is None
+    assert rewrite('get_by_role("button", name="Found it")', ADD) is not None
+
+
+CANARY = "ppcanary7Hq2Zx9wKd"
+
+
+@pytest.mark.parametrize("padding", [60, 70, 75, 78, 79, 80, 90])
+def test_a_text_is_redacted_before_it_is_cut_so_no_part_of_a_secret_is_kept(padding: int) -> None:
+    """The page gives a text with room past the cut; the secret it shows across the cut is
+    redacted whole, and the cut never splits its placeholder."""
+    secrets = Secrets({"CANARY": CANARY})
+    secrets.require(["CANARY"], "s")
+    text = "Found: " + "x" * padding + " " + CANARY + " and more"
+    kept = kept_text(text, secrets.redact)
+    assert len(kept) <= FIELD_CHARS
+    shown = kept.replace("${CANARY}", "").lower()
+    assert not any(CANARY[i : i + 4].lower() in shown for i in range(len(CANARY) - 3)), kept
+    assert kept == text[: len(kept)] or "${CANARY}" in kept
+    assert "${" not in kept or "${CANARY}" in kept  # a placeholder whole, or none
+    assert kept_text("short " + CANARY, secrets.redact) == "short ${CANARY}"

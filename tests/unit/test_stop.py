@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import inspect
 
-from playwright._impl import _impl_to_api_mapping, _sync_base, download, page
+from playwright._impl import _impl_to_api_mapping, _sync_base, cdp_session, download, page
 
 
 def test_a_sync_object_keeps_the_event_loop_its_calls_wait_in_and_its_asynchronous_twin() -> None:
@@ -18,3 +18,10 @@ def test_a_page_closes_with_a_reason_and_a_download_cancels() -> None:
     assert {"run_before_unload", "reason"} <= set(parameters)
     assert inspect.iscoroutinefunction(page.Page.close)
     assert inspect.iscoroutinefunction(download.Download.cancel)
+
+
+def test_a_devtools_session_sends_a_command_with_its_parameters_and_a_timeout() -> None:
+    """The stop of a read of the product's own sends Runtime.terminateExecution this way."""
+    parameters = list(inspect.signature(cdp_session.CDPSession.send).parameters)
+    assert parameters == ["self", "method", "params", "timeout"]
+    assert inspect.iscoroutinefunction(cdp_session.CDPSession.send)
