@@ -519,9 +519,10 @@ MUTANTS = (
     # -- the export -----------------------------------------------------------------------------
     Mutant("export: a wide pattern is registered before a narrow one", f"{PACKAGE}/export.py",
            "narrowest = next(ready, waiting[0])", "narrowest = waiting[0]", EXPORT_TESTS),
-    Mutant("export: a red entry's step runs its code", "templates/export/step_support.py",
-           "    if entry.code is None:\n        raise", "    if False:\n        raise",
-           EXPORT_TESTS),
+    Mutant("export: a red entry's verdict is written raw into its comment",
+           "templates/export/exported_steps.py.j2",
+           "variant.entry.verdict.explanation) | comment }}",
+           "variant.entry.verdict.explanation) }}", EXPORT_TESTS),
     Mutant("export: a sentence is written raw into its comment",
            "templates/export/exported_steps.py.j2", "{{ definition.template | comment }}",
            "{{ definition.template }}", EXPORT_TESTS),
