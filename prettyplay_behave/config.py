@@ -42,6 +42,7 @@ TAG_SHORTHANDS = ("strict", "interactive")
 # The group block's tags (docs/groups.md), each the short form of a setting.
 TAG_ALIASES = {"group.speed": "group_speed", "group.delay": "group_delay"}
 STRUCTURED_OUTPUT = ("auto", "on", "off")
+REPORT_HISTORY = 10  # the runs whose reports report_dir keeps, by default
 
 DEFAULT_MODEL = "gpt-4.1-mini"
 FILE_SOURCE = "behave config file (userdata)"
@@ -406,6 +407,8 @@ class RunConfig(_Sourced):
     )
     cache_dir: str | None = setting(None, _parse_str, _is_name, "expected a folder", optional=True)
     report_dir: str | None = setting(None, _parse_str, _is_name, "expected a folder", optional=True)
+    # the runs whose reports report_dir keeps: under BehaveX each behave run (a task) is one
+    report_history: int = setting(REPORT_HISTORY, _parse_int, _between(1), "expected a count >= 1")
     templates_dir: str | None = setting(
         None, _parse_str, _is_name, "expected a folder", optional=True
     )

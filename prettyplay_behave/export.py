@@ -12,13 +12,13 @@ One step definition serves every entry of its (kind, template): it picks the ent
 lookup a run uses (the pin of the scenario and occurrence, then the feature's own entries, then
 the shared ones; an entry of the step's values before the general one), so one template is one
 pattern and behave sees no ambiguity. Actions match under Given and When, checks under Then. A
-red entry fails with its verdict. The copied feature files lose their steps' ``[tries=...]``
-annotations (behave would read them as part of the sentence) and a
-``@prettyplay.storage_state`` tag names its file relative to DIR. Each function is the cached
-code byte for byte but its name and its uploads, checked as written; a cache file that fails to
-load and an entry whose function would not be its code are left out by name, and the rest is
-written. What the export leaves behind (healing, bounds, settle polling, the report) is in
-docs/export.md.
+red entry's code runs like any other, its verdict a comment above its function. The copied
+feature files lose their steps' ``[tries=...]`` annotations (behave would read them as part of
+the sentence) and a ``@prettyplay.storage_state`` tag names its file relative to DIR. Each
+function is the cached code byte for byte but its name and its uploads, checked as written; a
+cache file that fails to load and an entry whose function would not be its code are left out by
+name, and the rest is written. What the export leaves behind (healing, bounds, settle polling,
+the report) is in docs/export.md.
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ class Variant:
     function: str
     features: list[str] = field(default_factory=list)
     members: list[StepEntry] = field(default_factory=list)  # the entries of its code
-    text: str = ""  # its function as the steps module has it (none for a red entry)
+    text: str = ""  # its function as the steps module has it
     refused: str = ""  # why its function cannot be exported, when it cannot
 
 
@@ -213,9 +213,8 @@ def definitions(found: Iterable[tuple[str, StepEntry]]) -> list[Definition]:
             for number, variant in enumerate(variants, 1):
                 variant.function = _unique(f"{name}_{number}", taken)
         for variant in variants:
-            if not variant.entry.red:
-                variant.text = plain_code(variant.entry.code, variant.function)
-                variant.refused = unfaithful(variant.text, variant.entry.code, variant.function)
+            variant.text = plain_code(variant.entry.code, variant.function)
+            variant.refused = unfaithful(variant.text, variant.entry.code, variant.function)
         definition.variants = [v for v in variants if not v.refused]
         definition.refused = [v for v in variants if v.refused]
         made.append(definition)

@@ -74,7 +74,8 @@ class Runtime:
     ) -> None:
         """``steering`` is the part behind the steering gate: the terminal dialog unless
         another is given (any object with ``steer(stuck) -> bool``). ``report_name`` is the
-        HTML report's file name in ``report_dir`` (``report.html`` unless given). ``provider``
+        HTML report's file name in ``report_dir`` (``report.html`` unless given): the newest
+        run's, beside the kept runs' own files that start with its stem. ``provider``
         answers the LLM requests: the openai client unless another is given
         (:class:`~.llm.provider.Provider`)."""
         if browser is not None and playwright is not None:
@@ -199,7 +200,7 @@ class Runtime:
 
     @property
     def report_path(self) -> Path | None:
-        """Where the HTML report is written (with ``report_dir``)."""
+        """Where the HTML report is written (with ``report_dir``): the newest run's."""
         return self.report_dir / self.report_name if self.report_dir is not None else None
 
     def summary(self, obsolete: int | None = None) -> RunSummary:
@@ -215,7 +216,8 @@ class Runtime:
         )
 
     def close(self, summary: RunSummary | None = None) -> None:
-        """Write the HTML report (with ``report_dir``) and close the browser."""
+        """Write the HTML report (with ``report_dir``, the oldest runs' beyond
+        ``report_history`` deleted) and close the browser."""
         try:
             if self.report_dir is not None:
                 summary = summary or self.summary()
@@ -227,6 +229,7 @@ class Runtime:
                     self.secrets.redact,
                     self.report_name,
                     self.artifacts.of,
+                    self.config.report_history,
                 )
         finally:
             log.removeFilter(self._redacting)

@@ -15,7 +15,6 @@ import functools
 import logging
 import os
 import sys
-import time
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,7 +128,6 @@ def before_all(
         default_cache_dir=features_dir / CACHE_FOLDER,
         default_files_dir=features_dir / "files",
         steering=steering,
-        report_name=report_name(context),
         provider=provider,
     )
     for hook in getattr(context, "prettyplay_hooks", []):
@@ -155,15 +153,6 @@ def errors_shown_short(context: Any) -> None:
             shown(step)
 
         formatter.result = result
-
-
-def report_name(context: Any) -> str | None:
-    """The HTML report's file name, when not the usual one: BehaveX runs one behave run per
-    task in each worker, and each writes a report of its own."""
-    worker = context.config.userdata.get("worker_id")
-    if worker is None:
-        return None
-    return f"report-worker{worker}-{os.getpid()}-{time.time_ns()}.html"
 
 
 CONTEXT_ARGS_HOOK = "prettyplay_context_args"

@@ -79,11 +79,9 @@ def Number(text: str) -> str:
 
 @dataclass(frozen=True)
 class Entry:
-    """One code of a step: what it runs (or, red, the verdict it fails with) and where it
-    applies."""
+    """One code of a step: what it runs and where it applies."""
 
-    code: Callable[..., None] | None = None
-    failure: str = ""  # a red entry: what was judged wrong
+    code: Callable[..., None]
     takes: int = 0  # how many of the sentence's values the code takes
     values: tuple[str, ...] | None = None  # only these values, when set
     data: str = ""  # the step's table or docstring, as prettyplay wrote it
@@ -123,8 +121,6 @@ def run(
     entry = choose(entries, Position.of(test, occurrence), values, data)
     if entry is None:
         raise AssertionError(f"no exported code fits {template!r} {values} in {feature}")
-    if entry.code is None:
-        raise AssertionError(f"judged red when exported: {entry.failure}")
     before = list(context.page.context.pages)
     _running = context
     try:

@@ -133,6 +133,10 @@ Feature: Picks
     Given I open the "/cart" page
     Then the total is 13
 
+  Scenario: Fixed
+    Given I open the "/cart" page
+    Then the heading says "Your cart"
+
   Scenario Outline: Paths
     Given I open the <path> path
     Then the address ends with "<path>"
@@ -151,8 +155,9 @@ def code(body: str, *parameters: str) -> str:
 
 @pytest.fixture(scope="module")
 def picks_run(tmp_path_factory: pytest.TempPathFactory, python: Path) -> PlainRun:
-    """A feature whose steps find pinned, value-specific, general, data and red entries, as a
-    run wrote them, exported and run by plain behave."""
+    """A feature whose steps find pinned, value-specific, general, data and red entries (one
+    still red, one whose app was fixed since), as a run wrote them, exported and run by plain
+    behave."""
     folder = tmp_path_factory.mktemp("picks")
     features = folder / "features"
     features.mkdir()
@@ -197,8 +202,15 @@ def picks_run(tmp_path_factory: pytest.TempPathFactory, python: Path) -> PlainRu
         "Red",
         "check",
         "the total is 13",
-        'expect(page.get_by_text("Total")).to_have_text("13")',
+        'expect(page.get_by_text("Total")).to_have_text("13", timeout=500)',
         verdict=RedVerdict("product_defect", "the cart shows no total"),
+    )
+    keep(  # judged red once; the app does what the step says now
+        "Fixed",
+        "check",
+        'the heading says "Your cart"',
+        'expect(page.get_by_role("heading", level=1)).to_have_text("Your cart")',
+        verdict=RedVerdict("product_defect", "the cart has no heading"),
     )
     keep(
         "Paths -- @1.1 ",
@@ -263,18 +275,21 @@ def scenario_lines(output: str) -> dict[str, str]:
 def test_each_step_runs_the_entry_a_prettyplay_run_finds(picks_run: PlainRun) -> None:
     """The pin of the scenario and occurrence, the general code with the step's values (an
     Outline's placeholder too), the code of the step's table; memory lives for one scenario,
-    and a red entry fails with its verdict."""
+    and a red entry runs its code: red while the app still fails it, green once it is fixed."""
     behave = picks_run.behave
     assert picks_run.export_status == 0, picks_run.export_output
-    assert "5 scenarios passed, 2 failed, 0 skipped" in behave.stdout, behave.stdout[-3000:]
+    assert "6 scenarios passed, 2 failed, 0 skipped" in behave.stdout, behave.stdout[-3000:]
     scenarios = scenario_lines(behave.stdout)
     assert (
         "ASSERT FAILED: nothing was remembered as 'heading' (remembered: nothing)"
         in (scenarios["Forget"])
     )
-    assert "judged red when exported: product_defect: the cart shows no total" in scenarios["Red"]
+    assert "Locator expected to have text '13'" in scenarios["Red"], scenarios["Red"]
+    steps = (picks_run.export_dir / "steps" / "exported_steps.py").read_text()
+    assert "# red when exported: product_defect: the cart has no heading\n" in steps
     failing = re.search(r"Failing scenarios:\n(.*?)\n\n", behave.stdout, re.DOTALL)
     assert failing is not None
+    # Fixed, judged red when its app failed it, passes
     assert [line.split("  ")[-1] for line in failing.group(1).splitlines()] == ["Forget", "Red"]
 
 

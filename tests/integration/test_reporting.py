@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from prettyplay_behave import PrettyPlay, ProductDefectError
 from prettyplay_behave.behave.liveness import obsolete
 from prettyplay_behave.browser.tabs import Tabs
 from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite, file_name
@@ -20,8 +21,10 @@ from prettyplay_behave.engine import step
 from prettyplay_behave.engine.history import Attempt
 from prettyplay_behave.engine.state import TestState
 from prettyplay_behave.llm.answers import Verdict
+from prettyplay_behave.report.history import new_run
 from prettyplay_behave.report.html import write_report
 from prettyplay_behave.report.summary import RunSummary
+from prettyplay_behave.runtime import Runtime
 from prettyplay_behave.safety.secrets import Secrets
 from prettyplay_behave.safety.step_code import check_code
 from prettyplay_behave.vocabulary import FailureKind, Kind, Outcome, StepLabel, StepStatus
@@ -29,6 +32,8 @@ from tests.conftest import BehaveProject, copy_examples, new_project
 from tests.support.behave_runs import run_prettyplay
 from tests.support.caches import cache_bytes, plant
 from tests.support.llm_server import CLEAN_GATE, ScriptedLLMServer, code_answer, json_answer
+from tests.support.outside import Outside
+from tests.support.scripted_provider import ScriptedProvider
 from tests.support.shop_steps import ACCEPT, HEADING, OPEN_SHOP
 
 FEATURE = """\
@@ -138,15 +143,24 @@ def test_the_html_report_shows_what_a_person_needs(reported: Reported, browser) 
     page.goto(report.as_uri())
     assert page.locator("h1").inner_text() == "prettyplay report"
     headings = page.locator("h2").all_inner_texts()
-    assert headings == [
+    assert headings == [  # the failure first, then the rest as they ran
+        "shop.feature::Broken — failed",
         "shop.feature::Replayed — passed",
         "shop.feature::Generated — passed",
-        "shop.feature::Broken — failed",
     ]
+    failures = page.locator("nav.failures li")  # the top links to each failure
+    assert failures.all_inner_texts() == [
+        "shop.feature::Broken: check: the heading says Welcome (product_defect)"
+    ]
+    failures.locator("a").click()
+    assert page.evaluate("location.hash") == "#test-1"
+    assert page.locator("#test-1 h2").inner_text() == "shop.feature::Broken — failed"
     generated = page.locator("section", has=page.locator("h2", has_text="Generated"))
-    assert (
-        "generated" in generated.locator("tr", has_text="I accept the cookie banner").inner_text()
-    )
+    # a passed test is closed: its steps show once it is opened
+    row = generated.locator("tr", has_text="I accept the cookie banner")
+    assert not row.is_visible()
+    generated.locator("summary").first.click()
+    assert "generated" in row.inner_text()
     assert 'name="Accept cookies"' in generated.locator("pre").last.inner_text()
     broken = page.locator("section", has=page.locator("h2", has_text="Broken"))
     assert "verdict: product_defect" in broken.inner_text()
@@ -155,7 +169,7 @@ def test_the_html_report_shows_what_a_person_needs(reported: Reported, browser) 
     assert error.is_visible()
     assert "ProductDefectError: the product does not do what the step says" in error.inner_text()
     assert "Locator expected to have text 'Welcome'" in error.inner_text()
-    assert broken.locator("details").first.get_attribute("open") is None
+    assert broken.locator("details.attempts").first.get_attribute("open") is None
     assert page.locator(".error").count() == 1  # passing steps show none
     assert "explanation: the shop greets nobody" in broken.inner_text()
     image = broken.locator("img.screenshot")
@@ -303,6 +317,7 @@ def test_screenshots_and_videos_follow_their_settings(
         assert video.read_bytes()[:4] == b"\x1a\x45\xdf\xa3"  # a WebM (Matroska) file
     page = browser.new_page()
     page.goto((reports / "report.html").as_uri())
+    page.evaluate("document.querySelectorAll('details.test').forEach(d => d.open = true)")
     for name, files in expected.items():
         scenario = name.removeprefix("shop.feature-")
         section = page.locator("section", has=page.locator("h2", has_text=scenario))
@@ -360,3 +375,94 @@ def test_the_html_report_redacts_every_text_it_shows(browser, tmp_path: Path) ->
     for shown in ["login ${TOKEN}", "Actual value: ${TOKEN}", "welcome?token=${TOKEN}",
                   "it shows ${TOKEN}", "type ${TOKEN}", "log in as ${TOKEN}"]:  # fmt: skip
         assert shown in html, shown
+
+
+# -- the reports a report_dir keeps ----------------------------------------------------------------
+
+# what makes a file a kept report of the series "report" (an old run: the first to go)
+MARKED = (
+    '<meta name="prettyplay-run" data-series="report" data-ended="2000-01-01T00:00:00+00:00" '
+    'data-tests="1" data-failed="0">\n'
+)
+
+
+def test_each_run_keeps_its_report_and_the_newest_links_the_last_ones(
+    shop, browser, tmp_path: Path
+) -> None:
+    """Two runs into one report_dir, in process: the newest report.html puts the failure of
+    its run first and links to the earlier run, whose own file still shows its verdict; nine
+    runs more leave ten (the default), and nothing but prettyplay's own reports is deleted,
+    nor anything read through a link."""
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    cache = plant(tmp_path / "cache", "Passes", OPENS, GREETS)
+    plant(cache, "Fails", OPENS, WELCOMES)
+    # named as a kept report is: a user's file, a link out and a hard link to marked files
+    users = reports / "report-20000101-000000-00000000.html"
+    users.write_text("<p>my notes</p>\n")
+    outside = Outside.made(tmp_path, content=MARKED)
+    linked = reports / "report-20000101-000000-0badc0de.html"
+    linked.symlink_to(outside.file)
+    shared = tmp_path / "shared.html"
+    shared.write_text(MARKED)
+    hard = reports / "report-20000101-000000-0badf00d.html"
+    hard.hardlink_to(shared)
+    provider = ScriptedProvider()
+    provider.on("classify", json_answer(DEFECT))
+    settings = PrettyConfig(
+        base_url=shop.url, cache_dir=str(cache), report_dir=str(reports), trace="off",
+        action_timeout_ms=2_000,
+    )  # fmt: skip
+
+    first = Runtime(settings, browser=browser, provider=provider)
+    with PrettyPlay("Passes", runtime=first) as t:
+        t.step("I open the shop")
+        t.expect("the heading says Demo Shop")
+    with PrettyPlay("Fails", runtime=first) as t:
+        t.step("I open the shop")
+        with pytest.raises(ProductDefectError):
+            t.expect("the heading says Welcome")
+    first.close()
+    planted = {users, linked, hard}
+    (first_file,) = set(reports.glob("report-*-*-*.html")) - planted
+    second = Runtime(settings, browser=browser, provider=provider)
+    with PrettyPlay("Passes", runtime=second) as t:
+        t.step("I open the shop")
+    second.close()
+
+    (second_file,) = set(reports.glob("report-*-*-*.html")) - planted - {first_file}
+    assert (reports / "report.html").read_bytes() == second_file.read_bytes()
+    page = browser.new_page()
+    try:
+        page.goto((reports / "report.html").as_uri())
+        runs = page.locator("#earlier-runs tr").all_inner_texts()[1:]  # after the head
+        assert len(runs) == 1 and runs[0].split("\t")[1:] == ["2", "1", "1", first_file.name]
+        page.locator("#earlier-runs a").click()  # the earlier run's own report
+        assert page.url == first_file.as_uri()
+        assert page.locator("h2").all_inner_texts()[:2] == [
+            "Fails — failed",
+            "Passes — passed",
+        ]
+        failed = page.locator("#test-1")
+        assert failed.locator(".error").is_visible()  # open, its verdict in sight
+        assert "explanation: the shop greets nobody" in failed.inner_text()
+        assert not page.locator("#test-2 table").is_visible()  # the passed test closed
+    finally:
+        page.close()
+
+    for _ in range(9):  # eleven runs in all
+        Runtime(settings, provider=provider).close()
+    kept = set(reports.glob("report-*-*-*.html")) - planted
+    assert len(kept) == 10 and first_file not in kept and second_file in kept
+    newest = (reports / "report.html").read_text()
+    assert newest.count("<tr><td>") == 9 and second_file.name in newest
+    assert linked.name not in newest and hard.name not in newest and users.name not in newest
+    # what is not prettyplay's own report stays as it was
+    assert users.read_text() == "<p>my notes</p>\n"
+    assert linked.is_symlink() and hard.read_text() == MARKED and shared.read_text() == MARKED
+    outside.untouched()
+
+
+def test_two_runs_in_one_second_take_names_of_their_own() -> None:
+    names = {new_run("report", 1, 0).name for _ in range(1_000)}
+    assert len(names) == 1_000

@@ -140,6 +140,7 @@ def test_the_report_shows_the_diff_of_each_rewritten_entry_beside_its_cause(
     page = browser.new_page()
     try:
         page.goto(report.as_uri())
+        page.evaluate("document.querySelectorAll('details.test').forEach(d => d.open = true)")
         changes = page.evaluate(
             """() => [...document.querySelectorAll("section.test")].flatMap(section =>
                 [...section.querySelectorAll("tr")].filter(row => row.querySelector(".change"))
@@ -384,6 +385,7 @@ def test_the_report_shows_a_steered_change_and_a_row_recovered_without_its_own_v
         step_run("I look", OPEN_SHOP, OPEN_SHOP, Origin.REPLAYED).replaced = None
         report = write_report(tmp_path, [test], RunSummary.of([test], {}, 0, None, 1.0), str)
         page.goto(report.as_uri())
+        page.evaluate("document.querySelectorAll('details.test').forEach(d => d.open = true)")
         assert page.locator("script").count() == 0
         changes = page.locator(".change")
         assert changes.count() == 3
