@@ -338,10 +338,9 @@ class StepCycle:
                 "its code went green and passed the gate"
             )
             note = f"(the code of the library's step {answer.sentence!r}, named as the same)"
-            candidate = Candidate(
-                answer.code, Origin.REUSED, before, verdict, logged=(LogEvent.SAME_AS, said),
-                wording_of=answer, red_note=note,
-            )  # fmt: skip
+            logged = (LogEvent.SAME_AS, said)
+            candidate = Candidate(answer.code, Origin.REUSED, before, verdict, logged=logged)
+            candidate = dataclasses.replace(candidate, wording_of=answer, red_note=note)
         attempt = self.tried(candidate)
         if attempt.outcome is Outcome.GREEN:
             return True

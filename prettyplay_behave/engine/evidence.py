@@ -26,6 +26,7 @@ import json
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 from ..browser.elements import describe_all, elements_within
 from ..browser.stop import ReadStop
@@ -112,14 +113,25 @@ def kept_text(text: str, redact: Callable[[str], str]) -> str:
 
 
 def green_record(
-    attempt: Attempt | None, day: str, redact: Callable[[str], str]
+    attempt: Attempt | None, day: str, redact: Callable[[str], str], base_url: str | None = None
 ) -> GreenRecord | None:
-    """The record a green, watched run leaves with the code it wrote; None for any other. A
-    URL past what a record keeps is left out."""
+    """The record a green, watched run leaves with the code it wrote; None for any other. Its
+    page is kept as a path where it is of ``base_url``'s origin (a local app's port changes from
+    run to run, and would change the file with it); a URL past what a record keeps is left out."""
     if attempt is None or attempt.outcome is not Outcome.GREEN or not attempt.found:
         return None
-    url = redact(attempt.url_after)
+    url = redact(_within(attempt.url_after, base_url))
     return GreenRecord(day, url if len(url) <= URL_CHARS else "", attempt.found)
+
+
+def _within(url: str, base_url: str | None) -> str:
+    """``url`` as a path where it is of ``base_url``'s origin, else as it is."""
+    if not base_url:
+        return url
+    page, base = urlsplit(url), urlsplit(base_url)
+    if (page.scheme, page.netloc) != (base.scheme, base.netloc) or not page.scheme:
+        return url
+    return urlunsplit(("", "", page.path or "/", page.query, page.fragment))
 
 
 @dataclass(frozen=True)
