@@ -128,6 +128,9 @@ class PageServices:
     # something: the evidence of a run whose code will be kept. None: nothing is watched, and
     # nothing is spelt
     observe: Callable[[Locator, str, bool], bool] | None = None
+    # sees the status the document of each goto was answered with, and its URL: the engine
+    # judges an error page by it without asking the page
+    answered: Callable[[str, int], object] | None = None
 
 
 class _Proxy:
@@ -350,7 +353,12 @@ class PageProxy(_Proxy):
             raise CodePolicyError(f"page.goto: {problem}")
         if self._on_navigate is not None:
             self._on_navigate(url)
-        self._call(self._target.goto, url, **kwargs)
+        response = bounded_call(
+            self._target.goto, self._budget, self._default_ms, url, **_unwrap(kwargs)
+        )
+        answered = self._services.answered
+        if response is not None and answered is not None:
+            answered(response.url, response.status)
 
     def on(self, event: str, handler: Callable[[Any], object]) -> None:
         """``page.on("dialog", lambda dialog: dialog.accept())``: answer every such event."""

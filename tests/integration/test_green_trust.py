@@ -349,3 +349,25 @@ def test_a_hidden_check_whose_test_id_went_and_a_loop_over_a_list_that_went_are_
             t.step("I open the grades")
             with pytest.raises(RedStepError, match="passed without seeing what it saw"):
                 t.expect(sentence)
+
+
+def test_a_link_followed_to_an_error_page_is_red_unless_the_sentence_expects_one(
+    pages: PageServer, tmp_path: Path, browser
+) -> None:
+    """A document a link led to (not a goto, whose answer the engine sees) is asked of the
+    page: a 404 ends the step red; a sentence that expects an error page keeps it green."""
+    pages.pages["/"] = '<a href="/prices">Prices</a>'
+    follow = 'def step(page) -> None:\n    page.get_by_role("link", name="Prices").click()\n'
+    provider = ScriptedProvider()
+    provider.on("generate", code_answer('def step(page) -> None:\n    page.goto("/")\n'))
+    provider.on("generate", code_answer(follow), code_answer(follow), code_answer(follow))
+    provider.on("classify", verdict("product_defect", "the price list is gone"))
+    provider.on("gate", CLEAN_GATE, repeat=True)
+    settings = dataclasses.replace(config(pages, tmp_path), generation_attempts=1)
+    with PrettyPlay("t", settings, browser=browser, provider=provider) as t:
+        t.step("I open the shop")
+        with pytest.raises(ProductDefectError) as red:
+            t.step("I open the price list")
+        t.step("I open the shop")
+        assert t.step("I follow the prices link to the not found page").origin == "generated"
+    assert f"the page's document was answered HTTP 404: {pages.url}/prices" in str(red.value)
