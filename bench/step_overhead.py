@@ -22,6 +22,7 @@ import argparse
 import contextlib
 import io
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -94,9 +95,8 @@ def project(root: Path, scenarios: int) -> Path:
         "import prettyplay_behave.behave.steps  # noqa: F401\n"
     )
     (features / "environment.py").write_text((ROOT / "features/environment.py").read_text())
-    (features / ".prettyplay").mkdir()
-    library = ROOT / "features/.prettyplay/shop/cart.feature.json"
-    (features / ".prettyplay" / "cart.feature.json").write_text(library.read_text())
+    # the examples' library: one library serves every feature, so the copies' steps replay it
+    shutil.copytree(ROOT / "features/.prettyplay/steps", features / ".prettyplay" / "steps")
     lines = ["Feature: Cart", ""]
     for n in range(1, scenarios + 1):
         lines += [f"  Scenario: Cart {n}", *steps, ""]

@@ -24,7 +24,8 @@ from typing import TextIO
 from colorama import Fore, Style
 
 from .cache import STEPS_FOLDER, Library, StepEntry, cache_files, file_name, merged, parse, unlinked
-from .cache.format import read
+from .cache.paths import read
+from .cache.schema import reviewed
 from .errors import CacheError, escape_controls
 from .report.diffs import unified_diff
 from .safety.step_code import check_code, dropped_assertions
@@ -182,11 +183,6 @@ class EntryChange:
         return "".join(f", {line}" for line in told)
 
 
-def _reviewed(entry: StepEntry) -> tuple[object, ...]:
-    """What a review reads of an entry: a change in any of it lists the entry."""
-    return entry.code, entry.origin, entry.verdict, entry.wordings
-
-
 def entry_changes(old: Library, new: Library) -> Iterator[EntryChange]:
     """The entries of two versions of the library that differ, in the new one's order, those
     serving the whole project first."""
@@ -200,7 +196,7 @@ def entry_changes(old: Library, new: Library) -> Iterator[EntryChange]:
             changes.append(EntryChange("added", None, now, _replaced(old, now)))
         elif now is None:
             changes.append(EntryChange("removed", was, None))
-        elif _reviewed(was) != _reviewed(now):
+        elif reviewed(was) != reviewed(now):
             changes.append(EntryChange("changed", was, now))
     yield from sorted(changes, key=lambda change: change.place != "library")
 

@@ -27,6 +27,7 @@ from .cache import (
     library_files,
     load_file,
 )
+from .cache.schema import notes
 from .cache_diff import DiffError, diff
 from .errors import CacheError, ConfigError, escape_controls
 from .export import ExportError, export
@@ -68,21 +69,9 @@ def check(paths: Sequence[Path]) -> int:
 
 def describe(entry: StepEntry) -> str:
     """One line of ``cache list``: kind, origin, sentence, and what narrows or marks it."""
-    notes = []
-    if entry.parameters:
-        notes.append(f"takes {', '.join(entry.parameters)}")
-    if entry.values is not None:
-        notes.append(f"for {', '.join(map(repr, entry.values))}")
-    if entry.scenario is not None:
-        occurrence = f" #{entry.occurrence}" if entry.occurrence > 1 else ""
-        notes.append(f"pinned to {entry.scenario!r}{occurrence} of {entry.feature}")
-    elif entry.feature:
-        notes.append(f"only {entry.feature}")
-    if entry.wordings:
-        notes.append(f"also {', '.join(map(repr, entry.wordings))}")
-    if entry.verdict is not None:
-        notes.append(f"RED: {entry.verdict.label}: {entry.verdict.explanation}")
-    tail = f"  ({'; '.join(notes)})" if notes else ""
+    taken = [f"takes {', '.join(entry.parameters)}"] if entry.parameters else []
+    told = [*taken, *notes(entry)]
+    tail = f"  ({'; '.join(told)})" if told else ""
     return escape_controls(f"    {entry.kind:<6} {entry.origin:<9} {entry.sentence}{tail}")
 
 
@@ -125,8 +114,8 @@ def _by_file(store: CacheStore, entries: Sequence[StepEntry], note: str = "") ->
 
 def prune_obsolete(cache_dir: Path, features_dir: Path | None, dry_run: bool) -> int:
     """Delete the entries no step of the feature files finds (liveness from the features), and
-    the lock files left in the library folder of files that are gone (never through a link:
-    the library folder and the cache folder are checked as for any write)."""
+    every lock file left in the library folder by a version that locked each file (never
+    through a link: the library folder and the cache folder are checked as for any write)."""
     from .behave.liveness import obsolete
 
     features = features_dir or cache_dir.parent
@@ -139,9 +128,10 @@ def prune_obsolete(cache_dir: Path, features_dir: Path | None, dry_run: bool) ->
         print(f"{counted(len(dead), 'obsolete entry')} (dry run: nothing deleted)")
         return 0
     store.drop(dead)
+    # the library is locked as a whole (``.lock`` in the cache folder): a lock file among the
+    # steps is one a version that locked each file left; a link is deleted, never its target
     for lock in files_in(cache_dir, cache_dir / STEPS_FOLDER, ".lock"):
-        if not os.path.lexists(str(lock).removesuffix(".lock")):
-            lock.unlink()  # a link is deleted, never what it points to
+        lock.unlink()
     print(f"{counted(len(dead), 'obsolete entry')} deleted (steps of {features} read)")
     return 0
 

@@ -60,12 +60,12 @@ refused past its bounds (``record_problem``: its number of locators, the length 
 the patterns a locator may hold).
 """
 
-from .format import READS
 from .library import (
     FIELD_CHARS,
     FORMAT,
     MAX_FOUND,
     ORIGINS,
+    READS,
     RED_LABELS,
     CacheKey,
     CacheWrite,

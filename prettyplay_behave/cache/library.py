@@ -23,6 +23,8 @@ from ..safety.step_code import step_code
 from ..vocabulary import Kind, Origin
 
 FORMAT = 3  # the format the library is written in
+READS = (1, 2, 3)  # the formats a file may be in (1 and 2 only to migrate them)
+CONFLICT_MARKERS = ("<<<<<<<", "=======", ">>>>>>>")
 NEAR = 0.6  # how alike two sentences must be (difflib's ratio) to be near
 ORIGINS = tuple(str(origin) for origin in Origin if origin.stored)
 RED_LABELS = ("product_defect", "incurable")
@@ -47,6 +49,19 @@ _QUOTE.maxlevel, _QUOTE.maxlist, _QUOTE.maxdict, _QUOTE.maxstring = 2, 4, 4, 200
 
 def _quoted(value: object) -> str:
     return _QUOTE.repr(value)
+
+
+def unknown_format(path: Path, version: object, library: bool = False) -> CacheError:
+    """The error of a file in a format this prettyplay does not read in a file of its kind (a
+    library file is of format 3, a JSON file of 1 or 2)."""
+    if type(version) is int and version > FORMAT:
+        return CacheError(
+            f"{path}: cache format {version} is newer than this prettyplay reads (it reads "
+            f"formats {', '.join(map(str, READS[:-1]))} and {READS[-1]}; upgrade "
+            "prettyplay-behave to read this file)"
+        )
+    here = f"format {FORMAT} in a library file" if library else "formats 1 and 2 in a JSON file"
+    return CacheError(f"{path}: cache format {_quoted(version)} is unknown (it reads {here})")
 
 
 @dataclass(frozen=True)
@@ -116,6 +131,10 @@ class Found:
     test_id: str = ""
     text: str = ""
     tag: str = ""
+    count: int = 1  # how many elements it found (the first described)
+    # the code passed whether or not it found anything (a check that something is absent, a
+    # count, the list a filter starts from): a replay is green only where it finds some again
+    must_find: bool = False
 
     def __post_init__(self) -> None:
         for name in ("locator", "role", "name", "test_id", "text", "tag"):

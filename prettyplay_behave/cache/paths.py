@@ -13,6 +13,7 @@ is no file of its own: another name shares it (a hard link) or it is no regular 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from ..errors import CacheError
@@ -85,3 +86,43 @@ def _walk(cache_dir: Path, folder: Path, suffix: str, deep: bool) -> list[Path]:
         elif entry.name.endswith(suffix):
             found.append(path)
     return found
+
+
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def read(path: Path) -> bytes:
+    """The bytes of the file at ``path``; a CacheError when it is no regular file (a named pipe
+    or a device planted in its place would block or never end) or no file of its own: a
+    symbolic link, never followed, or a hard link (another name shares its file)."""
+    if not _NO_FOLLOW and os.path.islink(path):  # a system that cannot open without following
+        raise link_error(path)
+    try:
+        # O_NONBLOCK: opening a named pipe returns at once, so it can be refused; O_NOFOLLOW:
+        # opening a link fails, whatever was there when it was listed
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | _NO_FOLLOW)
+    except OSError as exc:
+        if os.path.islink(path):
+            raise link_error(path) from None
+        raise CacheError(f"{path}: cannot read: {exc}") from exc
+    with open(fd, "rb") as handle:
+        found = os.fstat(fd)
+        if not stat.S_ISREG(found.st_mode):
+            raise CacheError(f"{path}: not a regular file (a named pipe, a device or a socket)")
+        if found.st_nlink > 1:
+            raise CacheError(
+                f"{path}: {role(path)} is a hard link (another name shares its file); "
+                "prettyplay never reads one: delete it"
+            )
+        try:
+            return handle.read()
+        except OSError as exc:
+            raise CacheError(f"{path}: cannot read: {exc}") from exc
+
+
+def decode(path: Path, raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise CacheError(f"{path}: not valid UTF-8 at line {line}") from exc

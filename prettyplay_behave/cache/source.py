@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CacheError
-from ..safety.step_code import step_code
-from .format import CONFLICT_MARKERS, decode, parse_entry, parse_json, read, unknown_format
-from .library import FORMAT, Library, StepEntry, Validate, _quoted
+from .legacy import parse_json
+from .library import CONFLICT_MARKERS, FORMAT, Library, StepEntry, Validate, unknown_format
+from .paths import decode, read
+from .schema import entry_from, keywords
 
 SUFFIX = ".py"
 HEADER = f"# prettyplay step library (format {FORMAT}): read by prettyplay without importing it."
@@ -29,24 +30,8 @@ _HEADER = re.compile(r"# prettyplay step library \(format (\d{1,9})\)")
 LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what Python's parser counts as the end of a line
 _SLUG_LENGTH = 60
 
-# The decorator's keywords, in the order a file shows them.
-_KEYWORDS = (
-    "kind",
-    "sentence",
-    "data",
-    "values",
-    "wordings",
-    "feature",
-    "scenario",
-    "occurrence",
-    "origin",
-    "model",
-    "written",
-    "verdict",
-    "explanation",
-    "recommendation",
-    "green",
-)
+MAX_LINE = 100  # what a keyword's line of a library file holds at most (its code is as written)
+INDENT = "    "
 
 
 def file_name(step: tuple[str, str, str]) -> str:
@@ -168,61 +153,86 @@ def _decorator(path: Path, node: ast.stmt) -> ast.Call:
 
 
 def _entry(where: str, decorator: ast.Call, code: str, validate: Validate) -> StepEntry:
-    """The entry of one decorated function: its keywords translated to the fields of an entry
-    of format 2, so both formats are checked alike."""
-    fields: dict[str, Any] = {}
+    """The entry of one decorated function: its keywords' literals read by the entry schema."""
+    given: dict[str, Any] = {}
     for keyword in decorator.keywords:
         name = str(keyword.arg)
-        if name not in _KEYWORDS:
-            raise CacheError(f"{where}: unknown keyword {_quoted(name)} of @step")
-        if name in fields:
+        if name in given:
             raise CacheError(f"{where}: the keyword {name!r} of @step is given twice")
         try:
-            fields[name] = ast.literal_eval(keyword.value)
+            given[name] = ast.literal_eval(keyword.value)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             raise CacheError(
                 f"{where}: {name}= must be a literal (a string, number or tuple)"
             ) from None
-    verdict = {k: fields.pop(k) for k in ("explanation", "recommendation") if k in fields}
-    if "verdict" in fields:
-        fields["verdict"] = {"label": fields["verdict"], **verdict}
-    elif verdict:
-        raise CacheError(f"{where}: explanation= and recommendation= belong to a red entry")
-    if "scenario" in fields and "feature" not in fields:
-        raise CacheError(f"{where}: a pinned entry names its feature= beside its scenario=")
-    for name in ("values", "wordings"):
-        if isinstance(fields.get(name), tuple):
-            fields[name] = list(fields[name])
-    if isinstance(fields.get("data"), str):
-        fields["data"] = fields["data"].split("\n")
-    fields["code"] = code.split("\n")
-    fields["parameters"] = list(step_code(code).parameters)
-    return parse_entry(where, fields, validate, library=True)
+    return entry_from(where, given, code, validate)
 
 
 # --- writing ---
 
 
 def render_steps(entries: Iterable[StepEntry]) -> bytes:
-    """A file's bytes: its entries in one stable order, a keyword a line, the code as it is."""
+    """A file's bytes: its entries in one stable order, a keyword a line (a long literal
+    wrapped so that no keyword's line passes ``MAX_LINE``), the code as it is."""
     parts = [HEADER + "\n"]
     for entry in sorted(entries, key=order):
-        keywords = "".join(f"    {name}={_literal(value)},\n" for name, value in _keywords(entry))
-        parts.append(f"\n\n@step(\n{keywords})\n{entry.code}")
+        written = "".join(
+            f"{INDENT}{name}={literal(value, len(INDENT) + len(name) + 1, INDENT)},\n"
+            for name, value in keywords(entry)
+        )
+        parts.append(f"\n\n@step(\n{written})\n{entry.code}")
     return "".join(parts).encode()
 
 
-def _literal(value: object) -> str:
+def literal(value: object, column: int, indent: str) -> str:
+    """``value`` as Python source that starts at ``column`` of a line indented by ``indent``:
+    on that line when it fits (with its comma) within ``MAX_LINE``, else a collection an item a
+    line and a string in pieces (Python joins adjacent strings), each a level deeper."""
+    flat = _flat(value)
+    if column + len(flat) + 1 <= MAX_LINE or not isinstance(value, (str, tuple, list, dict)):
+        return flat
+    inner = indent + INDENT
+    if isinstance(value, str):
+        lines = [f"{inner}{_flat(piece)}" for piece in _pieces(value, MAX_LINE - len(inner))]
+        return "(\n" + "\n".join(lines) + f"\n{indent})"
+    if isinstance(value, dict):
+        items = [
+            f"{inner}{_flat(key)}: {literal(item, len(inner) + len(_flat(key)) + 2, inner)},"
+            for key, item in value.items()
+        ]
+        return "{\n" + "\n".join(items) + f"\n{indent}}}"
+    opening, closing = ("[", "]") if isinstance(value, list) else ("(", ")")
+    items = [f"{inner}{literal(item, len(inner), inner)}," for item in value]
+    return opening + "\n" + "\n".join(items) + f"\n{indent}{closing}"
+
+
+def _pieces(text: str, width: int) -> list[str]:
+    """``text`` cut into pieces whose literals fit ``width`` with a comma: after a space where
+    one is near, else anywhere (each piece is a literal of its own, escapes whole)."""
+    pieces: list[str] = []
+    while text:
+        end = min(len(text), width)
+        while end > 1 and len(_flat(text[:end])) + 1 > width:
+            end -= 1
+        space = text.rfind(" ", 0, end)
+        if end < len(text) and space > end // 2:
+            end = space + 1
+        pieces.append(text[:end])
+        text = text[end:]
+    return pieces
+
+
+def _flat(value: object) -> str:
     """``repr``, with a string in double quotes where it holds no quote (as Python is written)."""
     if isinstance(value, str):
         return f'"{repr(value)[1:-1]}"' if "'" not in value and '"' not in value else repr(value)
     if isinstance(value, tuple):
-        items = ", ".join(map(_literal, value))
+        items = ", ".join(map(_flat, value))
         return f"({items},)" if len(value) == 1 else f"({items})"
     if isinstance(value, list):
-        return f"[{', '.join(map(_literal, value))}]"
+        return f"[{', '.join(map(_flat, value))}]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{_flat(k)}: {_flat(v)}" for k, v in value.items()) + "}"
     return repr(value)
 
 
@@ -237,31 +247,3 @@ def order(entry: StepEntry) -> tuple[object, ...]:
         entry.values or (),
         *pin,
     )
-
-
-def _keywords(entry: StepEntry) -> list[tuple[str, object]]:
-    verdict = entry.verdict
-    green: dict[str, object] | None = None
-    if entry.green is not None:
-        found = [{k: v for k, v in vars(f).items() if v} for f in entry.green.found]
-        green = {"on": entry.green.day}
-        green |= {"url": entry.green.url} if entry.green.url else {}
-        green |= {"found": found} if found else {}
-    values: dict[str, object] = {
-        "kind": entry.kind,
-        "sentence": entry.sentence,
-        "data": entry.data or None,
-        "values": entry.values,
-        "wordings": entry.wordings or None,
-        "feature": entry.feature or None,
-        "scenario": entry.scenario,
-        "occurrence": entry.occurrence if entry.scenario is not None else None,
-        "origin": entry.origin,
-        "model": entry.model or None,
-        "written": entry.written or None,
-        "verdict": verdict.label if verdict else None,
-        "explanation": verdict.explanation if verdict else None,
-        "recommendation": (verdict.recommendation or None) if verdict else None,
-        "green": green,
-    }
-    return [(name, values[name]) for name in _KEYWORDS if values[name] is not None]

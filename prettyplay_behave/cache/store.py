@@ -1,8 +1,9 @@
 """The cache on disk: locked, atomic writes of a library file, and the store a run reads the
 project's step library through (loaded lazily, once).
 
-Writes are locked (``<file>.lock``) and atomic. Nothing of the cache is listed, read, written or
-deleted through a symbolic link, the cache folder's own name included (see :mod:`.paths`).
+Writes are locked (one lock for the library, ``.lock`` in the cache folder) and atomic. Nothing
+of the cache is listed, read, written or deleted through a symbolic link, the cache folder's own
+name included (see :mod:`.paths`).
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import CacheError
-from .format import _checked, read
 from .library import CacheKey, CacheWrite, Library, StepEntry, Validate, locate
-from .paths import STEPS_FOLDER, files_in, unlinked
+from .paths import STEPS_FOLDER, files_in, read, unlinked
+from .schema import checked
 from .source import SUFFIX, file_name, load_file, parse, render_steps
 
 CACHE_FOLDER = ".prettyplay"  # beside the features, by default
+LOCK_NAME = ".lock"  # in the cache folder
 DEFAULT_CACHE_DIR = Path("features") / CACHE_FOLDER
 
 
@@ -33,14 +35,14 @@ def update(
     validate: Validate,
     lock_timeout: float = 30.0,
 ) -> tuple[bool, Library]:
-    """Apply ``change`` to the entries of the library file ``path`` of ``cache_dir`` under its
-    lock; write only when the bytes differ. Returns whether the file changed and its entries
-    afterwards. A file without entries left is deleted, and its lock with it (a writer waiting
-    on that lock sees it went, and takes a new one). Nothing is written, and no folder made, when
-    the way to the file or its lock goes through a link, or either is no file of its own."""
+    """Apply ``change`` to the entries of the library file ``path`` of ``cache_dir`` under the
+    library's lock; write only when the bytes differ. Returns whether the file changed and its
+    entries afterwards. A file without entries left is deleted. Nothing is written, and no
+    folder made, when the way to the file or the lock goes through a link, or either is no file
+    of its own."""
     import filelock  # loaded only when a file is written, never on a plain replay
 
-    lock_path = Path(f"{path}.lock")
+    lock_path = library_lock(cache_dir)
     try:
         unlinked(cache_dir, path, file=True)
         # the lock: filelock truncates it as it opens it, which would reach a file outside the
@@ -55,8 +57,6 @@ def update(
                 if old is None:
                     return False, library
                 path.unlink()
-                with contextlib.suppress(OSError):  # Windows keeps a held lock file
-                    lock_path.unlink()
                 _fsync_folder(path.parent)
                 return True, library
             new = render_steps(library.entries)
@@ -71,6 +71,12 @@ def update(
         ) from exc
     except OSError as exc:
         raise CacheError(f"{path}: cannot write: {exc}") from exc
+
+
+def library_lock(cache_dir: Path) -> Path:
+    """The one lock of the library's writes, beside the library folder (none among the steps:
+    writes are rare, and a lock file a step would be one more file to ignore in review)."""
+    return cache_dir / LOCK_NAME
 
 
 def _replace(path: Path, content: bytes) -> None:
@@ -214,9 +220,9 @@ class CacheStore:
         (unless one of them fails to load: its steps report it, the others are read as they
         are)."""
         self._migrate_first()
-        checked = [_checked(f"{self.path_of(e)}: a new entry", e, self._validate) for e in entries]
+        kept = [checked(f"{self.path_of(e)}: a new entry", e, self._validate) for e in entries]
         files: dict[Path, tuple[list[StepEntry], list[StepEntry]]] = {}
-        for entry in checked:
+        for entry in kept:
             files.setdefault(self.path_of(entry), ([], []))[0].append(entry)
         for entry in doomed:
             files.setdefault(self.path_of(entry), ([], []))[1].append(entry)

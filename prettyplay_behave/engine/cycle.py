@@ -41,7 +41,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from ..browser.snapshot import estimate_tokens
-from ..cache import CacheStore, StepEntry, closest
+from ..cache import CacheStore, GreenRecord, StepEntry, closest
 from ..errors import (
     IncurableStepError,
     PrettyPlayError,
@@ -54,10 +54,10 @@ from ..events import LogEvent, record
 from ..llm.answers import CannotAnswer, Verdict
 from ..llm.purposes import Purpose
 from ..safety.secrets import Secrets, secret_names
-from ..vocabulary import Meaning, Origin, Outcome, StepLabel
+from ..vocabulary import Meaning, Origin, Outcome, StepLabel, counted
 from .advisor import Advisor, verdict_failure
 from .clean_page import CleanPage
-from .evidence import Evidence, Sightings, compare
+from .evidence import Evidence, Sightings, compare, unseen
 from .execute import execute, follow_tabs
 from .history import Attempt
 from .hooks import Events
@@ -338,10 +338,9 @@ class StepCycle:
                 "its code went green and passed the gate"
             )
             note = f"(the code of the library's step {answer.sentence!r}, named as the same)"
-            candidate = Candidate(
-                answer.code, Origin.REUSED, before, verdict, logged=(LogEvent.SAME_AS, said),
-                wording_of=answer, red_note=note,
-            )  # fmt: skip
+            logged = (LogEvent.SAME_AS, said)
+            candidate = Candidate(answer.code, Origin.REUSED, before, verdict, logged=logged)
+            candidate = dataclasses.replace(candidate, wording_of=answer, red_note=note)
         attempt = self.tried(candidate)
         if attempt.outcome is Outcome.GREEN:
             return True
@@ -362,6 +361,8 @@ class StepCycle:
             return
         attempt = self.parts.run(self.test, self.spec, cached.code, at_once=True)
         self.run.notes = list(self.test.notes)
+        if attempt.outcome is Outcome.GREEN and cached.green is not None:
+            attempt = self.seeing(cached.green, attempt)
         self.history.append(attempt)
         if attempt.outcome is Outcome.GREEN:
             return
@@ -384,6 +385,26 @@ class StepCycle:
         if not self.healable(verdict):
             raise self.verdict_failure(verdict, "the cached step failed and cannot be healed")
         self.heal(verdict)
+
+    def seeing(self, green: GreenRecord, attempt: Attempt) -> Attempt:
+        """A green replay that no longer finds what its code found when it last went green,
+        where the code passes whatever it finds (a check that something is absent, a count, a
+        list a filter starts from), saw nothing: it is red, a failure of what it checks, and
+        goes the way of any red replay (classified: rot heals it to look again, a defect is
+        red; strict fails)."""
+        lost = unseen(self.test.tabs, green, self.config.action_timeout_ms)
+        if not lost:
+            return attempt
+        told = "; ".join(
+            f"{then.locator} found {counted(then.count, 'element')} on {green.day}, finds none now"
+            for then in lost
+        )
+        text = f"passed without seeing what it saw when it last went green: {told}"
+        checks = self.spec.meaning is not Meaning.ACTION
+        page = self.parts.secrets.redact(attempt.url_after)
+        return dataclasses.replace(
+            attempt, outcome=Outcome.RED, text=text, failed_check=checks, page=page
+        )
 
     def evidence(self, cached: StepEntry) -> Evidence | None:
         """What the locators of ``cached``'s last green run find on the page now; None for

@@ -22,10 +22,14 @@ bound, after which the step is judged without it; a record past its bounds is re
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+from playwright.sync_api import Error as PlaywrightError
 
 from ..browser.elements import describe_all, elements_within
 from ..browser.stop import ReadStop
@@ -64,19 +68,36 @@ class Sightings:
         self.redact = redact
         self.seen: dict[str, Found] = {}
 
-    def see(self, locator: Locator, chain: str) -> bool:
+    def see(self, locator: Locator, chain: str, needs: bool = True) -> bool:
         """Read what ``locator`` (spelt ``chain``) finds; True once it is known (found one
-        element now or before, or the record is full)."""
+        element now or before, or the record is full). Where the code passed whatever it found
+        (``needs`` false: a count, a negated check, a list gone through), what it found, and
+        what the locators it is built from found (the list a filter starts from), are kept as
+        what a replay must find again; nothing found sets no such expectation."""
         if chain in self.seen or len(self.seen) >= MAX_FOUND:
             return True
         spelt = self.redact(chain)
         if locator_problem(spelt):  # too long, or a pattern a record may not hold: not kept
             return True
         elements = describe_all(locator, self.test_id_attribute, READ_CHARS)
-        if len(elements) != 1:
-            return False
-        self.seen[chain] = found(spelt, elements[0], self.redact)
+        if needs:
+            if len(elements) != 1:
+                return False
+            self.seen[chain] = found(spelt, elements[0], self.redact)
+            return True
+        if elements:
+            self._must_find(chain, spelt, elements)
+        for parent in built_from(chain):
+            if parent not in self.seen and len(self.seen) < MAX_FOUND:
+                target = locate(locator.page, parent)
+                finds = describe_all(target, self.test_id_attribute, READ_CHARS) if target else []
+                if finds:
+                    self._must_find(parent, self.redact(parent), finds)
         return True
+
+    def _must_find(self, chain: str, spelt: str, elements: list[dict[str, Any]]) -> None:
+        first = found(spelt, elements[0], self.redact)
+        self.seen[chain] = replace(first, count=len(elements), must_find=True)
 
     def forget(self) -> None:
         """A red try of the execution: what it saw is not the green run's."""
@@ -112,14 +133,25 @@ def kept_text(text: str, redact: Callable[[str], str]) -> str:
 
 
 def green_record(
-    attempt: Attempt | None, day: str, redact: Callable[[str], str]
+    attempt: Attempt | None, day: str, redact: Callable[[str], str], base_url: str | None = None
 ) -> GreenRecord | None:
-    """The record a green, watched run leaves with the code it wrote; None for any other. A
-    URL past what a record keeps is left out."""
+    """The record a green, watched run leaves with the code it wrote; None for any other. Its
+    page is kept as a path where it is of ``base_url``'s origin (a local app's port changes from
+    run to run, and would change the file with it); a URL past what a record keeps is left out."""
     if attempt is None or attempt.outcome is not Outcome.GREEN or not attempt.found:
         return None
-    url = redact(attempt.url_after)
+    url = redact(_within(attempt.url_after, base_url))
     return GreenRecord(day, url if len(url) <= URL_CHARS else "", attempt.found)
+
+
+def _within(url: str, base_url: str | None) -> str:
+    """``url`` as a path where it is of ``base_url``'s origin, else as it is."""
+    if not base_url:
+        return url
+    page, base = urlsplit(url), urlsplit(base_url)
+    if (page.scheme, page.netloc) != (base.scheme, base.netloc) or not page.scheme:
+        return url
+    return urlunsplit(("", "", page.path or "/", page.query, page.fragment))
 
 
 @dataclass(frozen=True)
@@ -138,7 +170,8 @@ class Compared:
 
     def found_then(self) -> str:
         """What it found when the code passed, in words."""
-        return describe(self.then)
+        more = self.then.count - 1
+        return describe(self.then) + (f" and {more} more like it" if more > 0 else "")
 
     def most_like(self) -> str:
         """The candidates, in words: ``button "Add to basket" (likeness 0.75); …``."""
@@ -204,6 +237,49 @@ def compare(
         )
         return None
     return Evidence(green.day, green.url, compared)
+
+
+def unseen(tabs: Tabs, green: GreenRecord, within_ms: float) -> tuple[Found, ...] | None:
+    """The locators of ``green`` that its code passed whatever they found (``must_find``), that
+    found something then and find nothing now: a replay that raised nothing is green only where
+    none is. Nothing is read where the record has none (most records: a replay pays nothing).
+    None where they could not be read within ``within_ms`` (the reads are stopped, as
+    ``compare``'s are, and the replay stands as it ran)."""
+    needed = [then for then in green.found if then.must_find]
+    if not needed:
+        return ()
+    page = tabs.page
+    stop = ReadStop(page, f"the green record was read on the page past {within_ms:.0f} ms")
+    # only a pattern can keep the page busy past any bound: arming the stop (a DevTools session)
+    # costs each replay a round trip, so a record of plain locators is counted without it
+    patterned = any("re.compile(" in then.locator for then in needed)
+    lost: list[Found] = []
+    with stop.armed(within_ms / 1000) if patterned else contextlib.nullcontext():
+        for then in needed:
+            target = None if locator_problem(then.locator) else locate(page, then.locator)
+            finds = _count(target) if target is not None else None
+            if stop.fired:
+                break
+            if finds == 0:
+                lost.append(then)
+    if stop.fired:
+        tabs.ensure_open()
+        record(
+            LogEvent.EVIDENCE_STOPPED,
+            "what the step's code must find again was still being read on the page at "
+            "action_timeout_ms=%.0f, so the read was stopped: the replay stands as it ran",
+            within_ms,
+        )
+        return None
+    return tuple(lost)
+
+
+def _count(target: Locator) -> int | None:
+    """How many elements ``target`` finds now, without waiting; None where it cannot tell."""
+    try:
+        return target.count()
+    except PlaywrightError:
+        return None
 
 
 class _OutOfTime(Exception):
@@ -372,6 +448,17 @@ def last_call(chain: str) -> str | None:
         return source
     receiver = ast.get_source_segment(chain, links[index - 1]) or ""
     return source[len(receiver) :].lstrip(".")
+
+
+def built_from(chain: str) -> list[str]:
+    """The locators a chain is built from, as it spells them, the outermost last:
+    ``get_by_role("list").get_by_role("listitem").filter(has_text="x")`` is built from
+    ``get_by_role("list")`` and ``get_by_role("list").get_by_role("listitem")``."""
+    links = _links(chain)
+    if links is None:
+        return []
+    spelt = [ast.get_source_segment(chain, link) or "" for link in links[:-1]]
+    return [part for part in spelt if part and locator_problem(part) is None]
 
 
 def receiver_of(chain: str) -> str | None:

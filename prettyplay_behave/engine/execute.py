@@ -89,6 +89,7 @@ def execute(
         stop = ExecutionStop(lambda: test.tabs.open_pages, _stop_reason(budget))
         began = time.monotonic()
         memory.forget()  # what a red try remembered is gone with it
+        answered: dict[str, int] = {}  # each goto's document: its URL and status
         if sightings is not None:
             sightings.forget()
         try:
@@ -96,7 +97,7 @@ def execute(
                 call_step(
                     function,
                     test.page,
-                    _services(test, stop, secrets, sightings),
+                    _services(test, stop, secrets, sightings, answered),
                     values=spec.parameters.values,
                 )
         except Exception as exc:  # a red outcome, whatever raised it
@@ -111,7 +112,7 @@ def execute(
         notes = test.tabs.take_notes()
         if error is None and bound is None:
             url_after = page_url(test.page)
-            status = error_document(test, spec, url_before, url_after)
+            status = error_document(test, url_before, url_after, answered)
             if status is not None and not expects_error_page(spec.sentence):
                 before = (started_on, url_before)
                 return _red(test, spec, code, before, None, None, True, secrets, notes, reaches)
@@ -195,12 +196,18 @@ def _stopped(budget: Budget, stop: ExecutionStop) -> StepTimeoutError:
     )
 
 
-def error_document(test: TestState, spec: StepSpec, url_before: str, url_after: str) -> int | None:
+def error_document(
+    test: TestState, url_before: str, url_after: str, answered: dict[str, int]
+) -> int | None:
     """The HTTP error status of the document a green execution ended on, when it navigated
     (a step that stays on its page stays on a document already judged): an app that answers
-    404 or 500 is no green step."""
+    404 or 500 is no green step. A document a ``goto`` reached was answered as ``answered``
+    says; another (a link followed) is asked of the page."""
     if url_after == url_before or test.page.is_closed():
         return None
+    if url_after in answered:
+        status = answered[url_after]
+        return status if status >= 400 else None
     return test.tabs.error_status
 
 
@@ -211,7 +218,11 @@ def follow_tabs(test: TestState) -> None:
 
 
 def _services(
-    test: TestState, stop: ExecutionStop, secrets: Secrets, sightings: Sightings | None
+    test: TestState,
+    stop: ExecutionStop,
+    secrets: Secrets,
+    sightings: Sightings | None,
+    answered: dict[str, int],
 ) -> PageServices:
     """What the page proxy of a step of ``test`` may do beyond Playwright's Page: what it reads
     comes in redacted, what it types goes only to frames of the test's origins."""
@@ -233,6 +244,7 @@ def _services(
         hide=secrets.hide if test.config.redact_cookies else None,
         expect_timeout_ms=test.config.expect_timeout_ms,
         observe=sightings.see if sightings is not None else None,
+        answered=answered.__setitem__,
     )
 
 

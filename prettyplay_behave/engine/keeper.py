@@ -112,7 +112,7 @@ class Keeper:
         stays_pinned = old is not None and old.scenario is not None
         stays_pinned = stays_pinned and self.cache.library().find(run.key, pins=False) is not None
         pinned = stays_pinned or self._served_elsewhere(test, run)
-        green = green_record(ran, today(), self.secrets.redact)
+        green = green_record(ran, today(), self.secrets.redact, test.config.base_url)
         keep = CacheWrite(
             run.key, code, origin, pinned=pinned, model=self.advisor.code_model,
             wording_of=wording_of, green=green,

@@ -1,9 +1,10 @@
 """Locator repair without the model: the elements of a page most like what a locator found
 when its code last went green (:mod:`.evidence`), scored on the properties the record keeps.
 
-An element is a candidate only with the same role (or, for a role-less one, the same tag); a
-test id it shares with the record makes it the element itself (renamed); otherwise its name or
-its text, compared as text, make its score, a little more with the same tag. Elements alike in
+A test id it shares with the record makes an element the element itself, whatever its role or
+tag became (a ``label`` that is a ``span`` now); any other is a candidate only with the same
+role (or, for a role-less one, the same tag), and its name or its text, compared as text, make
+its score, a little more with the same tag. Elements alike in
 every property are one candidate (three products' "Add to basket" buttons): the locator's own
 narrowing (``.first``, the product card it starts from) picks among them. A candidate is clear
 when it scores at least ``FLOOR`` and ``MARGIN`` above the next one.
@@ -34,12 +35,12 @@ class Candidate:
 
 def score(then: Found, element: Found) -> float:
     """How much ``element`` is like ``then``, from 0 (another kind of element) to 1."""
+    if then.test_id and element.test_id == then.test_id:
+        return SAME_ELEMENT  # whatever it became (a label now a span): the test id was kept
     if (then.role or element.role) and element.role != then.role:
         return 0.0
     if not then.role and element.tag != then.tag:
         return 0.0
-    if then.test_id and element.test_id == then.test_id:
-        return SAME_ELEMENT
     likeness = max(_like(then.name, element.name), _like(then.text, element.text))
     if then.test_id and element.test_id:
         likeness *= 0.8  # another test id: likely another element

@@ -76,6 +76,10 @@ from .regex import StepPattern
 _PLAIN = (int, float, bool, type(None))
 # What makes another locator of a locator: no action, nothing for the observer.
 CHAINING = LOCATING_METHODS | frozenset({"filter", "nth", "first", "last", "and_", "or_", "all"})
+# What passes whatever a locator finds, nothing included: the observer is told it needed nothing.
+FINDS_ANY = frozenset(
+    {"count", "all", "is_visible", "is_hidden", "all_inner_texts", "all_text_contents"}
+)
 # What carries text into the element or frame that receives it.
 TYPING = frozenset({"fill", "type", "press", "press_sequentially", "insert_text", "down", "up"})
 KEY_BY_KEY = frozenset({"type", "press_sequentially"})  # one keystroke per character
@@ -120,9 +124,13 @@ class PageServices:
     # the expect(...) timeout of the test (Playwright's own default)
     expect_timeout_ms: float = EXPECT_TIMEOUT_MS
     # sees each locator step code acts on or checks, as the code spelt it (before the action,
-    # and after it unless it said True): the evidence of a run whose code will be kept. None:
-    # nothing is watched, and nothing is spelt
-    observe: Callable[[Locator, str], bool] | None = None
+    # and after it unless it said True), and whether what it did needed the locator to find
+    # something: the evidence of a run whose code will be kept. None: nothing is watched, and
+    # nothing is spelt
+    observe: Callable[[Locator, str, bool], bool] | None = None
+    # sees the status the document of each goto was answered with, and its URL: the engine
+    # judges an error page by it without asking the page
+    answered: Callable[[str, int], object] | None = None
 
 
 class _Proxy:
@@ -161,7 +169,10 @@ class _Proxy:
         def forward(*args: Any, **kwargs: Any) -> Any:
             if name in INPUT:
                 self._typing(name, value, args, kwargs)
-            acted = None if name in CHAINING else self._watched()
+            read_list = name == "all"  # a list the code goes through: none is an empty loop
+            acted = (
+                self._watched(name not in FINDS_ANY) if read_list or name not in CHAINING else None
+            )
             seen = acted is not None and acted()  # before: what a click takes away is there
             result = self._call(value, *args, **kwargs)
             if acted is not None and not seen:
@@ -170,12 +181,13 @@ class _Proxy:
 
         return forward
 
-    def _watched(self) -> Callable[[], bool] | None:
-        """How to show the observer this object, when it is a locator the code spelt."""
+    def _watched(self, needs: bool = True) -> Callable[[], bool] | None:
+        """How to show the observer this object, when it is a locator the code spelt;
+        ``needs``: whether what the code did with it fails when it finds nothing."""
         observe, chain = self._services.observe, self._chain
         if observe is None or not chain or not isinstance(self, LocatorProxy):
             return None
-        return lambda: observe(self._target, chain)
+        return lambda: observe(self._target, chain, needs)
 
     def _linked(
         self,
@@ -341,7 +353,12 @@ class PageProxy(_Proxy):
             raise CodePolicyError(f"page.goto: {problem}")
         if self._on_navigate is not None:
             self._on_navigate(url)
-        self._call(self._target.goto, url, **kwargs)
+        response = bounded_call(
+            self._target.goto, self._budget, self._default_ms, url, **_unwrap(kwargs)
+        )
+        answered = self._services.answered
+        if response is not None and answered is not None:
+            answered(response.url, response.status)
 
     def on(self, event: str, handler: Callable[[Any], object]) -> None:
         """``page.on("dialog", lambda dialog: dialog.accept())``: answer every such event."""
@@ -847,10 +864,22 @@ class AssertionsProxy(_Proxy):
             kwargs["timeout"] = self._default_ms
         result = super()._call(method, *args, **kwargs)
         subject = self._subject
-        checked = subject._watched() if isinstance(subject, LocatorProxy) else None
-        if checked is not None:
-            checked()
+        if isinstance(subject, LocatorProxy):
+            checked = subject._watched(needs_elements(method.__name__, args, kwargs))
+            if checked is not None:
+                checked()
         return result
+
+
+def needs_elements(matcher: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether a matcher that passed found what it checks: a negated one, ``to_be_hidden``,
+    ``to_have_count(0)`` and a state asked to be false pass on nothing at all."""
+    if matcher.startswith("not_to_") or matcher == "to_be_hidden":
+        return False
+    if matcher == "to_have_count":
+        return (args[0] if args else kwargs.get("count")) != 0
+    state = {"to_be_visible": "visible", "to_be_attached": "attached"}.get(matcher)
+    return not (state and kwargs.get(state) is False)
 
 
 _PROXIES: tuple[tuple[type, type[_Proxy]], ...] = (

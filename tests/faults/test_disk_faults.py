@@ -167,7 +167,7 @@ def test_a_real_full_or_read_only_disk_names_the_file_and_keeps_the_old_cache(
     else:
         subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
         # the lock file is the first thing the write creates
-        says = f"[Errno 30] Read-only file system: '{banner_file(cache_dir)}.lock'"
+        says = f"[Errno 30] Read-only file system: '{cache_dir / '.lock'}'"
     error = generate_into(page, shop, cache_dir, llm_env)
     assert str(error) == f"{banner_file(cache_dir)}: cannot write: {says}"
     assert folder_bytes(cache_dir) == before

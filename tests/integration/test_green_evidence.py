@@ -85,7 +85,8 @@ def green_of(tmp_path: Path, sentence: str) -> GreenRecord:
 
 def test_written_code_keeps_what_its_locators_found(greened, fresh_shop, tmp_path: Path) -> None:
     green = green_of(tmp_path, "add a mug")
-    assert (green.day, green.url) == (today(), fresh_shop.url + "/")
+    # the app's page as a path: its port changes from run to run, and the file would with it
+    assert (green.day, green.url) == (today(), "/")
     button = Found('get_by_role("button", name="Add to cart").first', "button", "Add to cart",
                    text="Add to cart", tag="button")  # fmt: skip
     assert green.found[0] == button
@@ -130,7 +131,7 @@ def test_a_rename_heals_with_the_gate_alone_and_a_check_is_judged_with_its_recor
     # the check: judged with what it found when it passed, never rewritten without the model
     # (a check's lost name may be the defect), though one element is clearly like it
     classify = provider.requests_for("classify")[1].content("user")
-    assert f"(this is the cached code: it passed on {today()}, on {fresh_shop.url}" in classify
+    assert f"(this is the cached code: it passed on {today()}, on /)" in classify
     assert '- get_by_role("link", name="Cart (1)")\n  then: link "Cart (1)"' in classify
     assert '  now: nothing\n  most like it on the page now: link "Basket (1)"' in classify
 

@@ -6,6 +6,7 @@ sees the assertions it drops, and ``cache diff`` and the report name them."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import subprocess
 from collections.abc import Iterator
@@ -13,13 +14,20 @@ from pathlib import Path
 
 import pytest
 
-from prettyplay_behave import PrettyConfig, PrettyPlay, ProductDefectError
+from prettyplay_behave import PrettyConfig, PrettyPlay, ProductDefectError, RedStepError
 from prettyplay_behave.cache import CacheKey, CacheStore, CacheWrite
 from prettyplay_behave.cache_diff import diff
 from prettyplay_behave.runtime import Runtime
 from prettyplay_behave.safety.step_code import check_code
+from tests.conftest import BehaveProject
 from tests.support.caches import cache_text
-from tests.support.llm_server import CLEAN_GATE, RecordedRequest, code_answer, json_answer
+from tests.support.llm_server import (
+    CLEAN_GATE,
+    RecordedRequest,
+    ScriptedLLMServer,
+    code_answer,
+    json_answer,
+)
 from tests.support.pages import PageServer
 from tests.support.scripted_provider import ScriptedProvider
 
@@ -205,3 +213,161 @@ def test_a_red_pin_that_turns_green_serves_the_step_with_every_value(
     assert [r.purpose for r in provider.requests] == ["generate", "classify"]
     [entry] = CacheStore(tmp_path / "cache", validate=check_code).library().entries
     assert (entry.scenario, entry.values, entry.verdict) == (None, None, None)
+
+
+# -- no vacuous pass: a check green only where it sees what it saw -----------------------------
+
+BOOK_BEFORE = """<!doctype html><title>Grade book</title><h1>Grade book</h1>
+<ul aria-label="Students"><li>Ann Lee: 90</li><li>John Doe: 85</li></ul>
+<ul aria-label="Errors"></ul>
+"""
+# the same release: the student list became a div of divs, and a grade of 105 is accepted
+BOOK_AFTER = """<!doctype html><title>Grade book</title><h1>Grade book</h1>
+<div class="students"><div class="student">Ann Lee: 90</div><div class="student">John Doe: 85</div>
+<div class="student">Bob Brown: 105</div></div>
+<ul aria-label="Errors"></ul>
+"""
+BOOK_FEATURE = """\
+Feature: Grade book
+  Scenario: No invalid grade is listed
+    Given I open the grade book
+    Then the error list is empty
+    And the student list does not contain "Bob Brown: 105"
+"""
+NOT_LISTED = (
+    "def step(page, text) -> None:\n"
+    '    items = page.get_by_role("listitem")\n'
+    "    expect(items.filter(has_text=text)).to_have_count(0)\n"
+)
+NONE_LISTED = (
+    "def step(page) -> None:\n"
+    '    errors = page.get_by_role("list", name="Errors").get_by_role("listitem")\n'
+    "    expect(errors).to_have_count(0)\n"
+)
+HEALED = (
+    "def step(page, text) -> None:\n"
+    '    students = page.locator(".student")\n'
+    "    expect(students.filter(has_text=text)).to_have_count(0, timeout=500)\n"
+)
+
+
+def book_generated(llm: ScriptedLLMServer) -> None:
+    llm.on("generate", code_answer('def step(page) -> None:\n    page.goto("/")\n'), step="open")
+    llm.on("generate", code_answer(NOT_LISTED), step="does not contain")
+    llm.on("generate", code_answer(NONE_LISTED), step="error list")
+    llm.on("gate", CLEAN_GATE, repeat=True)
+
+
+@pytest.mark.slow
+def test_a_check_of_a_list_that_is_gone_is_not_green_and_its_heal_catches_the_defect(
+    project: BehaveProject, llm: ScriptedLLMServer
+) -> None:
+    """A UI change and a bug in one release: the check that the list has no "Bob Brown: 105"
+    counted list items that no longer exist, so 0 equalled 0. Its record kept what the list it
+    filters found when it went green; a replay that finds none of them is red, strict or not;
+    healed, it looks at the new list and finds the defect. The check that the error list is
+    empty found nothing then, so it sets no such expectation, and stays green."""
+    project.write("features/book.feature", BOOK_FEATURE)
+    book_generated(llm)
+    with PageServer({"/": BOOK_BEFORE}) as app:
+        base = ("-D", f"prettyplay.base_url={app.url}", "-D", "prettyplay.expect_timeout_ms=500")
+        cold = project.run(*base, env=llm.env)
+        assert cold.returncode == 0, cold
+        library = cache_text(project.cache_dir)
+        assert "must_find" in library and '"count": 2' in library, library
+        app.pages["/"] = BOOK_AFTER
+        strict = project.run(*base, "-D", "prettyplay.strict=true")  # no LLM at all
+        llm.reset()
+        llm.on("classify", verdict("rot", "the student list became a div of divs"))
+        llm.on("heal", code_answer(HEALED))
+        llm.on("classify", verdict("product_defect", "a grade of 105 is accepted"))
+        healing = project.run(*base, env=llm.env)
+    assert strict.returncode == 1, strict
+    assert 'And the student list does not contain "Bob Brown: 105" ... failed' in strict.output
+    assert (
+        'passed without seeing what it saw when it last went green: get_by_role("listitem") '
+        "found 2 elements on "
+    ) in strict.output, strict
+    assert "Then the error list is empty ... passed" in strict.output, strict
+    assert healing.returncode == 1, healing
+    assert "ProductDefectError" in healing.output and "a grade of 105 is accepted" in (
+        healing.output
+    ), healing
+    assert "Then the error list is empty ... passed" in healing.output, healing
+    assert [r.purpose for r in llm.requests] == ["classify", "heal", "classify"]
+    first_classify = llm.requests_for("classify")[0].content("user")
+    assert "passed without seeing what it saw" in first_classify
+    assert 'get_by_role("listitem")' in llm.requests_for("heal")[0].content("user")
+
+
+HIDDEN_BEFORE = """<!doctype html><title>Grades</title>
+<h2 data-testid="error" hidden>Grade too high</h2>
+<ul><li>Ann Lee: 90</li><li>John Doe: 85</li></ul>
+"""
+HIDDEN_AFTER = """<!doctype html><title>Grades</title>
+<h2 data-testid="grade-error">Grade too high</h2>
+<div><div>Ann Lee: 90</div><div>John Doe: no grade</div></div>
+"""
+NO_ERROR = 'def step(page) -> None:\n    expect(page.get_by_test_id("error")).to_be_hidden()\n'
+EVERY_GRADE = (
+    "def step(page) -> None:\n"
+    '    for student in page.get_by_role("listitem").all():\n'
+    '        expect(student).not_to_have_text("no grade")\n'
+)
+
+
+def test_a_hidden_check_whose_test_id_went_and_a_loop_over_a_list_that_went_are_not_green(
+    pages: PageServer, tmp_path: Path, browser
+) -> None:
+    """``to_be_hidden`` of an element that was there (hidden) passes on nothing once its test id
+    is renamed, and a loop over a list that is gone runs no check: each one's record keeps what
+    it must find again, and a strict replay that finds none of it fails."""
+    pages.pages["/"] = HIDDEN_BEFORE
+    provider = ScriptedProvider()
+    provider.on("generate", code_answer('def step(page) -> None:\n    page.goto("/")\n'))
+    provider.on("generate", code_answer(NO_ERROR), code_answer(EVERY_GRADE))
+    provider.on("gate", CLEAN_GATE, repeat=True)
+    settings = config(pages, tmp_path)
+    with PrettyPlay("t", settings, browser=browser, provider=provider) as t:
+        t.step("I open the grades")
+        t.expect("no error is shown")
+        t.expect("every student has a grade")
+    records = {
+        e.sentence: e.green for e in CacheStore(tmp_path / "cache", check_code).library().entries
+    }
+    hidden, listed = records["no error is shown"], records["every student has a grade"]
+    assert hidden is not None and [(f.locator, f.count, f.must_find) for f in hidden.found] == [
+        ('get_by_test_id("error")', 1, True)
+    ]
+    assert listed is not None and [(f.locator, f.count, f.must_find) for f in listed.found] == [
+        ('get_by_role("listitem")', 2, True)
+    ]
+    pages.pages["/"] = HIDDEN_AFTER
+    strict = dataclasses.replace(settings, strict=True)
+    for sentence in ("no error is shown", "every student has a grade"):
+        with PrettyPlay("t", strict, browser=browser, provider=provider) as t:
+            t.step("I open the grades")
+            with pytest.raises(RedStepError, match="passed without seeing what it saw"):
+                t.expect(sentence)
+
+
+def test_a_link_followed_to_an_error_page_is_red_unless_the_sentence_expects_one(
+    pages: PageServer, tmp_path: Path, browser
+) -> None:
+    """A document a link led to (not a goto, whose answer the engine sees) is asked of the
+    page: a 404 ends the step red; a sentence that expects an error page keeps it green."""
+    pages.pages["/"] = '<a href="/prices">Prices</a>'
+    follow = 'def step(page) -> None:\n    page.get_by_role("link", name="Prices").click()\n'
+    provider = ScriptedProvider()
+    provider.on("generate", code_answer('def step(page) -> None:\n    page.goto("/")\n'))
+    provider.on("generate", code_answer(follow), code_answer(follow), code_answer(follow))
+    provider.on("classify", verdict("product_defect", "the price list is gone"))
+    provider.on("gate", CLEAN_GATE, repeat=True)
+    settings = dataclasses.replace(config(pages, tmp_path), generation_attempts=1)
+    with PrettyPlay("t", settings, browser=browser, provider=provider) as t:
+        t.step("I open the shop")
+        with pytest.raises(ProductDefectError) as red:
+            t.step("I open the price list")
+        t.step("I open the shop")
+        assert t.step("I follow the prices link to the not found page").origin == "generated"
+    assert f"the page's document was answered HTTP 404: {pages.url}/prices" in str(red.value)

@@ -107,7 +107,7 @@ def test_init_in_an_empty_folder_makes_a_project_that_behave_runs(
         .endswith("import prettyplay_behave.behave.steps  # noqa: F401\n")
     )
     ignored = (root / ".gitignore").read_text().splitlines()
-    assert {"reports/", "features/.prettyplay/**/*.lock"} <= set(ignored)
+    assert {"reports/", "features/.prettyplay/.lock"} <= set(ignored)
     project = BehaveProject(root)
 
     dry = project.run("--dry-run")
@@ -253,8 +253,8 @@ def test_init_leaves_what_it_cannot_or_need_not_change(tmp_path: Path) -> None:
     assert "kept     features/steps/all.py (it imports prettyplay_behave.behave.steps)" in out
     assert not (set_already / "features" / "steps" / "prettyplay_steps.py").exists()
     assert after[".gitignore"] == (
-        b"reports/\n*.pyc\n\n# prettyplay: reports and the cache's lock files\n"
-        b"features/.prettyplay/**/*.lock\n"
+        b"reports/\n*.pyc\n\n# prettyplay: reports and the library's lock file\n"
+        b"features/.prettyplay/.lock\n"
     )
 
     # an inline userdata table cannot take a [tool.behave.userdata] section: told, not broken

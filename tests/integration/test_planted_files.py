@@ -240,14 +240,14 @@ def test_a_planted_lock_link_leaves_its_target_untouched_on_prune(
     store.write(CacheWrite(CacheKey(TEST, "step", "I open the shop"), OPEN_SHOP, "generated"))
     store.write(CacheWrite(CacheKey(TEST, "step", "I left long ago"), OPEN_SHOP, "generated"))
     obsolete = library_file(project.cache_dir, "action", "I left long ago")
-    lock = Path(f"{obsolete}.lock")
+    lock = project.cache_dir / ".lock"  # the library's one lock
     lock.unlink()
     lock.symlink_to(victim)
     before = obsolete.read_bytes()
     done = cli(project.root, "cache", "prune")
     err = done.stderr.decode()
     assert done.returncode == 1, err
-    shown = Path("features/.prettyplay/steps", lock.name)
+    shown = Path("features/.prettyplay", lock.name)
     assert f"{shown}: the lock file is a " in err
     assert f"symbolic link (to {victim}); prettyplay never follows one: delete the link" in err
     assert victim.read_text() == "the user's own file\n"
@@ -261,7 +261,7 @@ def test_a_planted_lock_link_leaves_its_target_untouched_on_generation(
     project.write("features/shop.feature", FEATURE.replace("    Then the shop is open\n", ""))
     written = library_file(project.cache_dir, "action", "I open the shop")
     written.parent.mkdir(parents=True)
-    lock = Path(f"{written}.lock")
+    lock = project.cache_dir / ".lock"
     lock.symlink_to(victim)
     llm.on("generate", code_answer(OPEN_SHOP))
     llm.on("gate", CLEAN_GATE, repeat=True)
@@ -276,7 +276,7 @@ def test_a_planted_lock_link_leaves_its_target_untouched_on_generation(
 @pytest.mark.skipif(os.name == "nt", reason="hard links of a test's own files: POSIX")
 def test_a_lock_file_hard_linked_to_another_file_is_refused(tmp_path: Path, victim: Path) -> None:
     cache = tmp_path / "cache"
-    lock = Path(f"{library_file(cache, 'action', 'I open the shop')}.lock")
+    lock = cache / ".lock"
     lock.parent.mkdir(parents=True)
     os.link(victim, lock)
     store = CacheStore(cache, validate=check_code)

@@ -30,6 +30,7 @@ from prettyplay_behave.cache import (
 from prettyplay_behave.cache_diff import entry_changes
 from prettyplay_behave.cli import describe
 from prettyplay_behave.errors import CacheError, CodePolicyError
+from prettyplay_behave.safety.step_code import check_code
 from tests.support.outside import Outside
 
 TEST = "shop/checkout.feature::Buy a product"
@@ -733,7 +734,7 @@ CORRUPT_LIBRARY = {
         "a red entry's label is one of",
     ),
     "an occurrence as text": (keyword('feature="a", scenario="S", occurrence="2",'), "whole"),
-    "values not strings": (keyword("values=(1,),"), "'values' must be a list of strings"),
+    "values not strings": (keyword("values=(1,),"), "'values' must be a tuple of strings"),
     "an unknown kind": (LIBRARY.replace('kind="action"', 'kind="given"'), "unknown kind 'given'"),
     "an unknown origin": (
         LIBRARY.replace('origin="generated"', 'origin="manual"'),
@@ -891,7 +892,7 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp_file(
     assert str(path) in str(raised.value)
     assert path.read_bytes() == before
     shop = library_file(tmp_path).name
-    assert files_in(path.parent) == sorted([path.name, f"{path.name}.lock", shop, f"{shop}.lock"])
+    assert files_in(path.parent) == sorted([path.name, shop])  # no lock among the steps
     # The failed entry was not taken into the store's copy either.
     assert found_code(cache_store, entry("add to basket").key) == OPEN_CODE
 
@@ -907,7 +908,7 @@ def test_a_cache_folder_that_is_a_file_gives_a_cache_error(tmp_path: Path) -> No
 def test_a_held_lock_times_out_with_a_cache_error(tmp_path: Path) -> None:
     path = library_file(tmp_path)
     path.parent.mkdir(parents=True)
-    lock = f"{path}.lock"
+    lock = str(tmp_path / "cache" / ".lock")  # one lock for the library's writes
     with (
         filelock.FileLock(lock),
         pytest.raises(CacheError, match="waiting for the lock") as raised,
@@ -1011,7 +1012,7 @@ def test_a_lock_file_that_reaches_another_file_is_refused_and_that_file_untouche
 ) -> None:
     victim = tmp_path / "victim.txt"
     victim.write_text("the user's own file\n")
-    lock = Path(f"{library_file(tmp_path)}.lock")
+    lock = tmp_path / "cache" / ".lock"
     lock.parent.mkdir(parents=True)
     if link == "symbolic":
         lock.symlink_to(victim)
@@ -1370,3 +1371,59 @@ def test_a_folder_or_an_old_file_of_the_cache_that_is_a_link_is_never_followed(
         store(tmp_path).migrate()
     outside.untouched()
     assert old.is_symlink()
+
+
+# -- a library file in review: short lines, no port, no lock among the steps -------------------
+
+LONG = "the order summary of the customer lists every product they chose, with its price " * 2
+
+
+def test_a_library_file_keeps_every_line_within_100_characters_and_reads_back_the_same(
+    tmp_path: Path,
+) -> None:
+    found = tuple(
+        cache.Found(
+            f'get_by_role("listitem").filter(has_text="product number {n} of the long list")',
+            "listitem",
+            f"product number {n} of the long list",
+            text=LONG[:80],
+            count=n + 2,
+            must_find=n % 2 == 0,
+        )
+        for n in range(6)
+    )
+    green = cache.GreenRecord("2026-12-05", "/orders/summary?sort=price&page=2", found)
+    verdict = RedVerdict("product_defect", LONG, LONG)
+    written = dataclasses.replace(
+        entry(LONG.strip(), verdict=verdict).library_entry("2026-12-05"), green=green
+    )
+    store(tmp_path).keep([written])
+    [path] = (tmp_path / "cache" / "steps").glob("*.py")
+    text = path.read_text()
+    code_lines = set(OPEN_CODE.splitlines())
+    long_lines = [line for line in text.splitlines() if len(line) > 100]
+    assert [line for line in long_lines if line not in code_lines] == []
+    [read] = load_file(path, check_code).entries
+    assert read == written
+    assert cache.render_steps([read]).decode() == text  # rewritten the same: no churn
+    assert list(path.parent.glob("*.lock")) == []
+
+
+def test_a_green_record_keeps_the_page_of_the_app_as_a_path_never_its_port() -> None:
+    from prettyplay_behave.engine.evidence import green_record
+    from prettyplay_behave.engine.history import Attempt
+    from prettyplay_behave.vocabulary import Outcome
+
+    found = (cache.Found('get_by_role("button", name="Add")', "button", "Add"),)
+
+    def kept(url: str, base: str | None) -> str:
+        ran = Attempt(Outcome.GREEN, "about:blank", url, OPEN_CODE, "", found=found)
+        record = green_record(ran, "2026-12-05", lambda text: text, base)
+        assert record is not None
+        return record.url
+
+    assert kept("http://127.0.0.1:34067/cart?x=1#top", "http://127.0.0.1:34067") == "/cart?x=1#top"
+    assert kept("http://127.0.0.1:34067", "http://127.0.0.1:34067/") == "/"
+    partner = "https://partner.example/pay"
+    assert kept(partner, "http://127.0.0.1:34067") == partner  # another origin: as it is
+    assert kept("http://127.0.0.1:34067/cart", None) == "http://127.0.0.1:34067/cart"

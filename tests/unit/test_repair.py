@@ -22,6 +22,9 @@ def test_an_element_of_another_role_is_no_candidate_and_a_kept_test_id_is_the_el
     assert score(ADD, element("link", "Add to cart", tag="a")) == 0
     kept_id = Found(ADD.locator, "button", "Add to cart", "add-mug", tag="button")
     assert score(kept_id, element("button", "Buy now", "add-mug")) == 1.0
+    # a label that became a span kept its test id: it is the element itself all the same
+    label = Found('get_by_test_id("name-label")', "", "", "name-label", "Name", "label")
+    assert score(label, Found("", "", "", "name-label", "Name", "span")) == 1.0
     assert score(ADD, element("button", "Add to basket")) > score(ADD, element("button", "Delete"))
 
 
