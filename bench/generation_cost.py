@@ -33,7 +33,7 @@ from prettyplay_behave.browser.session import CHROMIUM_ARGS, find_system_chromiu
 from prettyplay_behave.browser.snapshot import capture, estimate_tokens  # noqa: E402
 from prettyplay_behave.demo.server import DemoShop  # noqa: E402
 from prettyplay_behave.engine.step import StepSpec  # noqa: E402
-from prettyplay_behave.llm.prompts import Prompts  # noqa: E402
+from prettyplay_behave.llm.templates import RequestTemplates  # noqa: E402
 from prettyplay_behave.vocabulary import Kind  # noqa: E402
 from tests.support.caches import codes  # noqa: E402
 from tests.support.changed_ui import CART, CHECKOUT  # noqa: E402
@@ -111,7 +111,7 @@ def large_page_request(items: int) -> tuple[int, bool]:
         page.set_content(html)
         state = capture(page)
         browser.close()
-    messages = Prompts().render(
+    messages = RequestTemplates().render(
         "generate", step=StepSpec(Kind.ACTION, "click Checkout"), base_url="http://shop.test",
         page=state, scenario=[], history=[], group=None, instructions="",
         verdict=None, guidance="", restored="",
@@ -163,7 +163,7 @@ def large_page_judgments(items: int) -> tuple[int, int]:
     step = StepSpec(Kind.ACTION, "I open the next page")
     common = {"step": step, "base_url": "http://shop.test", "scenario": scenario, "history": [],
               "group": None, "instructions": ""}  # fmt: skip
-    prompts = Prompts()
+    prompts = RequestTemplates()
     classify = prompts.render("classify", page=classify_page, earlier=None, **common)
     gate = prompts.render(
         "gate", page=after, change=page_change(before, after, advisor.CHANGE_TOKENS),

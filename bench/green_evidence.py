@@ -1,4 +1,4 @@
-"""Judgments that remember green: what a changed-UI run and a defect run of the example
+"""What green code found: what a changed-UI run and a defect run of the example
 features send, with a cache that keeps no record of its green runs (the committed cache, written
 before records were kept) and with one that does (the same code, written again by a generating
 run on the reference shop, so each entry keeps what its locators found).

@@ -21,10 +21,10 @@ from .engine.execute import late_blocks
 from .engine.hooks import Events
 from .engine.page_state import Pages
 from .engine.state import TestState
-from .events import log
 from .interactive import TerminalSteering
 from .llm.client import LLMClient
-from .llm.prompts import Prompts
+from .llm.templates import RequestTemplates
+from .log_events import log
 from .report.artifacts import Artifacts
 from .report.html import REPORT_NAME, write_report
 from .report.summary import RunSummary
@@ -90,9 +90,8 @@ class Runtime:
         self.secrets = Secrets()
         self._redacting = RedactingFilter(self.secrets)
         log.addFilter(self._redacting)
-        advisor = Advisor(
-            self.llm, Prompts(config.templates_dir, config.source_of("templates_dir")), self.secrets
-        )
+        templates = RequestTemplates(config.templates_dir, config.source_of("templates_dir"))
+        advisor = Advisor(self.llm, templates, self.secrets)
         pages = Pages(self.secrets, config.test_id_attribute)
         self.engine = Engine(
             self.cache, advisor, self.events, self.secrets, pages, steering or TerminalSteering()

@@ -25,7 +25,7 @@ from ..cache import CACHE_FOLDER
 from ..config import PrettyConfig, in_ci, resolve_config, shown
 from ..context_args import problem as context_args_problem
 from ..errors import CacheError, ConfigError, PrettyPlayError
-from ..events import LogEvent, record
+from ..log_events import LogEvent, record
 from ..report import attachments
 from . import liveness
 from .app import check_app

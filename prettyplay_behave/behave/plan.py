@@ -6,7 +6,7 @@ user's own definition runs no prettyplay code), and each prettyplay step's cache
 looked up as a run looks it up:
 
 - ``replay``: a cached entry serves it (no request, unless it goes red);
-- ``replay red``: a remembered red verdict serves it (no request; it fails unless it went green);
+- ``replay red``: a kept red verdict serves it (no request; it fails unless it went green);
 - ``replay`` too: no entry yet, but an earlier step of the run writes the one that serves it
   (the same sentence, or the same template where its code takes the values);
 - ``reuse``: no entry, but another feature keeps code of its own for the step (no request
@@ -195,7 +195,7 @@ class _Run:
         family = spec.family
         if found is not None and found.red:
             assert found.verdict is not None
-            return planned(Fate.REPLAY_RED, f"remembered {found.verdict.label}")
+            return planned(Fate.REPLAY_RED, f"kept {found.verdict.label}")
         if found is not None:
             self._went_green(family, spec.sentence, bool(step_code(found.code).parameters))
             return planned(Fate.REPLAY)

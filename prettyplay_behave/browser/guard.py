@@ -35,7 +35,7 @@ from urllib.parse import urljoin
 from playwright.sync_api import Error as PlaywrightError
 
 from ..config import origin_of
-from ..events import LogEvent, record
+from ..log_events import LogEvent, record
 from ..vocabulary import words
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..config import origin_of
 from ..context_args import ORIGIN_BOUND
 from ..errors import ConfigError, PrettyPlayError
-from ..events import LogEvent, record
+from ..log_events import LogEvent, record
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

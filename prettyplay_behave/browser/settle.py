@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, ClassVar
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-from ..events import LogEvent, record
+from ..log_events import LogEvent, record
 
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Page, Request

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
-from ..events import LogEvent, record
+from ..log_events import LogEvent, record
 
 if TYPE_CHECKING:
     from playwright.sync_api import CDPSession, Download, Page

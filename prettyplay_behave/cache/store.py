@@ -313,7 +313,7 @@ class CacheStore:
         return self.keep([], doomed) or changed if doomed else changed
 
     def turn_green(self, key: CacheKey, red: StepEntry) -> bool:
-        """A step remembered red (``red``, the entry it found) went green: its pin goes where
+        """A step kept red (``red``, the entry it found) went green: its pin goes where
         the shared entry has the same code, loses the verdict where the shared entry has other
         code, and where none serves the step its code becomes the step's entry (for every value,
         where it takes them). Whether a file changed."""

@@ -22,9 +22,9 @@ from ..errors import (
     ProviderUnavailableError,
     StepFailedError,
 )
-from ..events import LogEvent, record
 from ..llm.answers import MAX_ANSWER_CHARS, GateVerdict, SameAs, UnparseableAnswer, Verdict
 from ..llm.purposes import Purpose, Unreadable
+from ..log_events import LogEvent, record
 from ..safety.limits import cut_text
 from ..safety.step_code import dropped_assertions, step_code
 from ..vocabulary import Outcome, StepLabel, counted
@@ -34,10 +34,10 @@ from .history import Attempt, Gated
 if TYPE_CHECKING:
     from ..cache import StepEntry
     from ..llm.client import Answer, LLMClient
-    from ..llm.prompts import Prompts
+    from ..llm.templates import RequestTemplates
     from ..safety.secrets import Secrets
+    from .learnt import Judgment
     from .renames import Proposal
-    from .run_memory import Judgment
     from .state import TestState
     from .step import GroupStepRecord, StepRun
 
@@ -54,9 +54,9 @@ class Advisor:
     """Asks the LLM about the steps of a run; it reads nothing of the page and writes nothing
     of the step: the engine hands it the page states and keeps what it answers."""
 
-    def __init__(self, llm: LLMClient, prompts: Prompts, secrets: Secrets) -> None:
+    def __init__(self, llm: LLMClient, templates: RequestTemplates, secrets: Secrets) -> None:
         self.llm = llm
-        self.prompts = prompts
+        self.templates = templates
         self.secrets = secrets
 
     @property
@@ -78,7 +78,7 @@ class Advisor:
         texts, URLs, quoted answers): all of it is neutralised, the block's own markers kept.
         """
         page: PageState | None = context.get("page")
-        system, user = self.prompts.render(purpose, **context)
+        system, user = self.templates.render(purpose, **context)
         user = {**user, "content": _neutralised(user["content"], page)}
         messages = [{**m, "content": self.secrets.redact(m["content"])} for m in (system, user)]
         return self.llm.ask(purpose, step=run.sentence, messages=messages)
@@ -230,7 +230,7 @@ class Advisor:
         """
         context = self._step_context(test, run)
         change = page_change(before, after, CHANGE_TOKENS)
-        evidence = {
+        shown = {
             "page": after,
             "change": change,
             "candidate_outcome": green.outcome,
@@ -245,7 +245,7 @@ class Advisor:
                 candidate=green.code,
                 batch=[],
                 renames=[],
-                **evidence,
+                **shown,
                 **context,
             )
         except (ProviderUnavailableError, UnreadableReview) as exc:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..events import LogEvent, record
+from ..log_events import LogEvent, record
 from ..vocabulary import Outcome, StepStatus
 
 if TYPE_CHECKING:
@@ -24,18 +24,20 @@ if TYPE_CHECKING:
     from .state import TestState
     from .step import StepSpec
 
-# how the engine runs a step's code on the test's page (Parts.run): the test, the step,
+# how the engine executes a step's code on the test's page (Parts.execute): the test, the step,
 # the code, and whether it runs at once (a replay) or on a settled page (a candidate)
-Run = Callable[["TestState", "StepSpec", str, bool], "Attempt"]
+Execute = Callable[["TestState", "StepSpec", str, bool], "Attempt"]
 
 
 class CleanPage:
     """The start page of one step and what the next request is told of the page it gets."""
 
-    def __init__(self, test: TestState, pages: Pages, run: Run, dirty: bool = False) -> None:
+    def __init__(
+        self, test: TestState, pages: Pages, execute: Execute, dirty: bool = False
+    ) -> None:
         self.test = test
         self.pages = pages
-        self.run = run
+        self.execute = execute
         self.start: PageState | None = None  # the page before the step's first attempt
         self.dirty = dirty  # an execution of this step changed the page since
         self.restored = ""  # what the next code request is told of the page it starts on
@@ -65,13 +67,13 @@ class CleanPage:
                 f"({why}): the page below is as that attempt left it"
             )
             return state
-        self.restored = restore(self.test, self.run)
+        self.restored = restore(self.test, self.execute)
         state = self.pages.now(self.test)
         self.start = self.start or state
         return state
 
 
-def restore(test: TestState, run: Run) -> str:
+def restore(test: TestState, execute: Execute) -> str:
     """The page as it was before the step under way: a fresh context, the scenario's earlier
     steps replayed from the code that ran for them. What the next request is told of it."""
     started = time.monotonic()
@@ -79,7 +81,7 @@ def restore(test: TestState, run: Run) -> str:
     test.renew(test)
     earlier = [e for e in test.scenario if e.code and e.outcome is not StepStatus.FAILED]
     for step_run in earlier:
-        attempt = run(test, step_run.spec, step_run.code, True)
+        attempt = execute(test, step_run.spec, step_run.code, True)
         if attempt.outcome is not Outcome.GREEN:
             record(
                 LogEvent.PAGE_NOT_RESTORED,

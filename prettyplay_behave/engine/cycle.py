@@ -2,7 +2,7 @@
 
 Routing of one step, each source of code in the order it is tried::
 
-    remembered red -> replay -> red: fail with the stored verdict (no request)
+    kept red -> replay -> red: fail with the stored verdict (no request)
                              -> green: the entry turns green
     cache hit  -> a rename this run's heals found for the entry
                -> replay -> green -> done (no LLM call)
@@ -50,9 +50,9 @@ from ..errors import (
     RedStepError,
     StepFailedError,
 )
-from ..events import LogEvent, record
 from ..llm.answers import CannotAnswer, Verdict
 from ..llm.purposes import Purpose
+from ..log_events import LogEvent, record
 from ..safety.secrets import Secrets, secret_names
 from ..vocabulary import Meaning, Origin, Outcome, StepLabel, counted
 from .advisor import Advisor, verdict_failure
@@ -62,9 +62,9 @@ from .execute import execute, follow_tabs
 from .history import Attempt
 from .hooks import Events
 from .keeper import REWRITES, Keeper
+from .learnt import Judgment, Learnt
 from .page_state import Pages
 from .renames import apply, renamed_here, spelt_in
-from .run_memory import Judgment, RunMemory
 from .state import TestState
 from .step import StepRun, StepSpec
 
@@ -82,17 +82,17 @@ CLOSEST_TOKENS = 1_000
 @dataclass(frozen=True)
 class Parts:
     """What a step's cycle works with: the run's library, request desk, page states, hooks,
-    secrets, memory and keeper."""
+    secrets, what it learnt and its keeper."""
 
     cache: CacheStore
     advisor: Advisor
     pages: Pages
     events: Events
     secrets: Secrets
-    memory: RunMemory
+    learnt: Learnt
     keeper: Keeper
 
-    def run(
+    def execute(
         self,
         test: TestState,
         spec: StepSpec,
@@ -175,7 +175,7 @@ class StepCycle:
         self.spec = run.spec
         self.history = run.history
         self.in_recoverable_group = run.group is not None and not test.config.strict
-        self.page = CleanPage(test, parts.pages, parts.run)
+        self.page = CleanPage(test, parts.pages, parts.execute)
         self.fixable: Verdict | None = None  # a failed check's verdict, for the next generation
 
     def perform(self) -> None:
@@ -205,7 +205,7 @@ class StepCycle:
         """Run ``candidate`` on the page; a candidate new to the step (it ran on the step's
         clean page) passes the gate; green, it is kept and told. The attempt as it ended: a red
         one has joined the history."""
-        attempt = self.parts.run(self.test, self.spec, candidate.code, candidate.at_once, True)
+        attempt = self.parts.execute(self.test, self.spec, candidate.code, candidate.at_once, True)
         if candidate.before is not None:
             self.page.dirty = True  # whatever it did, the next attempt compares the page
             if attempt.outcome is Outcome.GREEN:
@@ -251,7 +251,7 @@ class StepCycle:
     def renamed(self, cached: StepEntry) -> Iterator[Candidate]:
         """A rename a heal of this run found for this entry, where the page shows it."""
         place = self.keeper.place(cached)
-        rename = self.parts.memory.renames.get(place)
+        rename = self.parts.learnt.renames.get(place)
         if rename is None or self.config.strict or not renamed_here(self.test.page, rename.changes):
             return
         why = f"healed with the rename that healed {rename.source!r} in this run"
@@ -259,7 +259,7 @@ class StepCycle:
 
     def heal_reused(self, cached: StepEntry) -> Iterator[Candidate]:
         """The code that healed the same step earlier in this run."""
-        known = self.parts.memory.heals.get(self.spec.family)
+        known = self.parts.learnt.heals.get(self.spec.family)
         if known is None or known.code == cached.code:
             return
         why = f"healed with the code that healed this step in {known.test!r} earlier in this run"
@@ -359,7 +359,7 @@ class StepCycle:
         self.run.cached = cached
         if self.first_kept(self.renamed(cached)):
             return
-        attempt = self.parts.run(self.test, self.spec, cached.code, at_once=True)
+        attempt = self.parts.execute(self.test, self.spec, cached.code, at_once=True)
         self.run.notes = list(self.test.notes)
         if attempt.outcome is Outcome.GREEN and cached.green is not None:
             attempt = self.seeing(cached.green, attempt)
@@ -418,14 +418,14 @@ class StepCycle:
         return compare(test.tabs, cached.green, attribute, redact, within_ms)
 
     def replay_red(self, cached: StepEntry) -> None:
-        """A step remembered red replays with no request: still red, it fails with the stored
+        """A step kept red replays with no request: still red, it fails with the stored
         verdict; green, its entry turns green. It settles first: its code is expected to go red,
         and a run at once would only add one more red execution to wait out."""
         assert cached.verdict is not None
         if cached.origin == Origin.CANNOT:
             self.run.code, self.run.cached = cached.code, cached
             raise self.cannot(cached.verdict.explanation, earlier=True)
-        attempt = self.parts.run(self.test, self.spec, cached.code, watched=False)
+        attempt = self.parts.execute(self.test, self.spec, cached.code, watched=False)
         self.run.code, self.run.origin = cached.code, Origin.REPLAYED
         self.run.cached = cached
         self.run.notes = list(self.test.notes)
@@ -435,7 +435,7 @@ class StepCycle:
             self.run.turned_green = True
             record(
                 LogEvent.TURNED_GREEN,
-                "%r was remembered red (%s) and is green now",
+                "%r was kept red (%s) and is green now",
                 self.spec.sentence,
                 stored.label,
             )
@@ -563,7 +563,7 @@ class StepCycle:
         stays a product defect)."""
         last = self.history[-1]
         signature = failure_signature(last)
-        judgments = self.parts.memory.judgments
+        judgments = self.parts.learnt.judgments
         judged = judgments.get(signature) if signature else None
         template = (self.spec.kind, self.run.key.parameters.template)
         entry = self.keeper.place(self.run.cached) if self.run.cached is not None else None

@@ -1,6 +1,6 @@
 """The engine: runs each step of a run's tests through its cycle (:mod:`.cycle`), books its
 requests, tells the hooks it started and finished, keeps what its end means (green code proven,
-a red verdict remembered), and opens the steering gate on a final ``IncurableStepError``."""
+a red verdict kept), and opens the steering gate on a final ``IncurableStepError``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from ..errors import IncurableStepError, PrettyPlayError, StepFailedError, failu
 from ..vocabulary import Origin, StepStatus
 from .cycle import Candidate, Parts, StepCycle, pause
 from .keeper import Keeper
-from .run_memory import RunMemory
+from .learnt import Learnt
 from .steering import Steering, steering_allowed, stuck_step
 from .step import StepRun, StepSpec
 
@@ -39,9 +39,9 @@ class Engine:
         pages: Pages,
         steering: Steering | None = None,
     ) -> None:
-        memory = RunMemory()
-        keeper = Keeper(cache, advisor, secrets, memory)
-        self.parts = Parts(cache, advisor, pages, events, secrets, memory, keeper)
+        learnt = Learnt()
+        keeper = Keeper(cache, advisor, secrets, learnt)
+        self.parts = Parts(cache, advisor, pages, events, secrets, learnt, keeper)
         self.advisor = advisor
         self.events = events
         self.keeper = keeper
@@ -67,7 +67,7 @@ class Engine:
             if isinstance(exc, PrettyPlayError) and exc.step_run is None:
                 exc.step_run = run
             if isinstance(exc, StepFailedError):
-                self.keeper.remember(test, run, exc)
+                self.keeper.keep_verdict(test, run, exc)
             raise
         finally:
             test.add_step(run)
@@ -100,7 +100,7 @@ class Engine:
         """Start one more recovery cycle of the group ``prompt`` in ``test``; False once the
         test's ``healing_attempts`` cycles for that prompt are spent."""
         cycles = test.config.healing_attempts
-        return self.parts.memory.next_recovery_cycle(test.name, prompt, cycles)
+        return self.parts.learnt.next_recovery_cycle(test.name, prompt, cycles)
 
     def steer(self, test: TestState, run: StepRun, failure: IncurableStepError) -> bool:
         """The steering gate: True when the part behind it made the step green."""
@@ -114,6 +114,6 @@ class Engine:
 
         parts = self.parts
         stuck = stuck_step(
-            test, run, failure, parts.advisor, parts.pages, parts.secrets, parts.run, keep
+            test, run, failure, parts.advisor, parts.pages, parts.secrets, parts.execute, keep
         )
         return self.steering.steer(stuck)

@@ -36,7 +36,7 @@ from ..browser.stop import ReadStop
 from ..cache import FIELD_CHARS, MAX_FOUND, Found, GreenRecord, locator_problem
 from ..cache.library import URL_CHARS
 from ..errors import escape_controls
-from ..events import LogEvent, record
+from ..log_events import LogEvent, record
 from ..safety.policy import LOCATING_METHODS
 from ..safety.secrets import PLACEHOLDER
 from ..vocabulary import Outcome

@@ -24,7 +24,7 @@ from ..browser.guard import BLANK
 from ..browser.stop import ExecutionStop
 from ..config import origin_of
 from ..errors import CodePolicyError, StepCodeError, StepTimeoutError, describe_exception
-from ..events import LogEvent, record
+from ..log_events import LogEvent, record
 from ..meaning import expects_error_page
 from ..safety.frames import origin_url
 from ..safety.limits import MAX_TEXT, MEMORY_HEADROOM, Budget, cut_text

@@ -22,7 +22,7 @@ from ..errors import (
     failure_kind,
     rendered,
 )
-from ..events import LogEvent, record
+from ..log_events import LogEvent, record
 from ..vocabulary import GroupLabel, StepStatus
 from .advisor import verdict_failure
 from .cycle import StepCycle, after_request, pause
@@ -120,7 +120,7 @@ class GroupBlock:
         except BaseException as final:
             failed.failure, failed.error = failure_kind(final), rendered(final)
             if isinstance(final, StepFailedError):
-                self.engine.keeper.remember(test, failed, final)
+                self.engine.keeper.keep_verdict(test, failed, final)
             raise
 
     # -- recovery ------------------------------------------------------------------------------

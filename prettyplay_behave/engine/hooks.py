@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..events import LogEvent, record
+from ..log_events import LogEvent, record
 
 if TYPE_CHECKING:
     from ..llm.answers import Verdict

@@ -1,8 +1,9 @@
 """What a run keeps of its steps' results: code kept at a step's address (with what its green
-run found), a red verdict remembered, a remembered red turned green, the locator changes of a
+run found), a red verdict kept, a kept red turned green, the locator changes of a
 heal tried on the library's other entries, and the code the run proved green for a step.
 
-The step cycle (:mod:`.cycle`) decides; the keeper writes the library and the run's memory.
+The step cycle (:mod:`.cycle`) decides; the keeper writes the library and what the run learnt
+(:mod:`.learnt`).
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ from typing import TYPE_CHECKING
 from ..address import feature_of
 from ..cache import RED_LABELS, CacheStore, CacheWrite, RedVerdict, StepEntry, today
 from ..errors import CacheError
-from ..events import LogEvent, record
+from ..log_events import LogEvent, record
 from ..safety.step_code import step_code
 from ..vocabulary import Origin, counted
 from .evidence import green_record
+from .learnt import GreenCode, HealedCode, Learnt, Place
 from .renames import Proposal, Rename, apply, locator_changes
-from .run_memory import GreenCode, HealedCode, Place, RunMemory
 
 if TYPE_CHECKING:
     from ..errors import StepFailedError
@@ -34,15 +35,15 @@ REWRITES = (Origin.HEALED, Origin.RECOVERED, Origin.STEERED)
 
 
 class Keeper:
-    """Keeps the results of a run's steps in the library and in the run's memory."""
+    """Keeps the results of a run's steps in the library and in what the run learnt."""
 
     def __init__(
-        self, cache: CacheStore, advisor: Advisor, secrets: Secrets, memory: RunMemory
+        self, cache: CacheStore, advisor: Advisor, secrets: Secrets, learnt: Learnt
     ) -> None:
         self.cache = cache
         self.advisor = advisor
         self.secrets = secrets
-        self.memory = memory
+        self.learnt = learnt
         self.written: set[tuple[object, ...]] = set()  # the entries that changed
 
     @property
@@ -63,7 +64,7 @@ class Keeper:
         """``run``'s code went green: later steps of the same family may reuse it."""
         place = self.place(run.cached) if run.cached is not None else None
         found = GreenCode(test.name, run.sentence, run.code)
-        self.memory.went_green(run.spec.family, found, place, run.key.occurrence)
+        self.learnt.went_green(run.spec.family, found, place, run.key.occurrence)
 
     def _served_elsewhere(self, test: TestState, run: StepRun) -> bool:
         """Whether the shared library entry this step replayed went green for another step of
@@ -71,14 +72,14 @@ class Keeper:
         cached = run.cached
         if cached is None or cached.scenario is not None:
             return False
-        return self.memory.served_elsewhere(self.place(cached), test.name, run.key.occurrence)
+        return self.learnt.served_elsewhere(self.place(cached), test.name, run.key.occurrence)
 
     def proven(self, test: TestState, run: StepRun) -> list[tuple[str, str]]:
         """Code for the same step that went green in this run (the same feature's first, newest
         first), then the entries the library keeps for it as other features' own (by its
         sentence or one of their wordings): (where, code). Code that spells its values out
         serves only a step with those values."""
-        known = self.memory.green_for(run.spec.family, feature_of(test.name))
+        known = self.learnt.green_for(run.spec.family, feature_of(test.name))
         found = [(k.test, k.code) for k in known if _fits(run, k.sentence, k.code)]
         kind, template, data = run.spec.family
         for path, other in self.cache.everywhere():
@@ -120,7 +121,7 @@ class Keeper:
         changed, written = self.cache.replace(keep, old)
         self._wrote(changed, written)
         if old is not None and self._rewritten(old):  # a rename of the old code fits no more
-            self.memory.renames.pop(self.place(old), None)
+            self.learnt.renames.pop(self.place(old), None)
         if written.sentence == run.key.parameters.template:
             what = f"{origin} entry {run.sentence!r}"
         elif wording_of is not None:
@@ -138,7 +139,7 @@ class Keeper:
         if run.replaced is None and replaced is not None:
             run.replaced = replaced  # the code the run found there, for a review of the change
         if origin in REWRITES:
-            self.memory.heals[run.spec.family] = HealedCode(test.name, code)
+            self.learnt.heals[run.spec.family] = HealedCode(test.name, code)
             if replaced is not None:
                 self.spread_renames(test, run, replaced, code)
         run.code, run.origin, run.cached = code, origin, written
@@ -148,7 +149,7 @@ class Keeper:
         now = self.cache.library().get(old.identity)
         return now is None or now.code != old.code
 
-    def remember(self, test: TestState, run: StepRun, failure: StepFailedError) -> None:
+    def keep_verdict(self, test: TestState, run: StepRun, failure: StepFailedError) -> None:
         """A step judged ``product_defect`` or ``incurable`` keeps the code that ran, the
         verdict and its explanation, pinned to its scenario and marked red: a later replay that
         is still red fails with that verdict and no request."""
@@ -176,14 +177,14 @@ class Keeper:
         self._wrote(changed, pin)
         record(
             LogEvent.VERDICT_KEPT,
-            "%r is remembered red (%s) in %s",
+            "%r is kept red (%s) in %s",
             run.sentence,
             failure.label,
             self.cache.path_of(pin),
         )
 
     def turn_green(self, run: StepRun, red: StepEntry) -> None:
-        """A step remembered red went green: its pin loses the verdict, or goes when the shared
+        """A step kept red went green: its pin loses the verdict, or goes when the shared
         entry has the same code."""
         self._wrote(self.cache.turn_green(run.key, red), red)
 
@@ -191,9 +192,9 @@ class Keeper:
         """One heal per rename: the locators the heal changed are changed in every other entry
         of the cache that names them, judged by the gate in one request (see ``renames``)."""
         changes = locator_changes(old, new)
-        if not changes or test.config.strict or set(changes) <= self.memory.spread:
+        if not changes or test.config.strict or set(changes) <= self.learnt.spread:
             return
-        self.memory.spread.update(changes)
+        self.learnt.spread.update(changes)
         own = self.place(run.cached) if run.cached else None
         proposals: list[tuple[Path, StepEntry, str]] = []
         for path, other in self.cache.everywhere():
@@ -208,7 +209,7 @@ class Keeper:
         passed = self.advisor.gate_batch(test, run, new, changes, batch)
         for (path, other, changed), ok in zip(proposals, passed, strict=True):
             if ok:
-                self.memory.renames[(path, other.identity)] = Rename(
+                self.learnt.renames[(path, other.identity)] = Rename(
                     changed, tuple(changes), run.sentence
                 )
         record(

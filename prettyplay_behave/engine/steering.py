@@ -19,7 +19,7 @@ from ..config import in_ci
 from ..llm.answers import CannotAnswer
 from ..llm.purposes import Purpose
 from ..vocabulary import Outcome
-from .clean_page import CleanPage, Run
+from .clean_page import CleanPage, Execute
 from .history import Attempt
 
 if TYPE_CHECKING:
@@ -76,16 +76,16 @@ def stuck_step(
     advisor: Advisor,
     pages: Pages,
     secrets: Secrets,
-    run: Run,
+    execute: Execute,
     keep: Callable[[str, str, Attempt | None], None],
 ) -> StuckStep:
     """What a steering part gets for ``step_run``: each turn starts on the page as it was before
-    the step (the failed attempts and each red turn may have changed it); ``run`` executes code
-    on the test's page, ``keep`` writes code back as steered with its guidance."""
+    the step (the failed attempts and each red turn may have changed it); ``execute`` runs
+    code on the test's page, ``keep`` writes code back as steered with its guidance."""
     once = replace(step_run.spec, tries=1)  # the settle window never re-arms inside the dialog
     seen: dict[str, PageState] = {}  # the page as it was before the last execution
     ran: dict[str, Attempt] = {}  # each code's last green execution: what its locators found
-    page = CleanPage(test, pages, run, dirty=test.renewable)
+    page = CleanPage(test, pages, execute, dirty=test.renewable)
 
     def ask(guidance: str) -> str | Attempt:
         seen["before"] = page.get()
@@ -104,10 +104,10 @@ def stuck_step(
         assert not isinstance(code, StepEntry)  # a steering request lists no library steps
         return code
 
-    def execute(code: str) -> Attempt:
+    def once_on_the_page(code: str) -> Attempt:
         if "before" not in seen:  # a part that runs code it did not ask for
             seen["before"] = pages.now(test)
-        attempt = run(test, once, code, False)
+        attempt = execute(test, once, code, False)
         page.dirty = True
         if attempt.outcome is Outcome.GREEN:
             ran[code] = attempt
@@ -118,7 +118,7 @@ def stuck_step(
         failure=failure,
         current_page=lambda: test.page,
         ask=ask,
-        execute=execute,
+        execute=once_on_the_page,
         gate=lambda green, guidance: step_run.gated(
             advisor.gate(
                 test,

@@ -91,7 +91,7 @@ class StepRun:
     healed_by: str = ""  # why new code replaced its code without a verdict of its own
     notes: list[str] = field(default_factory=list)  # what its last run met: unhandled dialogs
     cached: StepEntry | None = None  # the library entry its code came from, or was written as
-    turned_green: bool = False  # a step remembered red that went green in this run
+    turned_green: bool = False  # a step kept red that went green in this run
     # a red replay: what its cached code's locators found when it last passed, and find now
     evidence: Evidence | None = None
     # what its kept code did to the page, as its gate saw it, and the gate's notes on it: the

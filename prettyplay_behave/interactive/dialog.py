@@ -20,7 +20,7 @@ from colorama import Fore
 
 from ..engine.history import Attempt
 from ..errors import IncurableStepError, ProviderUnavailableError
-from ..events import LogEvent, record
+from ..log_events import LogEvent, record
 from ..vocabulary import Outcome
 from .terminal import Terminal
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderUnavailableError
-from ..events import LogEvent, record
+from ..log_events import LogEvent, record
 from .openai_provider import OpenAIProvider
 from .prices import Price, price_of
 from .provider import Answer, Completion, Provider, SchemaRefused

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..events import LogEvent
+from ..log_events import LogEvent
 from ..vocabulary import Word
 from .answers import Shape, extract_code, read_verdict
 from .verdicts import CLASSIFICATION, DIAGNOSIS, GATE_VERDICT

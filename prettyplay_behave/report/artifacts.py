@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..events import LogEvent, record
+from ..log_events import LogEvent, record
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page

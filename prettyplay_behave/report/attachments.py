@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import escape_controls
-from ..events import LogEvent, record
+from ..log_events import LogEvent, record
 from ..vocabulary import counted
 from .artifacts import lost, pictures_allowed
 from .diffs import change_of

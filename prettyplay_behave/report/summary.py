@@ -51,7 +51,7 @@ class RunSummary:
     costs: Mapping[Purpose, float | None] = field(default_factory=dict)  # None: unpriced
     prices: Mapping[str, Price | None] = field(default_factory=dict)  # by model
     rewritten: list[Rewritten] = field(default_factory=list)  # in the order the steps ran
-    turned_green: list[str] = field(default_factory=list)  # steps remembered red, green now
+    turned_green: list[str] = field(default_factory=list)  # steps kept red, green now
 
     @classmethod
     def of(
@@ -79,7 +79,7 @@ class RunSummary:
             if run.replaced is not None and run.origin is not None
         ]
         summary.turned_green = [
-            f"turned green (remembered red) {test.name}: {run.sentence}"
+            f"turned green (kept red) {test.name}: {run.sentence}"
             for test in tests
             for run in test.scenario
             if run.turned_green

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..errors import CodePolicyError, StepTimeoutError
-from ..events import LogEvent, record
+from ..log_events import LogEvent, record
 
 MAX_INT_BITS = 4_096
 MAX_LENGTH = 1_000_000

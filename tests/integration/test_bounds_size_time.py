@@ -263,7 +263,7 @@ STOPS = {  # each with how to see that it took hold
 def test_a_planted_stop_of_time_before_a_remembered_red_step_does_not_hold_the_strict_run(
     how: str, origins: TwoOrigins, tmp_path: Path, monkeypatch, browser
 ) -> None:
-    """A remembered red step settles before it runs; a clock a planted step paused, or a page
+    """A kept red step settles before it runs; a clock a planted step paused, or a page
     whose timers never fire, must not hold that settle, nor the ones after it."""
     origins.pages["/frozen"] = FROZEN_PAGE
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
@@ -297,7 +297,7 @@ def test_a_planted_stop_of_time_before_a_remembered_red_step_does_not_hold_the_s
             assert took_hold(t.page)
     finally:
         faulthandler.cancel_dump_traceback_later()
-    # the heading is there: the remembered red step turns green, after a settle that ended
+    # the heading is there: the kept red step turns green, after a settle that ended
     assert outcome == "passed", outcome
     assert seconds < SETTLE_MS / 1000 + STEP_TIMEOUT_MS / 1000 + MARGIN_S, seconds
 

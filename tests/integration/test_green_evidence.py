@@ -1,4 +1,4 @@
-"""Judgments that remember green: code written after its green run keeps what its locators
+"""What green code found: code written after its green run keeps what its locators
 found; a later replay failure's requests say so, and a renamed control with one clear
 candidate heals with the gate alone (in process, on the demo shop, with a scripted provider)."""
 

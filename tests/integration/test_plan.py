@@ -90,7 +90,7 @@ def test_a_new_step_is_one_generate_and_fails_a_strict_plan(tmp_path: Path) -> N
 
 def test_reuse_red_and_own_steps(tmp_path: Path) -> None:
     """A step another feature wrote replays from the library; another feature's own code is
-    reused, by its sentence or a wording of it; a remembered verdict replays red; a step
+    reused, by its sentence or a wording of it; a kept verdict replays red; a step
     definition of the project's own is no prettyplay step."""
     root = copy_examples(tmp_path)
     (root / "features" / "steps" / "own_steps.py").write_text(

@@ -83,7 +83,7 @@ def strings(value: object) -> Iterator[str]:
 
 
 def plant_red(cache_dir: Path) -> Path:
-    """The shop's steps, the check remembered red with a hostile verdict."""
+    """The shop's steps, the check kept red with a hostile verdict."""
     store = CacheStore(cache_dir, validate=check_code)
     store.write(CacheWrite(CacheKey(TEST, "step", "I open the shop"), OPEN_SHOP, "generated"))
     verdict = RedVerdict("product_defect", "placeholder", "placeholder")

@@ -112,7 +112,7 @@ def test_the_summary_counts_what_happened(reported: Reported) -> None:
     assert line.startswith("prettyplay: LLM: 3 requests,")
     for purpose, count in requests.items():  # the default model is priced: tokens and cost
         assert re.search(rf"{purpose} {count} \([\d,]+ tokens, \$0\.\d{{4}}\)", line), line
-    # the generated step, and the product defect remembered red
+    # the generated step, and the product defect kept red
     assert "prettyplay: cache: 2 entries written, 0 obsolete" in output
     assert re.search(r"prettyplay: wall time: \d+\.\d s", output)
 

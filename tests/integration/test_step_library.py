@@ -4,7 +4,7 @@ Real behave runs against a small to-do app, the real openai client against the s
 rows swapped and added, scenarios renamed, one tag or one scenario run alone, all replay with
 zero requests under strict; sentences that differ only in their values cost one generation; two
 features that share steps keep each step once, and a heal of a shared step rewrites one file; a
-step judged a product defect is remembered red until the app is fixed; a rename that breaks
+step judged a product defect is kept red until the app is fixed; a rename that breaks
 several sentences is healed once; prune and drop take their liveness from the feature files;
 the per-feature files of formats 1 and 2 migrate to the library the examples replay; two git
 branches that add different steps merge without a conflict."""
@@ -215,7 +215,7 @@ def test_a_step_judged_a_product_defect_is_remembered_red_until_the_app_is_fixed
     app.pages["/"] = todo_page("normal")  # fixed
     fixed = run(project, app, *RED_AT_ONCE, llm=llm)
     assert fixed.returncode == 0, fixed
-    assert "turned green (remembered red) todos.feature::" in fixed.output
+    assert "turned green (kept red) todos.feature::" in fixed.output
     assert llm.requests == []
     assert not [e for e in steps(cache) if "verdict" in e or "scenario" in e]
 

@@ -18,8 +18,8 @@ from prettyplay_behave.engine.evidence import Compared, Evidence
 from prettyplay_behave.engine.repair import Candidate
 from prettyplay_behave.engine.step import StepRun, StepSpec
 from prettyplay_behave.errors import ConfigError
-from prettyplay_behave.llm.prompts import Prompts
 from prettyplay_behave.llm.purposes import Purpose
+from prettyplay_behave.llm.templates import RequestTemplates
 from prettyplay_behave.meaning import meaning_of
 from prettyplay_behave.vocabulary import Kind, StepStatus
 
@@ -89,7 +89,7 @@ def context(**changes: Any) -> dict[str, Any]:
     return values
 
 
-PROMPTS = Prompts()
+PROMPTS = RequestTemplates()
 
 
 def user_text(purpose: str, **changes: Any) -> str:
@@ -263,7 +263,7 @@ def test_a_templates_dir_overrides_one_template(tmp_path: Path):
         "{% block system %}house rules{% endblock %}\n"
         '{% block user %}{% include "_step.j2" %}{% endblock %}\n'
     )
-    prompts = Prompts(str(tmp_path))
+    prompts = RequestTemplates(str(tmp_path))
     system, user = (m["content"] for m in prompts.render("generate", **context()))
     assert system == "house rules"
     assert user.startswith("STEP TYPE: action")
@@ -273,15 +273,18 @@ def test_a_templates_dir_overrides_one_template(tmp_path: Path):
 def test_runs_of_one_process_share_the_compiled_templates_and_see_an_edited_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each run (a test of the Python API) builds its own Prompts: the templates of a folder
-    compile once a process, and a template whose file changed since compiles again."""
+    """Each run (a test of the Python API) builds its own RequestTemplates: the templates of a
+    folder compile once a process, and a template whose file changed since compiles again."""
     override = tmp_path / "generate.j2"
     override.write_text("{% block system %}first{% endblock %}{% block user %}u{% endblock %}")
     monkeypatch.chdir(tmp_path)
-    first, second = Prompts(str(tmp_path)), Prompts(".")  # the same folder, spelled twice
+    first, second = (
+        RequestTemplates(str(tmp_path)),
+        RequestTemplates("."),
+    )  # the same folder, spelled twice
     assert first.render("generate", **context())[0]["content"] == "first"
     assert second.environment is first.environment
-    assert Prompts().environment is PROMPTS.environment is not first.environment
+    assert RequestTemplates().environment is PROMPTS.environment is not first.environment
     override.write_text("{% block system %}second{% endblock %}{% block user %}u{% endblock %}")
     os.utime(override, ns=(0, override.stat().st_mtime_ns + 1_000_000_000))
     assert second.render("generate", **context())[0]["content"] == "second"
@@ -290,12 +293,12 @@ def test_runs_of_one_process_share_the_compiled_templates_and_see_an_edited_one(
 def test_an_override_must_define_both_blocks(tmp_path: Path):
     (tmp_path / "gate.j2").write_text("{% block system %}only system{% endblock %}")
     with pytest.raises(ConfigError, match="missing: user"):
-        Prompts(str(tmp_path)).render("gate", **context())
+        RequestTemplates(str(tmp_path)).render("gate", **context())
 
 
 def test_a_missing_templates_dir_is_a_config_error(tmp_path: Path):
     with pytest.raises(ConfigError, match=r"setting .templates_dir. = .* \(from PrettyConfig\)"):
-        Prompts(str(tmp_path / "nowhere"))
+        RequestTemplates(str(tmp_path / "nowhere"))
 
 
 def test_a_missing_context_field_is_an_error():

@@ -254,7 +254,7 @@ def test_step_code_is_parsed_in_one_place() -> None:
     assert sorted(parsers) == [f"{PACKAGE}.cache.source", f"{PACKAGE}.safety.step_code"], parsers
 
 
-FOUNDATION = {f"{PACKAGE}.{name}" for name in ("config", "errors", "vocabulary", "events",
+FOUNDATION = {f"{PACKAGE}.{name}" for name in ("config", "errors", "vocabulary", "log_events",
               "parameters", "page_events", "context_args", "meaning", "resources")}  # fmt: skip
 
 

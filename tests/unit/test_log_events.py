@@ -1,6 +1,6 @@
-"""Every log event is defined once, in the table of ``events.py``, at one level; the docs' table of
-log records has a row for each, with that level, and for nothing else; and every record the
-package logs goes through ``record`` with an event of the table."""
+"""Every log event is defined once, in the table of ``log_events.py``, at one level; the docs'
+table of log records has a row for each, with that level, and for nothing else; and every record
+the package logs goes through ``record`` with an event of the table."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from prettyplay_behave.events import LogEvent, record
+from prettyplay_behave.log_events import LogEvent, record
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 PACKAGE = ROOT / "prettyplay_behave"
@@ -69,7 +69,7 @@ def _logging_calls(tree: ast.AST) -> list[int]:
 def test_every_record_goes_through_record_with_an_event_of_the_table() -> None:
     direct = {}
     for path in sorted(PACKAGE.rglob("*.py")):
-        if path.name == "events.py" and path.parent == PACKAGE:
+        if path.name == "log_events.py" and path.parent == PACKAGE:
             continue
         lines = _logging_calls(ast.parse(path.read_text(encoding="utf-8")))
         if lines:

@@ -2,7 +2,7 @@
 the table below, at its event's level.
 
 Adding an event is one row of :class:`LogEvent` and its row in docs/reporting.md's table of log
-records (``tests/unit/test_events.py`` keeps the two the same). The hook events a project
+records (``tests/unit/test_log_events.py`` keeps the two the same). The hook events a project
 listens to are :mod:`.engine.hooks`.
 """
 

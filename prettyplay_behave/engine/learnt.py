@@ -1,4 +1,4 @@
-"""What a run remembers of its steps, as named records: the engine's routing reads them to
+"""What a run learnt of its steps, as named records: the engine's routing reads them to
 spend fewer requests (reuse, heals served again, renames tried first, verdicts given once,
 recovery cycles counted), and only the engine writes them, through the methods here.
 
@@ -63,8 +63,8 @@ class Judgment(NamedTuple):
 
 
 @dataclass
-class RunMemory:
-    """The run's memory of its steps (see the module docstring)."""
+class Learnt:
+    """What the run learnt of its steps (see the module docstring)."""
 
     # by step family, newest first
     green: dict[StepIdentity, list[GreenCode]] = field(default_factory=dict)

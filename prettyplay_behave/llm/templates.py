@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 ROLES = ("system", "user")
 
 
-class Prompts:
+class RequestTemplates:
     """The prompt templates of a run; the jinja2 environment is built on first use and
     shared by the runs of the process that use the same folder."""
 
