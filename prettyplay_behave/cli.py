@@ -94,7 +94,8 @@ def list_entries(paths: Sequence[Path]) -> int:
             print(describe(entry))
     listed = ", ".join(f"{count} {origin}" for origin, count in sorted(total.items()))
     entries = counted(sum(total.values()), "entry")
-    print(f"library: {counted(steps, 'step')}, {entries}" + (f" ({listed})" if listed else ""))
+    marks = f" ({listed})" if listed else ""
+    print(f"library: {counted(steps, 'step')}, {entries}{marks}" + (f", {red} red" if red else ""))
     return 0
 
 
@@ -339,9 +340,10 @@ def parser() -> argparse.ArgumentParser:
             args.target, args.features, args.cache_dir, args.force, files_dir=args.files_dir
         ),
         about="Writes a features folder that runs with behave and Playwright alone.",
-        exits="1 when a step of the features has no cached code (the export is written all the "
-        "same); 2 when DIR is not empty (without --force), lies in or around the features "
-        "folder, or a feature file cannot be read",
+        exits="0 when the export is written, a step with no cached code said; 1 when a cache "
+        "file or an entry is left out (the rest is written all the same); 2 when DIR is not "
+        "empty (without --force), lies in or around the features folder, a link leads out of "
+        "what it copies or lies where it writes, or a feature file cannot be read",
     )
     export_parser.add_argument(
         "target", type=Path, metavar="DIR", help="the folder to write (new or empty)"

@@ -475,6 +475,11 @@ MUTANTS = (
            "            before=self.page.get(),\n            verdict=verdict,",
            "            verdict=verdict,", GREEN_TESTS),
     # -- a verdict stays with its step; a heal keeps what it served ---------------------------
+    Mutant("green: a rename's locators counted with no bound", f"{PACKAGE}/engine/renames.py",
+           "        with stop.armed(within_ms / 1000):\n            shown =",
+           "        with stop.armed(within_ms):\n            shown =",
+           ("tests/integration/test_green_evidence.py::"
+            "test_a_planted_locator_that_backtracks_ends_a_renames_check_within_its_bound",)),
     Mutant("trust: a red pin serves every value", f"{PACKAGE}/cache/library.py",
            "general = not self.verdict and bool(names) and uses_all",
            "general = bool(names) and uses_all", TRUST_TESTS),

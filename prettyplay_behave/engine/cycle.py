@@ -252,7 +252,9 @@ class StepCycle:
         """A rename a heal of this run found for this entry, where the page shows it."""
         place = self.keeper.place(cached)
         rename = self.parts.learnt.renames.get(place)
-        if rename is None or self.config.strict or not renamed_here(self.test.page, rename.changes):
+        if rename is None or self.config.strict:
+            return
+        if not renamed_here(self.test.tabs, rename.changes, self.config.action_timeout_ms):
             return
         why = f"healed with the rename that healed {rename.source!r} in this run"
         yield self.rewrite(rename.code, why, at_once=True)

@@ -20,11 +20,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..browser.stop import ReadStop
 from ..safety.policy import LOCATING_METHODS
 from ..safety.step_code import step_code
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
+
+    from ..browser.tabs import Tabs
 
 Change = tuple[str, str]  # a locator call as the old code wrote it, and as the heal did
 
@@ -47,13 +50,22 @@ class Rename:
     source: str  # the sentence whose heal found it
 
 
-def renamed_here(page: Page, changes: Iterable[Change]) -> bool:
-    """Whether ``page`` shows the change: every old locator gone, every new one there (one
-    count each; a locator that cannot be counted here is no evidence)."""
+def renamed_here(tabs: Tabs, changes: Iterable[Change], within_ms: float) -> bool:
+    """Whether the current page of ``tabs`` shows the change: every old locator gone, every new
+    one there (one count each; a locator that cannot be counted here is no evidence). The
+    counts end within ``within_ms``: a locator of cached code (a selector a pull request could
+    plant, one that backtracks in the page) is stopped there, and shows nothing."""
+    page = tabs.page
+    stop = ReadStop(page, f"a rename's locators were counted on the page past {within_ms:.0f} ms")
     try:
-        return all(_count(page, old) == 0 and _count(page, new) > 0 for old, new in changes)
-    except Exception:  # a page on its way somewhere, a locator of a frame
+        with stop.armed(within_ms / 1000):
+            shown = all(_count(page, old) == 0 and _count(page, new) > 0 for old, new in changes)
+    except Exception:  # a page on its way somewhere, a locator of a frame, a stopped count
+        shown = False
+    if stop.fired:
+        tabs.ensure_open()  # where the count could only be stopped by closing the page
         return False
+    return shown
 
 
 def _count(page: Page, source: str) -> int:

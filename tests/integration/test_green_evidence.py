@@ -316,3 +316,27 @@ def test_where_the_pages_script_cannot_be_stopped_the_read_closes_the_page_and_g
     assert seconds < 30, seconds
     classify = provider.requests_for("classify")[0].content("user")
     assert "this is the cached code: it passed on" not in classify
+
+
+def test_a_planted_locator_that_backtracks_ends_a_renames_check_within_its_bound(
+    page, pages
+) -> None:
+    """A rename a heal found is tried where the page shows it: its locators are counted on the
+    page, and a locator of cached code is data a pull request can plant. One that backtracks in
+    the page is stopped at the bound, and the rename counts as not shown."""
+    from prettyplay_behave.browser.tabs import Tabs
+    from prettyplay_behave.engine.renames import renamed_here
+
+    # V8 backtracks on the planted pattern for hours: a run of "a"s not at the end of its text
+    pages.pages["/"] = "<h1>Work</h1><p>" + "a" * 34 + "b</p><button>Start</button>"
+    page.goto(pages.url + "/")
+    faulthandler.dump_traceback_later(120, exit=True)  # a bound that breaks ends the test
+    try:
+        started = time.monotonic()
+        tabs = Tabs(page)
+        planted = ('locator("text=/(a+)+$/")', 'get_by_role("button", name="Start")')
+        assert renamed_here(tabs, [planted], within_ms=1_000) is False
+        assert time.monotonic() - started < 15
+        assert tabs.page.get_by_role("heading").inner_text() == "Work"  # a page to go on with
+    finally:
+        faulthandler.cancel_dump_traceback_later()

@@ -128,7 +128,7 @@ def test_reuse_red_and_own_steps(tmp_path: Path) -> None:
     assert "    reuse       And I open the secret page  (the entry of a.feature in " in out, out
     assert "    reuse       And I go to the secret page  (the entry of a.feature in " in out, out
     assert "    own step    When I wave  (a step definition of your own)\n" in out
-    assert "    replay red  Then the heading says Demo Shop  (remembered product_defect)" in out
+    assert "    replay red  Then the heading says Demo Shop  (kept product_defect)" in out
     assert "5 steps: 1 replay, 2 reuse, 0 generate, 1 replay red, 1 own step" in out, out
 
 

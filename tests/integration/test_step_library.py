@@ -211,6 +211,7 @@ def test_a_step_judged_a_product_defect_is_remembered_red_until_the_app_is_fixed
     assert llm.requests == []
     listed = run_prettyplay(project.root, ["cache", "list"])
     assert "RED: product_defect: the counter counts one too many" in listed.stdout
+    assert listed.stdout.splitlines()[-1].endswith(f", {len(red)} red"), listed.stdout
 
     app.pages["/"] = todo_page("normal")  # fixed
     fixed = run(project, app, *RED_AT_ONCE, llm=llm)
