@@ -204,6 +204,12 @@ def before_step(context: Any, step: Any) -> None:
         state.current_step = step
 
 
+def interrupted(context: Any) -> bool:
+    """Whether the run was interrupted (Ctrl+C): a step it cut short is no failure of the page,
+    and its page, closing, has no picture to give."""
+    return bool(getattr(getattr(context, "_runner", None), "aborted", False))
+
+
 def after_step(context: Any, step: Any) -> None:
     """Attachments, while the step is still open in the formatters: with allure-behave, each
     prettyplay step's code, how it ran, history and verdicts; a failing step's screenshot (to
@@ -219,7 +225,7 @@ def after_step(context: Any, step: Any) -> None:
         state.test.used_elsewhere()
     if allure is not None:
         attachments.attach_steps(allure, test, state.unattached(), runtime.secrets.redact)
-    if not step.status.has_failed():
+    if not step.status.has_failed() or interrupted(context):
         return
     runtime.step_failed(test)
     if runtime.artifacts is None:  # no report_dir: the picture goes to the formatters alone

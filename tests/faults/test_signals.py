@@ -108,6 +108,9 @@ def assert_ended_cleanly(output: str, returncode: int, ended_after: float) -> No
     assert returncode != 0, output
     assert "ABORTED: By user" in output, output
     assert ended_after < EXIT_WITHIN, f"the run took {ended_after:.1f} s to end"
+    # an interrupt is no failure of the page: no picture of it, no noise of what it cut short
+    assert "Future exception was never retrieved" not in output, output
+    assert "could not be kept" not in output, output
 
 
 @pytest.mark.parametrize("whole_group", [False, True], ids=["the run", "its process group"])
