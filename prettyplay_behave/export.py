@@ -633,15 +633,15 @@ def export(
         )
     for where, sentence in uncovered:
         print(escape_controls(f"no cached code: {where}: {sentence}"), file=out)
-    left_out = [counted(len(broken), "cache file") + " left out"] if broken else []
-    left_out += [counted(len(refused), "entry") + " left out"] if refused else []
+    refusals = [counted(len(broken), "cache file") + " left out"] if broken else []
+    refusals += [counted(len(refused), "entry") + " left out"] if refused else []
     # a step with no code yet (one after a kept-red step was never run) is said, no error: the
     # export is what exists, and a later run of prettyplay writes the rest
-    missing = [*left_out]
+    missing = [*refusals]
     missing += [counted(len(uncovered), "step") + " without cached code"] if uncovered else []
     summary = "".join(f"; {part}" for part in missing)
     print(f"exported {counted(features, 'feature file')} to {target}{summary}", file=out)
-    return 1 if left_out else 0
+    return 1 if refusals else 0
 
 
 def support_modules() -> dict[Path, bytes]:
