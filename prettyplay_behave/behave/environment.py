@@ -206,8 +206,23 @@ def before_step(context: Any, step: Any) -> None:
 
 def interrupted(context: Any) -> bool:
     """Whether the run was interrupted (Ctrl+C): a step it cut short is no failure of the page,
-    and its page, closing, has no picture to give."""
-    return bool(getattr(getattr(context, "_runner", None), "aborted", False))
+    and its page, closing, has no picture to give; what Playwright was waiting on when it came
+    ends unread, and is not said (``_CutShort``)."""
+    aborted = bool(getattr(getattr(context, "_runner", None), "aborted", False))
+    if aborted and not any(isinstance(f, _CutShort) for f in _ASYNCIO.filters):
+        _ASYNCIO.addFilter(_CutShort())
+    return aborted
+
+
+_ASYNCIO = logging.getLogger("asyncio")
+
+
+class _CutShort(logging.Filter):
+    """After an interrupt: the calls Ctrl+C cut short end with errors nobody reads, which
+    asyncio would print as it collects them ("Future exception was never retrieved")."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "exception was never retrieved" not in record.getMessage()
 
 
 def after_step(context: Any, step: Any) -> None:
@@ -270,6 +285,7 @@ def test_name(context: Any, scenario: Any) -> str:
 
 def after_all(context: Any) -> None:
     runtime: Runtime | None = getattr(context, "prettyplay", None)
+    interrupted(context)
     if runtime is None:
         return
     summary = None
