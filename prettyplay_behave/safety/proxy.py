@@ -57,7 +57,7 @@ from .limits import (
     sendable,
     typed_text,
 )
-from .links import leaves
+from .links import leaves, points_to
 from .origins import is_web, origin_of, web_url
 from .policy import (
     CLOCK_ATTRIBUTES,
@@ -945,6 +945,11 @@ def _inside(folder: Path, name: Any) -> Path:
     problem = upload_problem(name)
     if problem:
         raise CodePolicyError(f"set_input_files: {problem}")
+    if folder.is_symlink():  # a link planted for the folder would let every name leave it
+        raise CodePolicyError(
+            f"set_input_files: files_dir {folder} is a symbolic link (to {points_to(folder)}); "
+            "prettyplay never uploads through one: name the folder it points to as files_dir"
+        )
     if leaves(folder, folder / name):
         raise CodePolicyError(f"set_input_files: {name!r} leads outside files_dir")
     path = (folder / name).resolve()

@@ -262,6 +262,33 @@ def test_an_upload_from_outside_files_dir_is_refused(
     assert f"CodePolicyError: set_input_files: {name!r} {refusal}" in caught.value.details
 
 
+def test_an_upload_through_a_files_dir_that_is_a_link_is_refused(
+    site: TwoOrigins, tmp_path: Path, llm_env: ScriptedLLMServer, browser
+) -> None:
+    """A link planted for the files folder itself (a pull request adds one as easily as a file)
+    would make every name inside it a file outside the project: nothing is uploaded through it,
+    and the file it reaches is never read."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "receipt.pdf").write_text("the user's own file\n")
+    linked = tmp_path / "project" / "files"
+    linked.parent.mkdir()
+    linked.symlink_to(outside)
+    answering(llm_env, {
+        "open the returns page": 'page.goto("/returns")',
+        "attach the receipt": 'page.set_input_files("#receipt", "receipt.pdf")',
+    })  # fmt: skip
+    llm_env.on("classify", json_answer({"label": "incurable", "explanation": "-",
+                                        "recommendation": "-"}))  # fmt: skip
+    settings = config(site.app, tmp_path / "cache", files_dir=str(linked))
+    with PrettyPlay("t", config=settings, browser=browser) as t:
+        t.step("open the returns page")
+        with pytest.raises(IncurableStepError) as caught:
+            t.step("attach the receipt")
+        assert t.page.get_by_role("status").inner_text() == ""  # nothing was chosen
+    assert f"files_dir {linked} is a symbolic link (to {outside})" in caught.value.details
+
+
 def test_a_download_is_checked_by_name_and_kept_in_report_dir(
     site: TwoOrigins, tmp_path: Path, llm_env: ScriptedLLMServer, browser
 ) -> None:
