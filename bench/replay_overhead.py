@@ -182,10 +182,12 @@ def shop_project(project: Path) -> None:
     shutil.copytree(source / "steps", features / "steps", ignore=shutil.ignore_patterns("__py*"))
     shutil.copy(source / "environment.py", features / "environment.py")
     for feature_file in plain_replay.shop_feature_files(source):
-        relative = feature_file.relative_to(source)
-        for path in (relative, Path(".prettyplay") / f"{relative}.json"):
-            (features / path).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(source / path, features / path)
+        copied = features / feature_file.relative_to(source)
+        copied.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(feature_file, copied)
+    # the project's one step library; the entries of the other examples' steps are never read
+    library = Path(".prettyplay") / "steps"
+    shutil.copytree(source / library, features / library, ignore=shutil.ignore_patterns("*.lock"))
 
 
 # -- the hand-written steps -----------------------------------------------------------------
