@@ -34,7 +34,7 @@ from prettyplay_behave.browser.snapshot import capture, estimate_tokens  # noqa:
 from prettyplay_behave.demo.server import DemoShop  # noqa: E402
 from prettyplay_behave.engine.step import StepSpec  # noqa: E402
 from prettyplay_behave.llm.templates import RequestTemplates  # noqa: E402
-from prettyplay_behave.vocabulary import Kind  # noqa: E402
+from prettyplay_behave.vocabulary import Kind, Meaning  # noqa: E402
 from tests.support.caches import codes  # noqa: E402
 from tests.support.changed_ui import CART, CHECKOUT  # noqa: E402
 from tests.support.llm_server import (  # noqa: E402
@@ -114,7 +114,7 @@ def large_page_request(items: int) -> tuple[int, bool]:
     messages = RequestTemplates().render(
         "generate", step=StepSpec(Kind.ACTION, "click Checkout"), base_url="http://shop.test",
         page=state, scenario=[], history=[], group=None, instructions="",
-        verdict=None, guidance="", restored="",
+        verdict=None, guidance="", restored="", closest=[],
     )  # fmt: skip
     text = "\n".join(m["content"] for m in messages)
     return estimate_tokens(text), 'button "Checkout"' in text
@@ -139,7 +139,8 @@ def large_page_judgments(items: int) -> tuple[int, int]:
     code = 'def step(page) -> None:\n    page.get_by_role("link", name="View").nth(3).click()\n'
     ran = SimpleNamespace(url_before="http://shop.test/", url_after="http://shop.test/p/3")
     scenario = [
-        SimpleNamespace(kind=Kind.ACTION, sentence=f"I open product {n}", outcome="passed",
+        SimpleNamespace(kind=Kind.ACTION, meaning=Meaning.ACTION,
+                        sentence=f"I open product {n}", outcome="passed",
                         group=None, code=code, origin="replayed", history=[ran], seen=(),
                         findings=())
         for n in range(20)
@@ -191,7 +192,7 @@ def main() -> int:
         llm.on("gate", clean, repeat=True)
         if run_examples(llm, Path(tmp) / "generate") != 0:
             return 1
-        report("generation, empty cache (every step; 24 sentences)", llm.requests, "generate")
+        report("generation, empty cache (every step of the examples)", llm.requests, "generate")
         with DemoShop(variant="changed-ui") as shop:
             url = f"prettyplay.base_url={shop.url}"
             llm.reset()
