@@ -20,6 +20,7 @@ from prettyplay_behave.safety.limits import MAX_TYPED_KEYS
 from prettyplay_behave.safety.step_code import check_code
 from tests.support.attacks import (
     APP_PAGE,
+    BUSY_TIMEOUT_MS,
     INCURABLE,
     MARGIN_S,
     MODES,
@@ -213,15 +214,16 @@ def test_a_wait_inside_the_page_is_stopped_at_the_step_timeout_and_the_test_goes
         monkeypatch,
         browser,
         report_dir=str(tmp_path / "report"),
+        step_timeout_ms=BUSY_TIMEOUT_MS,
     )
     assert outcome.error is not None
     text = str(outcome.error)
-    assert f"step_timeout_ms={STEP_TIMEOUT_MS}" in text, text
+    assert f"step_timeout_ms={BUSY_TIMEOUT_MS}" in text, text
     if how == "a download that never finishes":
         assert "the download 'slow.bin' did not finish" in text, text
     else:
         assert "still waiting in the browser" in text, text
-    assert outcome.seconds < STEP_TIMEOUT_MS / 1000 + GRACE_S + MARGIN_S, outcome.seconds
+    assert outcome.seconds < BUSY_TIMEOUT_MS / 1000 + GRACE_S + MARGIN_S, outcome.seconds
     assert outcome.went_on
 
 

@@ -31,6 +31,10 @@ HEADING = (
 ATTACK = "I do what the step says"
 INCURABLE = json_answer({"label": "incurable", "explanation": "-", "recommendation": "-"})
 STEP_TIMEOUT_MS = 1_500
+# An attack that keeps a core busy until it is stopped (a backtracking pattern, a loop, endless
+# typing) spends CPU for as long as its step may last, and the stop is the same at any length:
+# such attacks run with a shorter step timeout.
+BUSY_TIMEOUT_MS = 750
 MARGIN_S = 6.0  # settle, the browser's own latency and a loaded two-core machine
 # An attack the bounds miss may hold the thread in C (a regex match) where no exception reaches
 # it: past this, the test process dumps its stacks and exits, so a hang fails instead of waiting.
