@@ -206,12 +206,14 @@ def before_step(context: Any, step: Any) -> None:
 
 def interrupted(context: Any) -> bool:
     """Whether the run was interrupted (Ctrl+C): a step it cut short is no failure of the page,
-    and its page, closing, has no picture to give; what Playwright was waiting on when it came
-    ends unread, and is not said (``_CutShort``)."""
-    aborted = bool(getattr(getattr(context, "_runner", None), "aborted", False))
-    if aborted and not any(isinstance(f, _CutShort) for f in _ASYNCIO.filters):
+    and its page, closing, has no picture to give."""
+    return bool(getattr(getattr(context, "_runner", None), "aborted", False))
+
+
+def quiet_what_was_cut_short() -> None:
+    """What Playwright was waiting on when Ctrl+C came ends unread, and is not said."""
+    if not any(isinstance(f, _CutShort) for f in _ASYNCIO.filters):
         _ASYNCIO.addFilter(_CutShort())
-    return aborted
 
 
 _ASYNCIO = logging.getLogger("asyncio")
@@ -240,7 +242,10 @@ def after_step(context: Any, step: Any) -> None:
         state.test.used_elsewhere()
     if allure is not None:
         attachments.attach_steps(allure, test, state.unattached(), runtime.secrets.redact)
-    if not step.status.has_failed() or interrupted(context):
+    if not step.status.has_failed():
+        return
+    if interrupted(context):
+        quiet_what_was_cut_short()
         return
     runtime.step_failed(test)
     if runtime.artifacts is None:  # no report_dir: the picture goes to the formatters alone
@@ -285,7 +290,8 @@ def test_name(context: Any, scenario: Any) -> str:
 
 def after_all(context: Any) -> None:
     runtime: Runtime | None = getattr(context, "prettyplay", None)
-    interrupted(context)
+    if interrupted(context):
+        quiet_what_was_cut_short()
     if runtime is None:
         return
     summary = None

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from prettyplay_behave import IncurableStepError, PrettyConfig, PrettyPlay, ProductDefectError
+from prettyplay_behave.browser.tabs import Tabs
 from prettyplay_behave.cache import (
     CacheKey,
     CacheStore,
@@ -20,6 +21,7 @@ from prettyplay_behave.cache import (
     StepEntry,
     today,
 )
+from prettyplay_behave.engine.renames import renamed_here
 from prettyplay_behave.safety.step_code import check_code
 from tests.support.attacks import HANG_S
 from tests.support.caches import cache_text
@@ -324,9 +326,6 @@ def test_a_planted_locator_that_backtracks_ends_a_renames_check_within_its_bound
     """A rename a heal found is tried where the page shows it: its locators are counted on the
     page, and a locator of cached code is data a pull request can plant. One that backtracks in
     the page is stopped at the bound, and the rename counts as not shown."""
-    from prettyplay_behave.browser.tabs import Tabs
-    from prettyplay_behave.engine.renames import renamed_here
-
     # V8 backtracks on the planted pattern for hours: a run of "a"s not at the end of its text
     pages.pages["/"] = "<h1>Work</h1><p>" + "a" * 34 + "b</p><button>Start</button>"
     page.goto(pages.url + "/")
