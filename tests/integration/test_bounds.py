@@ -328,12 +328,24 @@ def test_a_cross_origin_frame_loads_and_a_step_reads_inside_it(
 
 # -- 4: time ------------------------------------------------------------------------------------
 
-WAITS = {
+WAITS = {  # forms that wait between forms that keep a core busy, so parallel workers overlap them
     "click with timeout=0": 'page.locator("#missing").click(timeout=0)',
+    "a backtracking regex": 're.match("(x+x+)+y", "x" * 5000)',
     "wait_for_url with timeout=0": 'page.wait_for_url("**/never", timeout=0)',
+    "a backtracking compiled regex": 're.compile("(a|a)+$").match("a" * 40 + "b")',
     "wait_for with timeout=0": 'page.locator("#missing").wait_for(timeout=0)',
+    "integer growth in a loop": "n = 3\nfor i in range(100):\n    n *= n",
     "expect with timeout=0": 'expect(page.locator("#missing")).to_be_visible(timeout=0)',
+    "nested loops of page actions": (
+        "for i in range(1000):\n    for j in range(1000):\n"
+        '        page.get_by_role("heading").count()'
+    ),
     "a huge timeout": 'page.locator("#missing").click(timeout=1000000000)',
+    # about 30 s of searching without the loop guard's time check, on any machine
+    "nested loops of plain python": (
+        'text = "y" * 1000000\nfor i in range(1000):\n    for j in range(1000):\n'
+        '        found = "z" in text'
+    ),
     "a huge typing delay": (
         'page.get_by_label("Query").press_sequentially("x" * 50, delay=1000000000)'
     ),
@@ -341,18 +353,6 @@ WAITS = {
         'page.get_by_label("Query").focus()\npage.keyboard.type("slow", delay=1000000000)'
     ),
     "huge mouse steps": "page.mouse.move(400, 300, steps=1000000000)",
-    "a backtracking regex": 're.match("(x+x+)+y", "x" * 5000)',
-    "a backtracking compiled regex": 're.compile("(a|a)+$").match("a" * 40 + "b")',
-    "integer growth in a loop": "n = 3\nfor i in range(100):\n    n *= n",
-    "nested loops of page actions": (
-        "for i in range(1000):\n    for j in range(1000):\n"
-        '        page.get_by_role("heading").count()'
-    ),
-    # about 30 s of searching without the loop guard's time check, on any machine
-    "nested loops of plain python": (
-        'text = "y" * 1000000\nfor i in range(1000):\n    for j in range(1000):\n'
-        '        found = "z" in text'
-    ),
 }  # fmt: skip
 BUSY_WAITS = {"a backtracking compiled regex", "nested loops of page actions",
               "nested loops of plain python"}  # fmt: skip
