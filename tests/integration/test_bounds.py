@@ -328,7 +328,9 @@ def test_a_cross_origin_frame_loads_and_a_step_reads_inside_it(
 
 # -- 4: time ------------------------------------------------------------------------------------
 
-WAITS = {  # forms that wait between forms that keep a core busy, so parallel workers overlap them
+# the forms that sit out a timeout alternate with the others, so that parallel workers reaching
+# them together overlap a wait with work
+WAITS = {
     "click with timeout=0": 'page.locator("#missing").click(timeout=0)',
     "a backtracking regex": 're.match("(x+x+)+y", "x" * 5000)',
     "wait_for_url with timeout=0": 'page.wait_for_url("**/never", timeout=0)',
