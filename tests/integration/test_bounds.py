@@ -334,8 +334,8 @@ def test_a_cross_origin_frame_loads_and_a_step_reads_inside_it(
 
 # -- 4: time ------------------------------------------------------------------------------------
 
-# the forms that sit out a timeout alternate with the others, so that parallel workers reaching
-# them together overlap a wait with work
+# the forms that sit out a timeout are spread among those that keep a core busy (there are fewer
+# of these), so that parallel workers reaching them together overlap a wait with work
 WAITS = {
     "click with timeout=0": 'page.locator("#missing").click(timeout=0)',
     "a backtracking regex": 're.match("(x+x+)+y", "x" * 5000)',
