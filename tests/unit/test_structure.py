@@ -4,6 +4,7 @@ extension point is defined in one place, the formatter lays the code out."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 PACKAGE = "prettyplay_behave"
@@ -37,7 +38,11 @@ def imported(name: str, path: Path) -> set[str]:
     return {module for module in found if module in MODULES and module != name}
 
 
-GRAPH = {name: imported(name, path) for name, path in MODULES.items()}
+@functools.cache
+def graph() -> dict[str, set[str]]:
+    """Each package module and the package modules it imports; parsed once a process, when a
+    test first asks (not as every worker collects)."""
+    return {name: imported(name, path) for name, path in MODULES.items()}
 
 
 def cycle_from(start: str) -> list[str] | None:
@@ -46,7 +51,7 @@ def cycle_from(start: str) -> list[str] | None:
     seen: set[str] = set()
     while stack:
         current, path = stack.pop()
-        for target in GRAPH[current]:
+        for target in graph()[current]:
             if target == start:
                 return [*path, start]
             if target not in seen:
@@ -56,13 +61,13 @@ def cycle_from(start: str) -> list[str] | None:
 
 
 def test_the_graph_sees_every_kind_of_import() -> None:
-    assert f"{PACKAGE}.engine.engine" in GRAPH[f"{PACKAGE}.runtime"]  # at the top
-    assert f"{PACKAGE}.runtime" in GRAPH[f"{PACKAGE}.behave.environment"]  # inside a function
-    assert f"{PACKAGE}.engine.state" in GRAPH[f"{PACKAGE}.report.artifacts"]  # TYPE_CHECKING
+    assert f"{PACKAGE}.engine.engine" in graph()[f"{PACKAGE}.runtime"]  # at the top
+    assert f"{PACKAGE}.runtime" in graph()[f"{PACKAGE}.behave.environment"]  # inside a function
+    assert f"{PACKAGE}.engine.state" in graph()[f"{PACKAGE}.report.artifacts"]  # TYPE_CHECKING
 
 
 def test_no_module_imports_itself_back() -> None:
-    cycles = [cycle for name in GRAPH if (cycle := cycle_from(name))]
+    cycles = [cycle for name in graph() if (cycle := cycle_from(name))]
     assert cycles == [], "\n".join(" -> ".join(cycle) for cycle in cycles)
 
 
@@ -77,7 +82,7 @@ def test_the_engine_never_imports_behave_nor_what_lies_upstream() -> None:
                    for alias in n.names]  # fmt: skip
         modules += [n.module for n in ast.walk(tree)
                     if isinstance(n, ast.ImportFrom) and n.module and not n.level]  # fmt: skip
-        reached = {*modules, *GRAPH[name]}
+        reached = {*modules, *graph()[name]}
         assert not [m for m in reached if m.startswith(upstream)], name
 
 
@@ -261,12 +266,12 @@ FOUNDATION = {f"{PACKAGE}.{name}" for name in ("config", "errors", "vocabulary",
 def test_nothing_runs_back_up_from_the_foundation() -> None:
     """The settings, the errors and the words every room uses import only each other and leaf
     modules (ones that import nothing of the package, as ``safety/origins.py``)."""
-    leaves = {name for name, imports in GRAPH.items() if not imports}
+    leaves = {name for name, imports in graph().items() if not imports}
     rooms = tuple(f"{PACKAGE}.{room}." for room in ("browser", "engine", "llm", "cache",
                                                    "report", "behave", "interactive"))  # fmt: skip
     for name in FOUNDATION:
-        assert GRAPH[name] <= FOUNDATION | leaves, (name, GRAPH[name] - FOUNDATION - leaves)
-        assert not [m for m in GRAPH[name] if m.startswith(rooms)], name
+        assert graph()[name] <= FOUNDATION | leaves, (name, graph()[name] - FOUNDATION - leaves)
+        assert not [m for m in graph()[name] if m.startswith(rooms)], name
 
 
 def _calls_by_function(path: Path, attribute: str) -> set[str]:
@@ -354,7 +359,7 @@ def test_the_address_module_needs_the_standard_library_alone() -> None:
     """The export copies it as it is into a project where prettyplay is not installed."""
     import sys
 
-    assert GRAPH[ADDRESS] == set()
+    assert graph()[ADDRESS] == set()
     tree = ast.parse(MODULES[ADDRESS].read_text(encoding="utf-8"))
     names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
     names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
