@@ -2,7 +2,7 @@
 # Set up a development environment and run the examples or the test suite.
 #   ./dev.sh examples [behave args]   replay the example features against the demo shop
 #   ./dev.sh test [pytest args]       lint, type-check and run the whole test suite (in parallel,
-#                                     three workers per core; PYTEST_WORKERS=0 runs it in one
+#                                     two workers per core; PYTEST_WORKERS=0 runs it in one
 #                                     process)
 #   ./dev.sh mutate [name ...]        break guarded behaviours one by one; their tests must fail
 set -euo pipefail
@@ -97,11 +97,10 @@ case "${1:-}" in
     # prettyplay again
     unset PYTHONDONTWRITEBYTECODE
     status=0
-    # three workers per core: the suite waits on browsers, servers and timeouts, and with two a
-    # core all of them sometimes wait at once; the third fills those waits for a little more
-    # CPU (its own collection and browser); tests that share a run of their module carry an
-    # xdist_group mark
-    "$VENV/bin/pytest" -n "${PYTEST_WORKERS:-$(($(nproc) * 3))}" --dist loadgroup "$@" || status=$?
+    # two workers per core: the suite waits on browsers, servers and timeouts about as long as
+    # it computes, and the second worker of a core fills those waits; tests that share a run of
+    # their module carry an xdist_group mark
+    "$VENV/bin/pytest" -n "${PYTEST_WORKERS:-$(($(nproc) * 2))}" --dist loadgroup "$@" || status=$?
     wait "$mypy_pid" || status=1
     cat "$types"
     rm -f "$types"
