@@ -36,6 +36,7 @@ from tests.support.attacks import (
     ATTACK,
     BARRIER,
     BUSY_TIMEOUT_MS,
+    FINISH_TIMEOUT_MS,
     FRAMED_PAGE,
     HEADING,
     INCURABLE,
@@ -362,12 +363,13 @@ WAITS = {
     ),
     "huge mouse steps": "page.mouse.move(400, 300, steps=1000000000)",
 }  # fmt: skip
-BUSY_WAITS = {"a backtracking compiled regex", "nested loops of page actions",
-              "nested loops of plain python"}  # fmt: skip
-# Clamped mouse steps finish: a hundred events, each a round trip to the page, which a loaded
-# machine stretches past the waiting attacks' timeout. They get time to finish; steps the clamp
-# let through would still run into the stop.
-FINISHING_WAITS = {"huge mouse steps": 5_000}
+# the waits whose step timeout is not the waiting attacks' STEP_TIMEOUT_MS
+TIMEOUTS = {
+    "a backtracking compiled regex": BUSY_TIMEOUT_MS,
+    "nested loops of page actions": BUSY_TIMEOUT_MS,
+    "nested loops of plain python": BUSY_TIMEOUT_MS,
+    "huge mouse steps": FINISH_TIMEOUT_MS,
+}
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -375,7 +377,7 @@ FINISHING_WAITS = {"huge mouse steps": 5_000}
 def test_every_form_of_waiting_ends_within_the_step_timeout(
     how: str, mode: str, origins: TwoOrigins, tmp_path: Path, llm, monkeypatch, browser
 ) -> None:
-    timeout = BUSY_TIMEOUT_MS if how in BUSY_WAITS else FINISHING_WAITS.get(how, STEP_TIMEOUT_MS)
+    timeout = TIMEOUTS.get(how, STEP_TIMEOUT_MS)
     code = step(WAITS[how])
     outcome = attack(
         mode, code, origins, tmp_path, llm, monkeypatch, browser, step_timeout_ms=timeout

@@ -35,6 +35,10 @@ STEP_TIMEOUT_MS = 1_500
 # typing) spends CPU for as long as its step may last, and the stop is the same at any length:
 # such attacks run with a shorter step timeout.
 BUSY_TIMEOUT_MS = 750
+# Clamped work that finishes (a mouse move's hundred steps, each a round trip to the page) is
+# stretched by a loaded machine past STEP_TIMEOUT_MS: it gets the time to finish, and work the
+# clamp let through would still run into the stop.
+FINISH_TIMEOUT_MS = 5_000
 MARGIN_S = 6.0  # settle, the browser's own latency and a loaded two-core machine
 # An attack the bounds miss may hold the thread in C (a regex match) where no exception reaches
 # it: past this, the test process dumps its stacks and exits, so a hang fails instead of waiting.
